@@ -1,0 +1,66 @@
+// A heap buffer aligned for 64-byte vector loads; owns its memory, copies are explicit.
+#pragma once
+
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <utility>
+
+namespace samebits {
+
+template <typename T>
+class AlignedBuffer {
+ public:
+  static constexpr std::size_t kAlignment = 64;
+
+  AlignedBuffer() = default;
+  explicit AlignedBuffer(std::size_t count) { resize_uninitialized(count); }
+  AlignedBuffer(const AlignedBuffer&) = delete;
+  AlignedBuffer& operator=(const AlignedBuffer&) = delete;
+  AlignedBuffer(AlignedBuffer&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+  AlignedBuffer& operator=(AlignedBuffer&& other) noexcept {
+    if (this != &other) {
+      std::free(data_);
+      data_ = std::exchange(other.data_, nullptr);
+      size_ = std::exchange(other.size_, 0);
+    }
+    return *this;
+  }
+  ~AlignedBuffer() { std::free(data_); }
+
+  // Contents are unspecified after a resize; callers write before they read.
+  void resize_uninitialized(std::size_t count) {
+    if (count == size_) return;
+    std::free(data_);
+    data_ = nullptr;
+    size_ = 0;
+    if (count == 0) return;
+    std::size_t bytes = (count * sizeof(T) + kAlignment - 1) / kAlignment * kAlignment;
+    data_ = static_cast<T*>(std::aligned_alloc(kAlignment, bytes));
+    if (data_ == nullptr) throw std::bad_alloc();
+    size_ = count;
+  }
+  void assign_zero(std::size_t count) {
+    resize_uninitialized(count);
+    if (count) std::memset(static_cast<void*>(data_), 0, count * sizeof(T));
+  }
+  AlignedBuffer clone() const {
+    AlignedBuffer copy(size_);
+    if (size_) std::memcpy(static_cast<void*>(copy.data_), data_, size_ * sizeof(T));
+    return copy;
+  }
+
+  T* data() noexcept { return data_; }
+  const T* data() const noexcept { return data_; }
+  std::size_t size() const noexcept { return size_; }
+  T& operator[](std::size_t i) noexcept { return data_[i]; }
+  const T& operator[](std::size_t i) const noexcept { return data_[i]; }
+
+ private:
+  T* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+}  // namespace samebits

@@ -1,0 +1,179 @@
+// Persistent worker pool behind parallel_for: workers are created once and parked between calls.
+#include "core/thread_pool.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace samebits {
+namespace {
+
+constexpr int kMaxThreads = 256;
+
+int threads_from_environment() {
+  const char* text = std::getenv("SAMEBITS_NUM_THREADS");
+  if (text != nullptr) {
+    char* end = nullptr;
+    long value = std::strtol(text, &end, 10);
+    if (end != text && *end == '\0' && value >= 1) return static_cast<int>(std::min<long>(value, kMaxThreads));
+  }
+  return hardware_threads();
+}
+
+thread_local bool tls_inside_parallel = false;
+
+class Pool {
+ public:
+  static Pool& instance() {
+    static Pool pool;
+    return pool;
+  }
+
+  int threads() const { return threads_.load(std::memory_order_relaxed); }
+  void set_threads(int n) { threads_.store(std::clamp(n, 1, kMaxThreads), std::memory_order_relaxed); }
+
+  void run(std::int64_t count, const std::function<void(std::int64_t, std::int64_t)>& body,
+           std::int64_t grain) {
+    std::lock_guard<std::mutex> call_lock(call_mutex_);  // one parallel region at a time
+    const int wanted = threads();
+    grain = std::max<std::int64_t>(grain, 1);
+    const std::int64_t chunks_possible = (count + grain - 1) / grain;
+    const int helpers = static_cast<int>(std::min<std::int64_t>(wanted, chunks_possible)) - 1;
+    if (helpers <= 0) {
+      run_serial(count, body);
+      return;
+    }
+    ensure_workers(helpers);
+    // Several chunks per thread balance uneven tiles; any split gives the same bits.
+    std::int64_t chunk = std::max<std::int64_t>(grain, count / ((helpers + 1) * 4));
+    chunk = (chunk + grain - 1) / grain * grain;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      body_ = &body;
+      count_ = count;
+      chunk_ = chunk;
+      next_.store(0, std::memory_order_relaxed);
+      active_helpers_ = helpers;
+      round_helpers_ = helpers;
+      error_ = nullptr;
+      ++generation_;
+    }
+    wake_.notify_all();
+    work();
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_.wait(lock, [&] { return active_helpers_ == 0; });
+    body_ = nullptr;
+    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+  }
+
+ private:
+  Pool() : threads_(threads_from_environment()) {}
+  ~Pool() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    for (auto& worker : workers_) worker.join();
+  }
+
+  static void run_serial(std::int64_t count, const std::function<void(std::int64_t, std::int64_t)>& body) {
+    if (count <= 0) return;
+    bool was_inside = tls_inside_parallel;
+    tls_inside_parallel = true;
+    try {
+      body(0, count);
+    } catch (...) {
+      tls_inside_parallel = was_inside;
+      throw;
+    }
+    tls_inside_parallel = was_inside;
+  }
+
+  void ensure_workers(int helpers) {
+    while (static_cast<int>(workers_.size()) < helpers) {
+      int index = static_cast<int>(workers_.size());
+      workers_.emplace_back([this, index] { worker_loop(index); });
+    }
+  }
+
+  // Claims chunks until none are left; records the first exception.
+  void work() {
+    tls_inside_parallel = true;
+    for (;;) {
+      std::int64_t begin = next_.fetch_add(chunk_, std::memory_order_relaxed);
+      if (begin >= count_) break;
+      std::int64_t end = std::min(begin + chunk_, count_);
+      try {
+        (*body_)(begin, end);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (!error_) error_ = std::current_exception();
+      }
+    }
+    tls_inside_parallel = false;
+  }
+
+  void worker_loop(int index) {
+    std::uint64_t seen = 0;
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        wake_.wait(lock, [&] { return stopping_ || (generation_ != seen && index < round_helpers_); });
+        if (stopping_) return;
+        seen = generation_;
+      }
+      work();
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        --active_helpers_;
+        if (active_helpers_ == 0) done_.notify_all();
+      }
+    }
+  }
+
+  std::atomic<int> threads_;
+  std::mutex call_mutex_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::condition_variable done_;
+  std::vector<std::thread> workers_;
+  const std::function<void(std::int64_t, std::int64_t)>* body_ = nullptr;
+  std::int64_t count_ = 0;
+  std::int64_t chunk_ = 1;
+  std::atomic<std::int64_t> next_{0};
+  int active_helpers_ = 0;  // helpers still working on this round
+  int round_helpers_ = 0;   // helpers called for this round (fixed while it runs)
+  std::uint64_t generation_ = 0;
+  bool stopping_ = false;
+  std::exception_ptr error_;
+};
+
+}  // namespace
+
+int hardware_threads() {
+  unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : static_cast<int>(std::min<unsigned>(n, kMaxThreads));
+}
+
+int num_threads() { return Pool::instance().threads(); }
+
+void set_num_threads(int n) { Pool::instance().set_threads(n); }
+
+void parallel_for(std::int64_t count, const std::function<void(std::int64_t, std::int64_t)>& body,
+                  std::int64_t grain) {
+  if (count <= 0) return;
+  if (tls_inside_parallel) {
+    body(0, count);
+    return;
+  }
+  Pool::instance().run(count, body, grain);
+}
+
+}  // namespace samebits

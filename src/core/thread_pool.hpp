@@ -1,0 +1,24 @@
+// A persistent worker pool: parallel_for splits independent outputs across threads and never
+// changes the order of any reduction, so results never depend on the thread count.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+namespace samebits {
+
+// Number of threads parallel_for uses (the caller counts as one). Defaults to the environment
+// variable SAMEBITS_NUM_THREADS when it is a positive integer, otherwise to every core.
+int num_threads();
+// n >= 1; values above 256 are clamped. Idle workers beyond n stay parked.
+void set_num_threads(int n);
+// Number of logical cores the process may use.
+int hardware_threads();
+
+// Calls body(begin, end) over disjoint ranges that cover [0, count), in any order and on any
+// thread. Each index is visited exactly once. Calls from inside a body run serially.
+// An exception thrown by a body is rethrown on the calling thread after every range finished.
+void parallel_for(std::int64_t count, const std::function<void(std::int64_t, std::int64_t)>& body,
+                  std::int64_t grain = 1);
+
+}  // namespace samebits

@@ -1,0 +1,84 @@
+// Runtime detection of the SIMD targets this build compiled and this CPU runs.
+#include "numerics/simd_target.hpp"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
+namespace samebits::simd {
+namespace {
+
+bool cpu_supports(Target target) {
+#if defined(SAMEBITS_HAVE_SIMD) && (defined(__x86_64__) || defined(__i386__))
+  __builtin_cpu_init();
+  switch (target) {
+    case Target::Scalar:
+      return true;
+    case Target::Avx2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case Target::Avx512:
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+             __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  }
+  return false;
+#else
+  return target == Target::Scalar;
+#endif
+}
+
+Target cap_to_available(Target wanted) {
+  Target best = Target::Scalar;
+  for (Target t : available_targets())
+    if (static_cast<int>(t) <= static_cast<int>(wanted)) best = t;
+  return best;
+}
+
+Target automatic_target() {
+  Target best = available_targets().back();
+  if (const char* text = std::getenv("SAMEBITS_SIMD")) {
+    if (std::strcmp(text, "scalar") == 0) return Target::Scalar;
+    if (std::strcmp(text, "avx2") == 0) return cap_to_available(Target::Avx2);
+    if (std::strcmp(text, "avx512") == 0) return cap_to_available(Target::Avx512);
+  }
+  return best;
+}
+
+std::atomic<int> g_override{-1};
+
+}  // namespace
+
+const std::vector<Target>& available_targets() {
+  static const std::vector<Target> targets = [] {
+    std::vector<Target> list{Target::Scalar};
+    if (cpu_supports(Target::Avx2)) list.push_back(Target::Avx2);
+    if (cpu_supports(Target::Avx512)) list.push_back(Target::Avx512);
+    return list;
+  }();
+  return targets;
+}
+
+Target active_target() {
+  int forced = g_override.load(std::memory_order_relaxed);
+  if (forced >= 0) return static_cast<Target>(forced);
+  static const Target automatic = automatic_target();
+  return automatic;
+}
+
+void set_target(Target target) { g_override.store(static_cast<int>(cap_to_available(target))); }
+
+void reset_target() { g_override.store(-1); }
+
+const char* target_name(Target target) {
+  switch (target) {
+    case Target::Scalar:
+      return "scalar";
+    case Target::Avx2:
+      return "avx2";
+    case Target::Avx512:
+      return "avx512";
+  }
+  return "unknown";
+}
+
+}  // namespace samebits::simd
