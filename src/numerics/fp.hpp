@@ -4,10 +4,14 @@
 #include <bit>
 #include <cstdint>
 
+// Every helper here is forced inline: a header function compiled inside an AVX TU must never be
+// emitted out of line, or the linker could hand that copy to baseline code (ODR across ISA flags).
+#define SAMEBITS_ALWAYS_INLINE [[gnu::always_inline]] inline
+
 namespace samebits::fp {
 
-inline std::uint32_t bits(float x) noexcept { return std::bit_cast<std::uint32_t>(x); }
-inline float from_bits(std::uint32_t u) noexcept { return std::bit_cast<float>(u); }
+SAMEBITS_ALWAYS_INLINE std::uint32_t bits(float x) noexcept { return std::bit_cast<std::uint32_t>(x); }
+SAMEBITS_ALWAYS_INLINE float from_bits(std::uint32_t u) noexcept { return std::bit_cast<float>(u); }
 
 inline constexpr std::uint32_t kSignMask = 0x80000000u;
 inline constexpr std::uint32_t kAbsMask = 0x7FFFFFFFu;
@@ -15,17 +19,17 @@ inline constexpr std::uint32_t kInfBits = 0x7F800000u;
 inline constexpr std::uint32_t kQuietNaNBits = 0x7FC00000u;
 inline constexpr std::uint32_t kFltMinBits = 0x00800000u;
 
-inline float quiet_nan() noexcept { return from_bits(kQuietNaNBits); }
-inline bool is_nan(float x) noexcept { return (bits(x) & kAbsMask) > kInfBits; }
-inline bool is_inf(float x) noexcept { return (bits(x) & kAbsMask) == kInfBits; }
-inline bool is_finite(float x) noexcept { return (bits(x) & kAbsMask) < kInfBits; }
-inline bool is_subnormal(float x) noexcept {
+SAMEBITS_ALWAYS_INLINE float quiet_nan() noexcept { return from_bits(kQuietNaNBits); }
+SAMEBITS_ALWAYS_INLINE bool is_nan(float x) noexcept { return (bits(x) & kAbsMask) > kInfBits; }
+SAMEBITS_ALWAYS_INLINE bool is_inf(float x) noexcept { return (bits(x) & kAbsMask) == kInfBits; }
+SAMEBITS_ALWAYS_INLINE bool is_finite(float x) noexcept { return (bits(x) & kAbsMask) < kInfBits; }
+SAMEBITS_ALWAYS_INLINE bool is_subnormal(float x) noexcept {
   std::uint32_t a = bits(x) & kAbsMask;
   return a != 0 && a < kFltMinBits;
 }
 
 // F(x): a subnormal becomes the zero of its sign; everything else passes unchanged.
-inline float F(float x) noexcept {
+SAMEBITS_ALWAYS_INLINE float F(float x) noexcept {
   std::uint32_t u = bits(x);
   std::uint32_t a = u & kAbsMask;
   return (a != 0 && a < kFltMinBits) ? from_bits(u & kSignMask) : x;
@@ -34,7 +38,7 @@ inline float F(float x) noexcept {
 // One IEEE fused multiply-add with a single rounding. With hardware FMA compiled in this is one
 // instruction; otherwise the exact product goes through double and the sum is rounded to odd
 // before the final rounding to float, which is correctly rounded (53 >= 24 + 2 bits). No libm.
-inline float FMA(float a, float b, float c) noexcept {
+SAMEBITS_ALWAYS_INLINE float FMA(float a, float b, float c) noexcept {
 #if defined(__FMA__)
   return __builtin_fmaf(a, b, c);
 #else
@@ -57,18 +61,18 @@ inline float FMA(float a, float b, float c) noexcept {
 
 // A correctly rounded product that is never contracted into a following add.
 // Every translation unit is compiled with -ffp-contract=off, so a plain product stays a product.
-inline float MUL(float a, float b) noexcept { return a * b; }
+SAMEBITS_ALWAYS_INLINE float MUL(float a, float b) noexcept { return a * b; }
 
 // DIV(a, b) = F(F(a) / F(b)).
-inline float DIV(float a, float b) noexcept { return F(F(a) / F(b)); }
+SAMEBITS_ALWAYS_INLINE float DIV(float a, float b) noexcept { return F(F(a) / F(b)); }
 
 // Total-order key used by fmax and clamp: orders every non-NaN float, with -0.0 < +0.0.
-inline std::uint32_t key(float v) noexcept {
+SAMEBITS_ALWAYS_INLINE std::uint32_t key(float v) noexcept {
   std::uint32_t u = bits(v);
   return (u & kSignMask) ? ~u : (u | kSignMask);
 }
 
 // The smallest normal float32.
-inline float flt_min() noexcept { return from_bits(kFltMinBits); }
+SAMEBITS_ALWAYS_INLINE float flt_min() noexcept { return from_bits(kFltMinBits); }
 
 }  // namespace samebits::fp

@@ -1,0 +1,73 @@
+// GEMM profile mojolearn.identical.gemm.fp32.v1 (numerics.md 3): leaf-128 serial FMA chains and a
+// balanced pairwise fold. gemm_reference is the literal scalar twin; gemm / gemm_packed are the fast
+// paths (SIMD across output columns, register tiles, threads over output tiles) with the same bits.
+#pragma once
+
+#include <cstdint>
+
+#include "core/aligned_buffer.hpp"
+
+namespace samebits::gemm {
+
+enum class Orientation {
+  NT,  // C[m,n] = A[m,k] * B[n,k]^T   (every nn.Linear: y = x W^T, W stored [out, in])
+  NN,  // C[m,n] = A[m,k] * B[k,n]
+  TN,  // C[m,n] = A[k,m]^T * B[k,n]
+};
+
+// Leaf length L(k) of numerics.md 3.2 (0 when k <= 0).
+std::int64_t leaf_length(std::int64_t k);
+
+// Folds partials[0..count) in place with the balanced adjacent-pair tree of numerics.md 3.3 and
+// returns F(root). count >= 1.
+float fold_partials(float* partials, std::int64_t count);
+
+// The scalar twin: follows numerics.md 3 literally, one cell at a time, single-threaded.
+void gemm_reference(Orientation orientation, const float* A, const float* B, float* C, std::int64_t m,
+                    std::int64_t n, std::int64_t k);
+
+// Columns per packed panel; the fast kernels of every target tile by this width.
+inline constexpr std::int64_t kPanelWidth = 32;
+
+// The right operand B_eff[k, n] prepared for the fast kernels: flushed by F once, cut into panels of
+// kPanelWidth columns, each panel stored p-major ([k][32]) with zero columns past n.
+class PackedRhs {
+ public:
+  PackedRhs() = default;
+  // W stored [n, k] (NT orientation: weights of a linear layer).
+  static PackedRhs from_transposed(const float* W, std::int64_t n, std::int64_t k);
+  // B stored [k, n] (NN and TN orientations).
+  static PackedRhs from_row_major(const float* B, std::int64_t k, std::int64_t n);
+  PackedRhs clone() const;
+
+  std::int64_t n() const { return n_; }
+  std::int64_t k() const { return k_; }
+  std::int64_t panel_count() const { return (n_ + kPanelWidth - 1) / kPanelWidth; }
+  const float* panel(std::int64_t index) const { return data_.data() + index * k_ * kPanelWidth; }
+  // B_eff[p, j] as packed (already flushed).
+  float at(std::int64_t p, std::int64_t j) const {
+    return data_[(j / kPanelWidth) * k_ * kPanelWidth + p * kPanelWidth + j % kPanelWidth];
+  }
+
+ private:
+  std::int64_t n_ = 0;
+  std::int64_t k_ = 0;
+  AlignedBuffer<float> data_;
+};
+
+// Strided left operand: A_eff[i, p] = data[i * row_stride + p * depth_stride].
+struct LhsView {
+  const float* data;
+  std::int64_t row_stride;
+  std::int64_t depth_stride;
+};
+
+// C[m, rhs.n()] (row-major, leading dimension rhs.n()) = A_eff * B_eff, bitwise equal to the twin.
+// Dispatches on simd::active_target() and splits output tiles over the thread pool.
+void gemm_packed(LhsView A, std::int64_t m, const PackedRhs& rhs, float* C);
+
+// Convenience fast path on unpacked operands (packs B per call).
+void gemm(Orientation orientation, const float* A, const float* B, float* C, std::int64_t m, std::int64_t n,
+          std::int64_t k);
+
+}  // namespace samebits::gemm

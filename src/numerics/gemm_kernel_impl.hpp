@@ -1,0 +1,44 @@
+// Leaf kernel template shared by the AVX2 and AVX-512 translation units. Include it inside a
+// TU-unique namespace after defining `struct Isa` (vector type, lane count, load/store/fma/flush).
+// Each output cell is its own serial FMA chain in ascending depth: SIMD runs across columns only.
+
+template <int Rows, bool Exact>
+void leaf_kernel(const float* a, std::int64_t a_row, std::int64_t a_depth, const float* panel, std::int64_t len,
+                 float* out) {
+  constexpr int kVecs = 32 / Isa::kLanes;
+  typename Isa::Vec acc[Rows][kVecs];
+  for (int r = 0; r < Rows; ++r)
+    for (int v = 0; v < kVecs; ++v) acc[r][v] = Isa::zero();
+  for (std::int64_t step = 0; step < len; ++step) {
+#if defined(SAMEBITS_SABOTAGE_REVERSED_LEAF)
+    const std::int64_t q = len - 1 - step;  // test-only sabotage: the suite must catch this
+#else
+    const std::int64_t q = step;
+#endif
+    const float* b_row = panel + q * 32;
+    typename Isa::Vec a_lane[Rows];
+    for (int r = 0; r < Rows; ++r) {
+      float value = a[r * a_row + q * a_depth];
+      if constexpr (Exact) value = samebits::fp::F(value);
+      a_lane[r] = Isa::broadcast(value);
+    }
+    for (int v = 0; v < kVecs; ++v) {
+      const typename Isa::Vec b = Isa::load(b_row + v * Isa::kLanes);
+      for (int r = 0; r < Rows; ++r) {
+        acc[r][v] = Isa::fma(a_lane[r], b, acc[r][v]);
+        if constexpr (Exact) acc[r][v] = Isa::flush(acc[r][v]);
+      }
+    }
+  }
+  for (int r = 0; r < Rows; ++r)
+    for (int v = 0; v < kVecs; ++v) Isa::store(out + r * 32 + v * Isa::kLanes, Isa::flush(acc[r][v]));
+}
+
+template <int Rows>
+void fill_kernels(samebits::gemm::detail::KernelSet& set) {
+  if constexpr (Rows >= 1) {
+    set.fast[Rows] = &leaf_kernel<Rows, false>;
+    set.exact[Rows] = &leaf_kernel<Rows, true>;
+    fill_kernels<Rows - 1>(set);
+  }
+}

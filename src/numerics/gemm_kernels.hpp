@@ -1,0 +1,29 @@
+// Internal contract between the GEMM driver and its per-target leaf kernels (not a public header).
+#pragma once
+
+#include <cstdint>
+
+namespace samebits::gemm::detail {
+
+// One leaf of a register tile: for rows r < R (R fixed per function) and the 32 columns c of one panel,
+//   acc = +0.0; for q in [0, len): acc = F(FMA(F(a[r*a_row + q*a_depth]), panel[q*32 + c], acc));
+//   out[r*32 + c] = F(acc).
+// `exact` kernels apply every flush; `fast` kernels skip the per-step flushes (the driver proves with
+// the MXCSR flags that none would have acted and reruns with `exact` otherwise). The final F is
+// applied by both.
+using LeafKernel = void (*)(const float* a, std::int64_t a_row, std::int64_t a_depth, const float* panel,
+                            std::int64_t len, float* out);
+
+inline constexpr int kMaxTileRows = 8;
+
+struct KernelSet {
+  int tile_rows;                        // rows per full register tile (<= kMaxTileRows)
+  LeafKernel fast[kMaxTileRows + 1];    // index = rows in the tile, 1..tile_rows
+  LeafKernel exact[kMaxTileRows + 1];
+};
+
+const KernelSet& scalar_kernels();
+const KernelSet& avx2_kernels();
+const KernelSet& avx512_kernels();
+
+}  // namespace samebits::gemm::detail
