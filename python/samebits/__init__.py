@@ -1,0 +1,26 @@
+"""samebits: exact-bits CPU inference for models trained with mojolearn, over numpy arrays."""
+
+from importlib import metadata as _metadata
+
+from . import lowbit
+from ._mlp import MLPInference
+from ._native import native as _native
+
+try:
+    __version__ = _metadata.version("samebits")
+except _metadata.PackageNotFoundError:  # running from a source tree
+    __version__ = "0.0.0+unknown"
+
+__all__ = ["MLPInference", "lowbit", "set_num_threads", "get_num_threads", "__version__"]
+
+
+def set_num_threads(n):
+    """Worker threads for every kernel (default: SAMEBITS_NUM_THREADS or all cores); bits never change."""
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"samebits.set_num_threads: n must be an int, got {type(n).__name__}")
+    _native().set_num_threads(n)
+
+
+def get_num_threads():
+    """The number of worker threads kernels use."""
+    return _native().get_num_threads()

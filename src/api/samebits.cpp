@@ -1,0 +1,115 @@
+// Public API: argument validation with upstream wording, then the engine.
+#include "api/samebits.hpp"
+
+#include <utility>
+
+#include "io/mlp_checkpoint.hpp"
+#include "numerics/fp.hpp"
+
+namespace samebits {
+namespace {
+
+constexpr const char* kTrainer = "SmallMLPTrainer ";
+
+bool all_finite(const float* data, std::int64_t count) {
+  for (std::int64_t i = 0; i < count; ++i)
+    if (!fp::is_finite(data[i])) return false;
+  return true;
+}
+
+// Validates one MLP tensor (shape, then finiteness) and returns an owned copy.
+std::vector<float> checked_copy(const TensorView& view, const models::TensorSpec& spec) {
+  if (view.shape != spec.shape)
+    throw_value_error(std::string(kTrainer) + spec.name + " must have shape " + shape_repr(spec.shape));
+  if (view.data == nullptr && spec.elements() > 0)
+    throw_value_error(std::string(kTrainer) + spec.name + " has no data");
+  if (!all_finite(view.data, spec.elements())) throw_value_error(std::string(kTrainer) + spec.name + " must be finite");
+  return std::vector<float>(view.data, view.data + spec.elements());
+}
+
+}  // namespace
+
+const char* version() { return SAMEBITS_VERSION; }
+const char* neural_arithmetic_profile() { return "mojolearn.neural-training.fp32.v1"; }
+const char* numeric_mode() { return "identical"; }
+
+std::int64_t TensorView::elements() const {
+  std::int64_t count = 1;
+  for (auto d : shape) count *= d;
+  return count;
+}
+
+std::string shape_repr(const std::vector<std::int64_t>& shape) {
+  std::string text = "(";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i) text += ", ";
+    text += std::to_string(shape[i]);
+  }
+  if (shape.size() == 1) text += ",";
+  return text + ")";
+}
+
+MLPInference::MLPInference(const TensorView& weight1, const TensorView& bias1, const TensorView& weight2,
+                           const TensorView& bias2, std::string weight_format)
+    : weight_format_(std::move(weight_format)) {
+  if (weight_format_ != "float32" && weight_format_ != "bfloat16" && weight_format_ != "int8")
+    throw_value_error("MLPInference: unknown weight format '" + weight_format_ + "'");
+  const auto& specs = models::mlp_tensors();
+  models::MlpWeights weights;
+  weights.weight1 = checked_copy(weight1, specs[0]);
+  weights.bias1 = checked_copy(bias1, specs[1]);
+  weights.weight2 = checked_copy(weight2, specs[2]);
+  weights.bias2 = checked_copy(bias2, specs[3]);
+  model_ = std::make_shared<const models::Mlp>(std::move(weights));
+}
+
+MLPInference MLPInference::from_checkpoint(const std::string& path) {
+  const io::MlpCheckpoint checkpoint = io::read_mlp_checkpoint(path);
+  return MLPInference({checkpoint.weight1.data(), {16, 8}}, {checkpoint.bias1.data(), {16}},
+                      {checkpoint.weight2.data(), {3, 16}}, {checkpoint.bias2.data(), {3}});
+}
+
+void MLPInference::check_tensor(const std::string& name, const TensorView& value) {
+  for (const auto& spec : models::mlp_tensors()) {
+    if (name == spec.name) {
+      checked_copy(value, spec);
+      return;
+    }
+  }
+  throw_value_error("MLPInference has no weight named '" + name + "'");
+}
+
+void MLPInference::check_batch_shape(const std::vector<std::int64_t>& shape) {
+  if (shape.size() != 2 || shape[1] != models::kMlpInputs)
+    throw_value_error(std::string(kTrainer) + "X must have shape (batch, 8)");
+  if (shape[0] < 1 || shape[0] > models::kMlpMaxRows)
+    throw_value_error(std::string(kTrainer) + "batch must be in [1, 256]");
+}
+
+void MLPInference::check_batch(const TensorView& X) const {
+  check_batch_shape(X.shape);
+  if (X.data == nullptr) throw_value_error(std::string(kTrainer) + "X has no data");
+  if (!all_finite(X.data, X.elements())) throw_value_error(std::string(kTrainer) + "X must be finite");
+}
+
+std::vector<float> MLPInference::predict_logits(const TensorView& X) const {
+  check_batch(X);
+  std::vector<float> logits(static_cast<std::size_t>(X.shape[0] * models::kMlpOutputs));
+  model_->predict_logits(X.data, X.shape[0], logits.data());
+  if (!all_finite(logits.data(), static_cast<std::int64_t>(logits.size())))
+    throw_runtime_error("MLPInference returned an invalid result");
+  return logits;
+}
+
+std::vector<float> MLPInference::predict_logits_reference(const TensorView& X) const {
+  check_batch(X);
+  std::vector<float> logits(static_cast<std::size_t>(X.shape[0] * models::kMlpOutputs));
+  model_->predict_logits_reference(X.data, X.shape[0], logits.data());
+  if (!all_finite(logits.data(), static_cast<std::int64_t>(logits.size())))
+    throw_runtime_error("MLPInference returned an invalid result");
+  return logits;
+}
+
+std::string MLPInference::repr() const { return "MLPInference(architecture=[8, 16, 3])"; }
+
+}  // namespace samebits
