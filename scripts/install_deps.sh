@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what building and testing samebits needs, skipping whatever is already present.
+set -euo pipefail
+
+need_apt=()
+command -v cmake >/dev/null 2>&1 || need_apt+=(cmake)
+command -v g++ >/dev/null 2>&1 || need_apt+=(g++)
+command -v ninja >/dev/null 2>&1 || need_apt+=(ninja-build)
+[ -f /usr/include/gtest/gtest.h ] || need_apt+=(libgtest-dev)
+[ -f /usr/include/benchmark/benchmark.h ] || need_apt+=(libbenchmark-dev)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "install_deps: apt-get install ${need_apt[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq "${need_apt[@]}"
+fi
+
+PYTHON=${PYTHON:-python3}
+need_pip=()
+"$PYTHON" -c "import numpy" 2>/dev/null || need_pip+=("numpy>=1.22")
+"$PYTHON" -c "import pytest" 2>/dev/null || need_pip+=("pytest>=7")
+"$PYTHON" -c "import nanobind" 2>/dev/null || need_pip+=("nanobind>=2.0")
+"$PYTHON" -c "import scikit_build_core" 2>/dev/null || need_pip+=("scikit-build-core>=0.10")
+if [ ${#need_pip[@]} -gt 0 ]; then
+  echo "install_deps: pip install ${need_pip[*]}"
+  "$PYTHON" -m pip install -q "${need_pip[@]}"
+fi
