@@ -70,8 +70,5 @@ class MLPInference:
         """An independent copy of the four weights, keyed by name."""
         return {name: self._engine.weight(name) for name in _NAMES}
 
-    def backward(self, *args, **kwargs):
-        raise NotImplementedError("samebits MLPInference.backward: inference is forward only")
-
     def __repr__(self):
         return repr(self._engine)
