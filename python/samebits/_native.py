@@ -1,5 +1,7 @@
 """Lazy access to the compiled engine: importing samebits never fails, first use does if it is missing."""
 
+import os
+
 _module = None
 
 
@@ -14,5 +16,10 @@ def native():
                 "samebits: the native library samebits._core is missing or failed to load "
                 "(build and install the package with `pip install .`)"
             ) from exc
+        if _core.sabotage() and os.environ.get("SAMEBITS_ALLOW_SABOTAGE") != "1":
+            raise ImportError(
+                "samebits: this native library is a sabotage build (GEMM leaves folded backwards, for "
+                "testing the test suite); set SAMEBITS_ALLOW_SABOTAGE=1 to load it anyway"
+            )
         _module = _core
     return _module

@@ -68,6 +68,8 @@ void bind_numerics(nb::module_& m) {
   m.def("gemm", &run_gemm, nb::arg("a"), nb::arg("b"), nb::arg("orientation") = "NT", nb::arg("reference") = false);
   m.def("neural_arithmetic_profile", [] { return std::string(neural_arithmetic_profile()); });
   m.def("numeric_mode", [] { return std::string(numeric_mode()); });
+  m.def("vendor", [] { return std::string("cpu"); });
+  m.def("sabotage", [] { return gemm::sabotage_build(); });
 }
 
 }  // namespace samebits::python

@@ -66,7 +66,7 @@ void run_leaves(const Problem& pb, const detail::LeafKernel* table, std::int64_t
     const std::int64_t p0 = t * pb.leaf;
     const std::int64_t len = std::min(pb.leaf, k - p0);
     table[rows](pb.a.data + row0 * pb.a.row_stride + p0 * pb.a.depth_stride, pb.a.row_stride, pb.a.depth_stride,
-                panel_data + p0 * kPanelWidth, len, partials + t * detail::kMaxTileRows * kPanelWidth);
+                panel_data + p0 * kPanelWidth, len, partials + t * detail::kLeafStride);
   }
 }
 
@@ -75,10 +75,8 @@ void run_task(const Problem& pb, std::int64_t panel, std::int64_t tile_begin, st
   const std::int64_t n = pb.rhs->n();
   const int tile_rows = pb.kernels->tile_rows;
   thread_local AlignedBuffer<float> partials;
-  thread_local AlignedBuffer<float> chain;
-  const std::size_t need = static_cast<std::size_t>(pb.leaves) * detail::kMaxTileRows * kPanelWidth;
+  const std::size_t need = static_cast<std::size_t>(pb.leaves) * detail::kLeafStride;
   if (partials.size() < need) partials.resize_uninitialized(need);
-  if (chain.size() < static_cast<std::size_t>(pb.leaves)) chain.resize_uninitialized(pb.leaves);
   const std::int64_t col0 = panel * kPanelWidth;
   const int cols = static_cast<int>(std::min<std::int64_t>(kPanelWidth, n - col0));
 
@@ -90,18 +88,19 @@ void run_task(const Problem& pb, std::int64_t panel, std::int64_t tile_begin, st
     run_leaves(pb, pb.kernels->fast, row0, rows, panel, partials.data());
     if (pb.kernels->fast[rows] != pb.kernels->exact[rows] && MxcsrScope::subnormal_seen())
       run_leaves(pb, pb.kernels->exact, row0, rows, panel, partials.data());
-    for (int r = 0; r < rows; ++r) {
-      float* out = pb.c + (row0 + r) * n + col0;
-      for (int col = 0; col < cols; ++col) {
-        for (std::int64_t t = 0; t < pb.leaves; ++t)
-          chain[t] = partials[(t * detail::kMaxTileRows + r) * kPanelWidth + col];
-        out[col] = fold_partials(chain.data(), pb.leaves);
-      }
-    }
+    pb.kernels->fold(partials.data(), pb.leaves, rows, pb.c + row0 * n + col0, n, cols);
   }
 }
 
 }  // namespace
+
+bool sabotage_build() {
+#if defined(SAMEBITS_SABOTAGE_REVERSED_LEAF)
+  return true;
+#else
+  return false;
+#endif
+}
 
 PackedRhs PackedRhs::from_transposed(const float* W, std::int64_t n, std::int64_t k) {
   PackedRhs packed;

@@ -15,6 +15,10 @@ enum class Orientation {
   TN,  // C[m,n] = A[k,m]^T * B[k,n]
 };
 
+// True in a test-only build whose fast kernels walk each leaf backwards (SAMEBITS_SABOTAGE_REVERSED_LEAF):
+// its bitwise suite must fail, and the Python package refuses to load it unless explicitly allowed.
+bool sabotage_build();
+
 // Leaf length L(k) of numerics.md 3.2 (0 when k <= 0).
 std::int64_t leaf_length(std::int64_t k);
 

@@ -34,8 +34,38 @@ void leaf_kernel(const float* a, std::int64_t a_row, std::int64_t a_depth, const
     for (int v = 0; v < kVecs; ++v) Isa::store(out + r * 32 + v * Isa::kLanes, Isa::flush(acc[r][v]));
 }
 
+// The fold runs level by level exactly as the twin's fold_partials, but on whole vectors of cells:
+// node = F(left + right) (both operands are already flushed), an odd last node is carried unchanged.
+void fold_tile(float* partials, std::int64_t leaves, int rows, float* c, std::int64_t ldc, int cols) {
+  constexpr std::int64_t kStride = samebits::gemm::detail::kLeafStride;
+  std::int64_t count = leaves;
+  while (count > 1) {
+    std::int64_t next = 0;
+    for (std::int64_t i = 0; i + 1 < count; i += 2, ++next) {
+      const float* left = partials + i * kStride;
+      const float* right = left + kStride;
+      float* node = partials + next * kStride;
+      for (int j = 0; j < rows * 32; j += Isa::kLanes)
+        Isa::store(node + j, Isa::flush(Isa::add(Isa::load(left + j), Isa::load(right + j))));
+    }
+    if (count % 2 == 1) {
+      const float* last = partials + (count - 1) * kStride;
+      float* node = partials + next * kStride;
+      for (int j = 0; j < rows * 32; j += Isa::kLanes) Isa::store(node + j, Isa::load(last + j));
+      ++next;
+    }
+    count = next;
+  }
+  for (int r = 0; r < rows; ++r) {
+    const float* root = partials + r * 32;  // already flushed: F(root) is the root itself
+    float* out = c + r * ldc;
+    for (int col = 0; col < cols; ++col) out[col] = root[col];
+  }
+}
+
 template <int Rows>
 void fill_kernels(samebits::gemm::detail::KernelSet& set) {
+  set.fold = &fold_tile;
   if constexpr (Rows >= 1) {
     set.fast[Rows] = &leaf_kernel<Rows, false>;
     set.exact[Rows] = &leaf_kernel<Rows, true>;

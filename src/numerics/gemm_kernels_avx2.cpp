@@ -16,6 +16,7 @@ struct Isa {
   static Vec broadcast(float x) { return _mm256_set1_ps(x); }
   static Vec load(const float* p) { return _mm256_load_ps(p); }
   static void store(float* p, Vec v) { _mm256_store_ps(p, v); }
+  static Vec add(Vec a, Vec b) { return _mm256_add_ps(a, b); }
   static Vec fma(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
   // F: |x| < FLT_MIN keeps only the sign bit (zeros are unchanged by that, NaN compares false).
   static Vec flush(Vec x) {

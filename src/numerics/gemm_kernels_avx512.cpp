@@ -16,6 +16,7 @@ struct Isa {
   static Vec broadcast(float x) { return _mm512_set1_ps(x); }
   static Vec load(const float* p) { return _mm512_load_ps(p); }
   static void store(float* p, Vec v) { _mm512_store_ps(p, v); }
+  static Vec add(Vec a, Vec b) { return _mm512_add_ps(a, b); }
   static Vec fma(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
   // F: lanes classified as denormal keep only their sign bit.
   static Vec flush(Vec x) {

@@ -16,6 +16,7 @@ struct Isa {
   static Vec broadcast(float x) { return x; }
   static Vec load(const float* p) { return *p; }
   static void store(float* p, Vec v) { *p = v; }
+  static Vec add(Vec a, Vec b) { return a + b; }
   static Vec fma(Vec a, Vec b, Vec c) { return fp::FMA(a, b, c); }
   static Vec flush(Vec x) { return fp::F(x); }
 };

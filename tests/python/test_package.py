@@ -1,0 +1,37 @@
+"""Package-level guarantees: identity of the native library, no training entry points, lazy loading."""
+
+import subprocess
+import sys
+
+import samebits
+
+
+def test_native_identity():
+    core = samebits._native()
+    assert core.vendor() == "cpu"
+    assert core.numeric_mode() == "identical"
+    assert core.neural_arithmetic_profile() == "mojolearn.neural-training.fp32.v1"
+    assert core.sabotage() is False
+    assert "scalar" in core.simd_targets()
+    assert core.__version__ == samebits.__version__
+
+
+def test_no_training_entry_points_exported():
+    core = samebits._native()
+    forbidden = ("backward", "loss", "optim", "train")
+    for name in dir(core):
+        lowered = name.lower()
+        assert not any(word in lowered for word in forbidden), name
+        assert not lowered.endswith("_fit"), name
+
+
+def test_import_does_not_load_the_native_library():
+    code = "import sys, samebits; print('samebits._core' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_public_names():
+    for name in ("MLPInference", "lowbit", "set_num_threads", "get_num_threads", "__version__"):
+        assert hasattr(samebits, name)
+    assert samebits.lowbit.FORMATS == ("float32", "bfloat16", "int8")
