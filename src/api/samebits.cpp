@@ -63,6 +63,28 @@ MLPInference::MLPInference(const TensorView& weight1, const TensorView& bias1, c
   model_ = std::make_shared<const models::Mlp>(std::move(weights));
 }
 
+namespace {
+// A packed matrix as a float32 view over its materialized values (kept alive by `storage`).
+TensorView materialized_view(const lowbit::PackedMatrix& packed, std::vector<float>& storage) {
+  storage = lowbit::materialize(packed);
+  return {storage.data(), {static_cast<std::int64_t>(packed.rows), static_cast<std::int64_t>(packed.cols)}};
+}
+
+std::string packed_format(const lowbit::PackedMatrix& a, const lowbit::PackedMatrix& b) {
+  if (a.format != b.format)
+    throw_value_error(std::string("samebits.lowbit: weights mix formats ['") + lowbit::format_name(a.format) + "', '" +
+                      lowbit::format_name(b.format) + "']; store a model one way");
+  return lowbit::format_name(a.format);
+}
+}  // namespace
+
+MLPInference::MLPInference(const lowbit::PackedMatrix& weight1, const TensorView& bias1,
+                           const lowbit::PackedMatrix& weight2, const TensorView& bias2) {
+  std::vector<float> w1, w2;
+  const std::string format = packed_format(weight1, weight2);
+  *this = MLPInference(materialized_view(weight1, w1), bias1, materialized_view(weight2, w2), bias2, format);
+}
+
 MLPInference MLPInference::from_checkpoint(const std::string& path) {
   const io::MlpCheckpoint checkpoint = io::read_mlp_checkpoint(path);
   return MLPInference({checkpoint.weight1.data(), {16, 8}}, {checkpoint.bias1.data(), {16}},

@@ -9,6 +9,7 @@
 #include "core/errors.hpp"
 #include "core/thread_pool.hpp"
 #include "models/mlp.hpp"
+#include "numerics/lowbit.hpp"
 
 namespace samebits {
 
@@ -38,6 +39,10 @@ class MLPInference {
   // weight_format records how the matrices were given ("float32", "bfloat16", "int8").
   MLPInference(const TensorView& weight1, const TensorView& bias1, const TensorView& weight2,
                const TensorView& bias2, std::string weight_format = "float32");
+  // The two matrices packed by lowbit (both in one format): materialized exactly to float32 first,
+  // and weight_format() records the format. Mixed formats are refused.
+  MLPInference(const lowbit::PackedMatrix& weight1, const TensorView& bias1, const lowbit::PackedMatrix& weight2,
+               const TensorView& bias2);
   // A SmallMLPTrainer checkpoint (formats.md 4); every refusal is a ValueError.
   static MLPInference from_checkpoint(const std::string& path);
 

@@ -84,6 +84,26 @@ TEST(Mlp, WeightsAreCopiedAtConstruction) {
   EXPECT_EQ(model.weight_format(), "float32");
 }
 
+TEST(Mlp, PackedWeightsEqualTheirMaterializedFloat32) {
+  const Weights w(8);
+  Rng rng(9);
+  const auto x = rng.uniform_vector(100 * 8, 2.0f);
+  for (auto format : {lowbit::WeightFormat::BFloat16, lowbit::WeightFormat::Int8}) {
+    const auto p1 = lowbit::pack_matrix(w.w1.data(), 16, 8, format);
+    const auto p2 = lowbit::pack_matrix(w.w2.data(), 3, 16, format);
+    const MLPInference packed(p1, {w.b1.data(), {16}}, p2, {w.b2.data(), {3}});
+    EXPECT_EQ(packed.weight_format(), lowbit::format_name(format));
+    const auto m1 = lowbit::materialize(p1), m2 = lowbit::materialize(p2);
+    const MLPInference plain({m1.data(), {16, 8}}, {w.b1.data(), {16}}, {m2.data(), {3, 16}}, {w.b2.data(), {3}});
+    EXPECT_TRUE(testing::same_bits(packed.predict_logits({x.data(), {100, 8}}), plain.predict_logits({x.data(), {100, 8}})));
+    EXPECT_FALSE(testing::same_bits(packed.predict_logits({x.data(), {100, 8}}), w.build().predict_logits({x.data(), {100, 8}})));
+  }
+  const auto a = lowbit::pack_matrix(w.w1.data(), 16, 8, lowbit::WeightFormat::Int8);
+  const auto b = lowbit::pack_matrix(w.w2.data(), 3, 16, lowbit::WeightFormat::BFloat16);
+  EXPECT_EQ(value_error_of([&] { MLPInference(a, {w.b1.data(), {16}}, b, {w.b2.data(), {3}}); }),
+            "samebits.lowbit: weights mix formats ['int8', 'bfloat16']; store a model one way");
+}
+
 TEST(Mlp, RefusesBadWeightsWithUpstreamWording) {
   Weights w(6);
   EXPECT_EQ(value_error_of([&] {
