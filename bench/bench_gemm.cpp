@@ -1,0 +1,165 @@
+// GEMM NT throughput on the shapes of the issue, next to this machine's measured FMA peak and
+// streaming read bandwidth (bench/gemm_vs_numpy.py puts numpy's sgemm beside them).
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "core/aligned_buffer.hpp"
+#include "core/thread_pool.hpp"
+#include "numerics/gemm.hpp"
+#include "numerics/machine_probe.hpp"
+#include "numerics/simd_target.hpp"
+
+namespace {
+
+using samebits::AlignedBuffer;
+using samebits::gemm::PackedRhs;
+using samebits::simd::Target;
+
+struct Shape {
+  std::int64_t m, n, k;
+};
+
+constexpr Shape kShapes[] = {{1, 4096, 1024}, {64, 1024, 1024}, {512, 1024, 1024}, {512, 4096, 1024}};
+constexpr int kThreadCounts[] = {1, 2};
+// The cold M = 1 variant cycles through weight copies totalling this much, far beyond any L3, so
+// every call streams its weight from DRAM as a model with many layers would.
+constexpr std::int64_t kColdFootprintBytes = std::int64_t{256} << 20;
+constexpr std::size_t kDramProbeBytes = std::size_t{256} << 20;
+constexpr double kProbeSeconds = 0.3;
+
+// Deterministic values in [-1, 1): a 64-bit LCG, top 24 bits.
+void fill_deterministic(float* data, std::int64_t count, std::uint64_t seed) {
+  std::uint64_t state = seed * 0x9E3779B97F4A7C15ULL + 1;
+  for (std::int64_t i = 0; i < count; ++i) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    data[i] = static_cast<float>(state >> 40) * (2.0f / 16777216.0f) - 1.0f;
+  }
+}
+
+// Operands per shape, built once: Google Benchmark calls a benchmark body several times.
+struct Operands {
+  AlignedBuffer<float> a;
+  AlignedBuffer<float> c;
+  std::vector<PackedRhs> weights;  // one packed weight, or several copies for the cold variant
+};
+
+Operands& operands_for(const Shape& s, int copies) {
+  static std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, int>, Operands> cache;
+  Operands& ops = cache[{s.m, s.n, s.k, copies}];
+  if (ops.weights.empty()) {
+    ops.a.resize_uninitialized(static_cast<std::size_t>(s.m * s.k));
+    fill_deterministic(ops.a.data(), s.m * s.k, 1);
+    ops.c.assign_zero(static_cast<std::size_t>(s.m * s.n));
+    AlignedBuffer<float> w(static_cast<std::size_t>(s.n * s.k));
+    fill_deterministic(w.data(), s.n * s.k, 2);
+    ops.weights.push_back(PackedRhs::from_transposed(w.data(), s.n, s.k));
+    for (int i = 1; i < copies; ++i) ops.weights.push_back(ops.weights.front().clone());
+  }
+  return ops;
+}
+
+std::int64_t packed_bytes(const PackedRhs& rhs) {
+  return rhs.panel_count() * samebits::gemm::kPanelWidth * rhs.k() * static_cast<std::int64_t>(sizeof(float));
+}
+
+void run_gemm(benchmark::State& state, Target target, Shape s, int threads, int copies) {
+  Operands& ops = operands_for(s, copies);
+  samebits::simd::set_target(target);
+  samebits::set_num_threads(threads);
+  std::size_t next = 0;
+  for (auto _ : state) {
+    const PackedRhs& w = ops.weights[next];
+    next = next + 1 == ops.weights.size() ? 0 : next + 1;
+    samebits::gemm::gemm_packed(samebits::gemm::LhsView{ops.a.data(), s.k, 1}, s.m, w, ops.c.data());
+    benchmark::DoNotOptimize(ops.c.data());
+    benchmark::ClobberMemory();
+  }
+  samebits::simd::reset_target();
+  state.SetLabel(samebits::simd::target_name(target));
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0e-9 * static_cast<double>(s.m * s.n * s.k),
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+  if (s.m == 1)
+    state.counters["GB/s"] =
+        benchmark::Counter(1.0e-9 * static_cast<double>(packed_bytes(ops.weights.front())),
+                           benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void run_fma_peak(benchmark::State& state, Target target) {
+  double flops = 0.0;
+  for (auto _ : state) flops = samebits::probe::measure_fma_peak_flops(target, kProbeSeconds);
+  state.SetLabel(samebits::simd::target_name(target));
+  state.counters["GFLOP/s"] = flops * 1.0e-9;  // per core: the probe runs on one thread
+}
+
+void run_read_bandwidth(benchmark::State& state, std::size_t bytes) {
+  double rate = 0.0;
+  for (auto _ : state) rate = samebits::probe::measure_read_bandwidth(bytes, kProbeSeconds);
+  state.counters["GB/s"] = rate * 1.0e-9;
+  state.counters["bytes"] = static_cast<double>(bytes);
+}
+
+std::string shape_suffix(const Shape& s, int threads) {
+  std::string suffix;
+  for (std::int64_t part : {s.m, s.n, s.k, static_cast<std::int64_t>(threads)}) {
+    suffix += '/';
+    suffix += std::to_string(part);
+  }
+  return suffix;
+}
+
+void register_all() {
+  const std::vector<Target>& targets = samebits::simd::available_targets();
+  for (Target t : targets)
+    benchmark::RegisterBenchmark((std::string("BM_FmaPeak/") + samebits::simd::target_name(t)).c_str(),
+                                 run_fma_peak, t)
+        ->Iterations(1)
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("BM_ReadBandwidth/256MiB", run_read_bandwidth, kDramProbeBytes)
+      ->Iterations(1)
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
+  // The M = 1 weight size: shows where a 16 MiB weight actually sits (L3 on most servers).
+  benchmark::RegisterBenchmark("BM_ReadBandwidth/16MiB", run_read_bandwidth, std::size_t{16} << 20)
+      ->Iterations(1)
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
+
+  const Target best = targets.back();
+  std::vector<std::pair<std::string, Target>> variants{{"BM_GemmNT", best}};
+  if (best != Target::Avx2 && static_cast<int>(best) > static_cast<int>(Target::Avx2))
+    variants.emplace_back("BM_GemmNT_avx2", Target::Avx2);
+  for (const auto& [prefix, target] : variants)
+    for (const Shape& s : kShapes)
+      for (int threads : kThreadCounts)
+        benchmark::RegisterBenchmark((prefix + shape_suffix(s, threads)).c_str(), run_gemm, target, s,
+                                     threads, 1)
+            ->UseRealTime()
+            ->Unit(benchmark::kMicrosecond);
+  for (const Shape& s : kShapes) {
+    if (s.m != 1) continue;
+    const std::int64_t weight_bytes = s.n * s.k * static_cast<std::int64_t>(sizeof(float));
+    const int copies = static_cast<int>(std::max<std::int64_t>(2, kColdFootprintBytes / weight_bytes));
+    for (int threads : kThreadCounts)
+      benchmark::RegisterBenchmark(("BM_GemmNTCold" + shape_suffix(s, threads)).c_str(), run_gemm, best, s,
+                                   threads, copies)
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  register_all();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

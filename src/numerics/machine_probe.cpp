@@ -1,0 +1,133 @@
+// Machine probes: times the per-ISA FMA and streaming-read loops and turns them into flop/s and bytes/s.
+#include "numerics/machine_probe.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include "core/aligned_buffer.hpp"
+
+namespace samebits::probe {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Results land here so the loops' values are observably used and the compiler cannot drop them.
+volatile float g_float_sink = 0.0f;
+volatile unsigned long long g_word_sink = 0;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Baseline x86-64 has no FMA instruction: a multiply then an add (kept apart by -ffp-contract=off)
+// per chain step, still 2 flops.
+float mul_add_rounds_baseline(long long rounds) {
+  float acc[detail::kFmaChains];
+  for (int c = 0; c < detail::kFmaChains; ++c) acc[c] = 1.0f + 0.01f * static_cast<float>(c);
+  for (long long r = 0; r < rounds; ++r)
+    for (int c = 0; c < detail::kFmaChains; ++c) acc[c] = acc[c] * 0.9999f + 1.0e-4f;
+  float total = 0.0f;
+  for (float value : acc) total += value;
+  return total;
+}
+
+unsigned long long or_reduce_baseline(const unsigned long long* data, std::size_t words) {
+  unsigned long long acc0 = 0, acc1 = 0, acc2 = 0, acc3 = 0;
+  std::size_t i = 0;
+  for (; i + 4 <= words; i += 4) {
+    acc0 |= data[i];
+    acc1 |= data[i + 1];
+    acc2 |= data[i + 2];
+    acc3 |= data[i + 3];
+  }
+  for (; i < words; ++i) acc0 |= data[i];
+  return acc0 | acc1 | acc2 | acc3;
+}
+
+simd::Target usable_target(simd::Target wanted) {
+  simd::Target best = simd::Target::Scalar;
+  for (simd::Target t : simd::available_targets())
+    if (static_cast<int>(t) <= static_cast<int>(wanted)) best = t;
+  return best;
+}
+
+// The FMA loop for `target` (capped to what runs here); sets `lanes` to its floats per FMA.
+using FmaLoop = float (*)(long long);
+FmaLoop fma_loop_for(simd::Target target, int& lanes) {
+  lanes = 1;
+#if defined(SAMEBITS_HAVE_SIMD)
+  switch (usable_target(target)) {
+    case simd::Target::Avx512:
+      lanes = 16;
+      return &detail::fma_rounds_avx512;
+    case simd::Target::Avx2:
+      lanes = 8;
+      return &detail::fma_rounds_avx2;
+    case simd::Target::Scalar:
+      if (usable_target(simd::Target::Avx2) == simd::Target::Avx2) return &detail::fma_rounds_scalar_fma;
+      break;
+  }
+#else
+  (void)target;
+#endif
+  return &mul_add_rounds_baseline;
+}
+
+using OrLoop = unsigned long long (*)(const unsigned long long*, std::size_t);
+OrLoop best_or_loop() {
+#if defined(SAMEBITS_HAVE_SIMD)
+  switch (usable_target(simd::Target::Avx512)) {
+    case simd::Target::Avx512:
+      return &detail::or_reduce_avx512;
+    case simd::Target::Avx2:
+      return &detail::or_reduce_avx2;
+    case simd::Target::Scalar:
+      break;
+  }
+#endif
+  return &or_reduce_baseline;
+}
+
+}  // namespace
+
+double measure_fma_peak_flops(simd::Target target, double seconds) {
+  int lanes = 1;
+  const FmaLoop loop = fma_loop_for(target, lanes);
+  // Grow one block until it lasts about 2 ms, long enough that clock reads and the loop's tail vanish.
+  long long rounds = 1 << 12;
+  for (;;) {
+    const Clock::time_point start = Clock::now();
+    g_float_sink = loop(rounds);
+    if (seconds_since(start) >= 2.0e-3 || rounds >= (1LL << 40)) break;
+    rounds *= 2;
+  }
+  const double flops_per_block = 2.0 * lanes * detail::kFmaChains * static_cast<double>(rounds);
+  double best = 0.0;
+  const Clock::time_point begin = Clock::now();
+  for (int block = 0; block < 3 || seconds_since(begin) < seconds; ++block) {
+    const Clock::time_point start = Clock::now();
+    g_float_sink = loop(rounds);
+    best = std::max(best, flops_per_block / seconds_since(start));
+  }
+  return best;
+}
+
+double measure_read_bandwidth(std::size_t bytes, double seconds) {
+  const std::size_t words = std::max<std::size_t>(bytes / sizeof(unsigned long long), 1);
+  AlignedBuffer<unsigned long long> buffer(words);
+  // Writing every word faults the pages in before timing; the pattern is never all zero.
+  for (std::size_t i = 0; i < words; ++i) buffer[i] = (i * 0x9E3779B97F4A7C15ULL) | 1ULL;
+  const OrLoop loop = best_or_loop();
+  g_word_sink = loop(buffer.data(), words);  // warm-up pass (TLB, prefetchers)
+  const double pass_bytes = static_cast<double>(words * sizeof(unsigned long long));
+  double best = 0.0;
+  const Clock::time_point begin = Clock::now();
+  for (int pass = 0; pass < 3 || seconds_since(begin) < seconds; ++pass) {
+    const Clock::time_point start = Clock::now();
+    g_word_sink = loop(buffer.data(), words);
+    best = std::max(best, pass_bytes / seconds_since(start));
+  }
+  return best;
+}
+
+}  // namespace samebits::probe
