@@ -15,11 +15,19 @@ using LeafKernel = void (*)(const float* a, std::int64_t a_row, std::int64_t a_d
                             std::int64_t len, float* out);
 
 inline constexpr int kMaxTileRows = 8;
+// Leaf partials of one tile are laid out [leaf][kMaxTileRows][32].
+inline constexpr std::int64_t kLeafStride = kMaxTileRows * 32;
+
+// Folds a tile's leaf partials (each already flushed) with the balanced adjacent-pair tree of
+// numerics.md 3.3, element-wise across the tile's cells (in place), and writes F(root) of rows < rows
+// and columns < cols to c (leading dimension ldc).
+using FoldTile = void (*)(float* partials, std::int64_t leaves, int rows, float* c, std::int64_t ldc, int cols);
 
 struct KernelSet {
   int tile_rows;                        // rows per full register tile (<= kMaxTileRows)
   LeafKernel fast[kMaxTileRows + 1];    // index = rows in the tile, 1..tile_rows
   LeafKernel exact[kMaxTileRows + 1];
+  FoldTile fold;
 };
 
 const KernelSet& scalar_kernels();
