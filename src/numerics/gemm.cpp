@@ -58,37 +58,52 @@ struct Problem {
   const KernelSet* kernels;
 };
 
+// The panels one task covers: `count` consecutive panels starting at `first`, run by `fast`/`exact`
+// kernels that span exactly `count` panels (1, or the skinny width).
+struct PanelGroup {
+  std::int64_t first;
+  int count;
+  const detail::LeafKernel* fast;
+  const detail::LeafKernel* exact;
+};
+
 void run_leaves(const Problem& pb, const detail::LeafKernel* table, std::int64_t row0, int rows,
-                std::int64_t panel, float* partials) {
+                const PanelGroup& group, float* partials) {
   const std::int64_t k = pb.rhs->k();
-  const float* panel_data = pb.rhs->panel(panel);
+  const float* panel_data = pb.rhs->panel(group.first);
+  const std::int64_t panel_stride = k * kPanelWidth;
+  const std::int64_t leaf_stride = group.count * detail::kLeafStride;
   for (std::int64_t t = 0; t < pb.leaves; ++t) {
     const std::int64_t p0 = t * pb.leaf;
     const std::int64_t len = std::min(pb.leaf, k - p0);
     table[rows](pb.a.data + row0 * pb.a.row_stride + p0 * pb.a.depth_stride, pb.a.row_stride, pb.a.depth_stride,
-                panel_data + p0 * kPanelWidth, len, partials + t * detail::kLeafStride);
+                panel_data + p0 * kPanelWidth, panel_stride, len, partials + t * leaf_stride);
   }
 }
 
-// One task: a column panel times a range of row tiles.
-void run_task(const Problem& pb, std::int64_t panel, std::int64_t tile_begin, std::int64_t tile_end) {
+// One task: a group of column panels times a range of row tiles.
+void run_task(const Problem& pb, const PanelGroup& group, int tile_rows, std::int64_t tile_begin,
+              std::int64_t tile_end) {
   const std::int64_t n = pb.rhs->n();
-  const int tile_rows = pb.kernels->tile_rows;
+  const std::int64_t leaf_stride = group.count * detail::kLeafStride;
   thread_local AlignedBuffer<float> partials;
-  const std::size_t need = static_cast<std::size_t>(pb.leaves) * detail::kLeafStride;
+  const std::size_t need = static_cast<std::size_t>(pb.leaves * leaf_stride);
   if (partials.size() < need) partials.resize_uninitialized(need);
-  const std::int64_t col0 = panel * kPanelWidth;
-  const int cols = static_cast<int>(std::min<std::int64_t>(kPanelWidth, n - col0));
 
   MxcsrScope mxcsr;
   for (std::int64_t tile = tile_begin; tile < tile_end; ++tile) {
     const std::int64_t row0 = tile * tile_rows;
     const int rows = static_cast<int>(std::min<std::int64_t>(tile_rows, pb.m - row0));
     mxcsr.clear_flags();
-    run_leaves(pb, pb.kernels->fast, row0, rows, panel, partials.data());
-    if (pb.kernels->fast[rows] != pb.kernels->exact[rows] && MxcsrScope::subnormal_seen())
-      run_leaves(pb, pb.kernels->exact, row0, rows, panel, partials.data());
-    pb.kernels->fold(partials.data(), pb.leaves, rows, pb.c + row0 * n + col0, n, cols);
+    run_leaves(pb, group.fast, row0, rows, group, partials.data());
+    if (group.fast[rows] != group.exact[rows] && MxcsrScope::subnormal_seen())
+      run_leaves(pb, group.exact, row0, rows, group, partials.data());
+    for (int q = 0; q < group.count; ++q) {
+      const std::int64_t col0 = (group.first + q) * kPanelWidth;
+      const int cols = static_cast<int>(std::min<std::int64_t>(kPanelWidth, n - col0));
+      pb.kernels->fold(partials.data() + q * detail::kLeafStride, pb.leaves, leaf_stride, rows,
+                       pb.c + row0 * n + col0, n, cols);
+    }
   }
 }
 
@@ -146,17 +161,35 @@ void gemm_packed(LhsView A, std::int64_t m, const PackedRhs& rhs, float* C) {
   }
   Problem pb{A, m, &rhs, C, leaf_length(k), 0, &kernels_for(simd::active_target())};
   pb.leaves = (k + pb.leaf - 1) / pb.leaf;
-  const std::int64_t tile_rows = pb.kernels->tile_rows;
+  const KernelSet& ks = *pb.kernels;
+  const std::int64_t panels = rhs.panel_count();
+
+  // Decode-sized problems (a row or two) run skinny tiles over several panels at once; any panels left
+  // over take the ordinary one-panel kernels. Either way each cell's arithmetic is the same.
+  if (m <= ks.skinny_rows && ks.skinny_panels > 1 && panels >= ks.skinny_panels) {
+    const std::int64_t wide = panels / ks.skinny_panels;
+    const std::int64_t tasks = wide + (panels - wide * ks.skinny_panels);
+    parallel_for(tasks, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t task = begin; task < end; ++task) {
+        const PanelGroup group = task < wide
+                                     ? PanelGroup{task * ks.skinny_panels, ks.skinny_panels, ks.skinny_fast, ks.skinny_exact}
+                                     : PanelGroup{wide * ks.skinny_panels + (task - wide), 1, ks.fast, ks.exact};
+        run_task(pb, group, static_cast<int>(m), 0, 1);
+      }
+    });
+    return;
+  }
+
+  const std::int64_t tile_rows = ks.tile_rows;
   const std::int64_t tiles = (m + tile_rows - 1) / tile_rows;
   // Up to ~64 rows per task keeps a task's A rows and its panel in L2 while leaving enough tasks.
   const std::int64_t tiles_per_task = std::max<std::int64_t>(1, std::min<std::int64_t>(tiles, 64 / tile_rows));
   const std::int64_t groups = (tiles + tiles_per_task - 1) / tiles_per_task;
-  const std::int64_t tasks = rhs.panel_count() * groups;
-  parallel_for(tasks, [&](std::int64_t begin, std::int64_t end) {
+  parallel_for(panels * groups, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t task = begin; task < end; ++task) {
-      const std::int64_t panel = task / groups;
+      const PanelGroup group{task / groups, 1, ks.fast, ks.exact};
       const std::int64_t first = (task % groups) * tiles_per_task;
-      run_task(pb, panel, first, std::min(tiles, first + tiles_per_task));
+      run_task(pb, group, static_cast<int>(tile_rows), first, std::min(tiles, first + tiles_per_task));
     }
   });
 }

@@ -36,6 +36,7 @@ const KernelSet& avx2_kernels() {
     KernelSet s{};
     s.tile_rows = 3;
     fill_kernels<3>(s);
+    fill_skinny_kernels<1, 2>(s);  // 1 row x 64 columns: 8 accumulators
     return s;
   }();
   return set;

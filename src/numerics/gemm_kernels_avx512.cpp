@@ -34,6 +34,7 @@ const KernelSet& avx512_kernels() {
     KernelSet s{};
     s.tile_rows = 8;
     fill_kernels<8>(s);
+    fill_skinny_kernels<2, 4>(s);  // 1-2 rows x 128 columns: 8-16 accumulators
     return s;
   }();
   return set;
