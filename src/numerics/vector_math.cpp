@@ -1,0 +1,68 @@
+// Dispatch of the elementwise primitives to the active SIMD target, plus the scalar loops.
+#include "numerics/vector_math.hpp"
+
+#include "numerics/fp.hpp"
+#include "numerics/primitives.hpp"
+#include "numerics/simd_target.hpp"
+
+#if defined(SAMEBITS_HAVE_SIMD) && (defined(__x86_64__) || defined(__i386__))
+#define SAMEBITS_VMATH_HAVE_X86_KERNELS 1
+#endif
+
+namespace samebits::vmath {
+namespace detail {
+namespace {
+
+template <float (*Fn)(float) noexcept>
+void scalar_loop(const float* x, float* y, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) y[i] = Fn(x[i]);
+}
+
+float flush_one(float x) noexcept { return fp::F(x); }
+
+}  // namespace
+
+const ArrayKernels& scalar_kernels() {
+  static const ArrayKernels kernels{
+      &scalar_loop<prim::expf>,     &scalar_loop<prim::logf>,    &scalar_loop<prim::log1pf>,
+      &scalar_loop<prim::softplus>, &scalar_loop<prim::sigmoid>, &scalar_loop<prim::silu>,
+      &scalar_loop<prim::tanhf>,    &scalar_loop<prim::sqrtf>,   &scalar_loop<prim::rsqrtf>,
+      &scalar_loop<prim::sinf>,     &scalar_loop<prim::cosf>,    &scalar_loop<flush_one>,
+  };
+  return kernels;
+}
+
+}  // namespace detail
+
+namespace {
+
+const detail::ArrayKernels& active_kernels() {
+#if defined(SAMEBITS_VMATH_HAVE_X86_KERNELS)
+  switch (simd::active_target()) {
+    case simd::Target::Avx512:
+      return detail::avx512_kernels();
+    case simd::Target::Avx2:
+      return detail::avx2_kernels();
+    case simd::Target::Scalar:
+      break;
+  }
+#endif
+  return detail::scalar_kernels();
+}
+
+}  // namespace
+
+void exp(const float* x, float* y, std::size_t n) { active_kernels().exp(x, y, n); }
+void log(const float* x, float* y, std::size_t n) { active_kernels().log(x, y, n); }
+void log1p(const float* x, float* y, std::size_t n) { active_kernels().log1p(x, y, n); }
+void softplus(const float* x, float* y, std::size_t n) { active_kernels().softplus(x, y, n); }
+void sigmoid(const float* x, float* y, std::size_t n) { active_kernels().sigmoid(x, y, n); }
+void silu(const float* x, float* y, std::size_t n) { active_kernels().silu(x, y, n); }
+void tanh(const float* x, float* y, std::size_t n) { active_kernels().tanh(x, y, n); }
+void sqrt(const float* x, float* y, std::size_t n) { active_kernels().sqrt(x, y, n); }
+void rsqrt(const float* x, float* y, std::size_t n) { active_kernels().rsqrt(x, y, n); }
+void sin(const float* x, float* y, std::size_t n) { active_kernels().sin(x, y, n); }
+void cos(const float* x, float* y, std::size_t n) { active_kernels().cos(x, y, n); }
+void flush(const float* x, float* y, std::size_t n) { active_kernels().flush(x, y, n); }
+
+}  // namespace samebits::vmath
