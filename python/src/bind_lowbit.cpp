@@ -115,4 +115,8 @@ void bind_lowbit(nb::module_& m) {
         "int8 codes (rows, cols) and int32 exponents (rows,) -> float32 (rows, cols), exact.");
 }
 
+namespace {
+const Registration kRegistration{&bind_lowbit, 10};
+}  // namespace
+
 }  // namespace samebits::python

@@ -62,4 +62,8 @@ void bind_mlp(nb::module_& m) {
       .def("__repr__", &MLPInference::repr);
 }
 
+namespace {
+const Registration kRegistration{&bind_mlp, 20};
+}  // namespace
+
 }  // namespace samebits::python

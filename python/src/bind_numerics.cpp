@@ -72,4 +72,8 @@ void bind_numerics(nb::module_& m) {
   m.def("sabotage", [] { return gemm::sabotage_build(); });
 }
 
+namespace {
+const Registration kRegistration{&bind_numerics, 0};
+}  // namespace
+
 }  // namespace samebits::python

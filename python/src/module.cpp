@@ -1,11 +1,34 @@
-// The native module samebits._core: exception translation plus every area's registration.
+// The native module samebits._core: exception translation, then every registered binding.
 #include <nanobind/nanobind.h>
+
+#include <algorithm>
+#include <utility>
+#include <vector>
 
 #include "api/samebits.hpp"
 #include "bindings.hpp"
 #include "core/errors.hpp"
 
 namespace nb = nanobind;
+
+namespace samebits::python {
+namespace {
+std::vector<std::pair<int, BindFunction>>& registry() {
+  static std::vector<std::pair<int, BindFunction>> entries;
+  return entries;
+}
+}  // namespace
+
+Registration::Registration(BindFunction bind, int order) { registry().emplace_back(order, bind); }
+
+void run_registrations(nb::module_& m) {
+  auto entries = registry();
+  std::stable_sort(entries.begin(), entries.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& entry : entries) entry.second(m);
+}
+
+}  // namespace samebits::python
 
 NB_MODULE(_core, m) {
   m.doc() = "samebits native engine (exact fp32 CPU inference)";
@@ -30,7 +53,5 @@ NB_MODULE(_core, m) {
     }
   });
   m.attr("__version__") = SAMEBITS_VERSION;
-  samebits::python::bind_numerics(m);
-  samebits::python::bind_lowbit(m);
-  samebits::python::bind_mlp(m);
+  samebits::python::run_registrations(m);
 }
