@@ -1,0 +1,80 @@
+"""Surface pieces every block inference class shares: strict float32 inputs, ragged batches, refusals.
+
+Each block module passes its own class path ("TransformerBlock.forward") and, for dtype refusals, its
+own profile sentence, so messages keep upstream's per-block wording while the logic lives here once.
+"""
+
+import numpy as np
+
+from . import _buffers
+
+PACKAGE = "samebits"
+
+
+def float32_strict(value, what, name, dtype_sentence):
+    """`value` as a C-contiguous float32 numpy array (no copy when it already is one).
+
+    Refuses, by type, anything without a buffer and any dtype but float32; `dtype_sentence` is the
+    block's explanation that follows "<name> has dtype <d>; " (upstream wording, per block)."""
+    try:
+        view = _buffers.probe(value)
+    except TypeError:
+        raise TypeError(
+            f"{PACKAGE} {what}: {name} is a {type(value).__name__}, which does not support the buffer "
+            "protocol; this surface is float32 ONLY and takes a float32 array (a numpy array, an "
+            "array.array('f') or a memoryview). Convert yourself and pass float32."
+        ) from None
+    if not _buffers.is_float32(view):
+        dtype = np.asarray(value).dtype.name if view.format not in ("e",) else "float16"
+        raise TypeError(f"{PACKAGE} {what}: {name} has dtype {dtype}; {dtype_sentence}")
+    return _buffers.contiguous_float32(value)
+
+
+def lengths_for(lengths, batch, length, what):
+    """`lengths` as a tuple of `batch` ints, each in [1, length]; refused by name otherwise."""
+    try:
+        values = list(lengths)
+    except TypeError:
+        raise TypeError(f"{PACKAGE} {what}: lengths must be a sequence of {batch} integers") from None
+    if len(values) != batch:
+        raise ValueError(f"{PACKAGE} {what}: lengths has {len(values)} entries but the batch has B = {batch}")
+    out = []
+    for i, v in enumerate(values):
+        if isinstance(v, (bool, np.bool_)):
+            raise TypeError(f"{PACKAGE} {what}: lengths[{i}] is a bool, not an integer")
+        try:
+            n = v.__index__()
+        except AttributeError:
+            raise TypeError(f"{PACKAGE} {what}: lengths[{i}] = {v!r} is not an integer") from None
+        if n < 1 or n > length:
+            raise ValueError(
+                f"{PACKAGE} {what}: lengths[{i}] = {n} is outside [1, L = {length}] "
+                "(right padding: a row has at least one real position and at most L)"
+            )
+        out.append(int(n))
+    return tuple(out)
+
+
+def refuse_state_with_lengths(state, what):
+    if state is not None:
+        raise ValueError(
+            f"{PACKAGE} {what}: lengths= (a ragged, right-padded batch) cannot carry a state; a decode "
+            "continuation of a ragged batch would need a position per row, which no state here has. "
+            "Run the ragged prefill with state=None, or continue each sequence as its own batch"
+        )
+
+
+def ragged_forward(run, x, state, lengths, what):
+    """The one ragged spelling (blocks.md 6): refuse a carried state, check `lengths` against x's
+    (B, L), run `run` on a copy of x whose padding positions are +0.0 (ids: 0), then overwrite the
+    padding positions of its (B, L, ...) output with +0.0. x is C-contiguous and already checked."""
+    refuse_state_with_lengths(state, what)
+    batch, length = int(x.shape[0]), int(x.shape[1])
+    lens = lengths_for(lengths, batch, length, what)
+    padded = np.zeros_like(x)
+    for i, n in enumerate(lens):
+        padded[i, :n] = x[i, :n]
+    out = np.asarray(run(padded))
+    for i, n in enumerate(lens):
+        out[i, n:] = 0
+    return out
