@@ -25,7 +25,10 @@ def float32_strict(value, what, name, dtype_sentence):
             "array.array('f') or a memoryview). Convert yourself and pass float32."
         ) from None
     if not _buffers.is_float32(view):
-        dtype = np.asarray(value).dtype.name if view.format not in ("e",) else "float16"
+        try:
+            dtype = np.asarray(value).dtype.name
+        except (TypeError, ValueError):  # a buffer numpy cannot read: name its format
+            dtype = f"format {view.format!r}"
         raise TypeError(f"{PACKAGE} {what}: {name} has dtype {dtype}; {dtype_sentence}")
     return _buffers.contiguous_float32(value)
 
