@@ -40,3 +40,32 @@ def draw(kind, seed):
         out = hashed_uniform(ROWS, COLS, seed).reshape(ROWS, COLS) * np.float32(4.0) - np.float32(2.0)
     out.setflags(write=False)
     return out
+
+
+def golden_weight(shape, seed, lo=-1 / 8, hi=1 / 8):
+    """goldens.md 3: w(shape, seed) = hashed_uniform(prod(shape), 1, seed) * f32(hi - lo) + f32(lo),
+    two float32 roundings, reshaped row-major."""
+    size = int(np.prod(shape))
+    u = hashed_uniform(size, 1, seed)
+    return (u * np.float32(hi - lo) + np.float32(lo)).astype(np.float32).reshape(shape)
+
+
+def lane_weights(lane, tensors, ones=(), near_one=()):
+    """The weights of a golden lane: `tensors` is [(name, shape)] in order; names in `ones` are
+    float32 ones, names in `near_one` are 1 + w(shape, "LANE:near_one:NAME"), the rest
+    w(shape, "LANE:NAME")."""
+    out = {}
+    for name, shape in tensors:
+        if name in ones:
+            out[name] = np.ones(shape, np.float32)
+        elif name in near_one:
+            out[name] = (np.float32(1) + golden_weight(shape, f"{lane}:near_one:{name}")).astype(np.float32)
+        else:
+            out[name] = golden_weight(shape, f"{lane}:{name}")
+    return out
+
+
+def slab(kind, seed, shape=(2, 16, 32)):
+    """The block input slab: the first prod(shape) floats of a draw, row-major, reshaped."""
+    size = int(np.prod(shape))
+    return np.ascontiguousarray(draw(kind, seed).reshape(-1)[:size].reshape(shape))
