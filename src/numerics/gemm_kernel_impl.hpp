@@ -9,7 +9,7 @@ template <int Rows, int Panels, bool Exact>
 void leaf_kernel(const float* a, std::int64_t a_row, std::int64_t a_depth, const float* panel,
                  std::int64_t panel_stride, std::int64_t len, float* out) {
   constexpr int kVecs = 32 / Isa::kLanes;
-  typename Isa::Vec acc[Rows][Panels * kVecs];
+  typename Isa::V acc[Rows][Panels * kVecs];
   for (int r = 0; r < Rows; ++r)
     for (int v = 0; v < Panels * kVecs; ++v) acc[r][v] = Isa::zero();
   for (std::int64_t step = 0; step < len; ++step) {
@@ -18,15 +18,15 @@ void leaf_kernel(const float* a, std::int64_t a_row, std::int64_t a_depth, const
 #else
     const std::int64_t q = step;
 #endif
-    typename Isa::Vec a_lane[Rows];
+    typename Isa::V a_lane[Rows];
     for (int r = 0; r < Rows; ++r) {
       float value = a[r * a_row + q * a_depth];
       if constexpr (Exact) value = samebits::fp::F(value);
-      a_lane[r] = Isa::broadcast(value);
+      a_lane[r] = Isa::set1(value);
     }
     for (int v = 0; v < Panels * kVecs; ++v) {
       const float* b_row = panel + (v / kVecs) * panel_stride + q * 32;
-      const typename Isa::Vec b = Isa::load(b_row + (v % kVecs) * Isa::kLanes);
+      const typename Isa::V b = Isa::load(b_row + (v % kVecs) * Isa::kLanes);
       for (int r = 0; r < Rows; ++r) {
         acc[r][v] = Isa::fma(a_lane[r], b, acc[r][v]);
         if constexpr (Exact) acc[r][v] = Isa::flush(acc[r][v]);

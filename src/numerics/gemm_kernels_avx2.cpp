@@ -9,23 +9,7 @@
 namespace samebits::gemm::detail {
 namespace {
 
-struct Isa {
-  using Vec = __m256;
-  static constexpr int kLanes = 8;
-  static Vec zero() { return _mm256_setzero_ps(); }
-  static Vec broadcast(float x) { return _mm256_set1_ps(x); }
-  static Vec load(const float* p) { return _mm256_load_ps(p); }
-  static void store(float* p, Vec v) { _mm256_store_ps(p, v); }
-  static Vec add(Vec a, Vec b) { return _mm256_add_ps(a, b); }
-  static Vec fma(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
-  // F: |x| < FLT_MIN keeps only the sign bit (zeros are unchanged by that, NaN compares false).
-  static Vec flush(Vec x) {
-    const Vec sign = _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(0x80000000u)));
-    const Vec tiny = _mm256_cmp_ps(_mm256_andnot_ps(sign, x), _mm256_castsi256_ps(_mm256_set1_epi32(0x00800000)),
-                                   _CMP_LT_OQ);
-    return _mm256_blendv_ps(x, _mm256_and_ps(x, sign), tiny);
-  }
-};
+#include "numerics/isa_avx2.hpp"
 
 #include "numerics/gemm_kernel_impl.hpp"
 

@@ -10,15 +10,15 @@ namespace samebits::gemm::detail {
 namespace {
 
 struct Isa {
-  using Vec = float;
+  using V = float;
   static constexpr int kLanes = 1;
-  static Vec zero() { return 0.0f; }
-  static Vec broadcast(float x) { return x; }
-  static Vec load(const float* p) { return *p; }
-  static void store(float* p, Vec v) { *p = v; }
-  static Vec add(Vec a, Vec b) { return a + b; }
-  static Vec fma(Vec a, Vec b, Vec c) { return fp::FMA(a, b, c); }
-  static Vec flush(Vec x) { return fp::F(x); }
+  static V zero() { return 0.0f; }
+  static V set1(float x) { return x; }
+  static V load(const float* p) { return *p; }
+  static void store(float* p, V v) { *p = v; }
+  static V add(V a, V b) { return a + b; }
+  static V fma(V a, V b, V c) { return fp::FMA(a, b, c); }
+  static V flush(V x) { return fp::F(x); }
 };
 
 #include "numerics/gemm_kernel_impl.hpp"

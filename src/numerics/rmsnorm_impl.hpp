@@ -3,9 +3,9 @@
 // Include inside a TU-unique namespace after defining `struct Isa`.
 
 void rmsnorm_block(const float* x, const float* w, float* y, std::int64_t d, float eps) {
-  using Vec = typename Isa::Vec;
+  using Vec = typename Isa::V;
   Vec acc = Isa::zero();
-  const auto offsets = Isa::row_offsets(d);
+  const auto offsets = Isa::lane_offsets(d);
   for (std::int64_t j = 0; j < d; ++j) {
     const Vec xj = Isa::flush(Isa::gather(x + j, offsets));
     acc = Isa::flush(Isa::fma(xj, xj, acc));
@@ -14,13 +14,13 @@ void rmsnorm_block(const float* x, const float* w, float* y, std::int64_t d, flo
   Isa::store(sums, acc);
   for (int r = 0; r < Isa::kLanes; ++r) {
     const float rstd = samebits::norm::detail::rmsnorm_rstd(sums[r], d, eps);
-    const Vec rstd_v = Isa::broadcast(rstd);
+    const Vec rstd_v = Isa::set1(rstd);
     const float* xr = x + r * d;
     float* yr = y + r * d;
     std::int64_t j = 0;
     for (; j + Isa::kLanes <= d; j += Isa::kLanes) {
-      const Vec scaled = Isa::flush(Isa::mul(Isa::flush(Isa::loadu(xr + j)), rstd_v));
-      Isa::storeu(yr + j, Isa::flush(Isa::mul(Isa::flush(Isa::loadu(w + j)), scaled)));
+      const Vec scaled = Isa::flush(Isa::mul(Isa::flush(Isa::load(xr + j)), rstd_v));
+      Isa::store(yr + j, Isa::flush(Isa::mul(Isa::flush(Isa::load(w + j)), scaled)));
     }
     for (; j < d; ++j) {
       using samebits::fp::F;

@@ -1,0 +1,81 @@
+// The AVX2 vector vocabulary shared by every avx2 kernel TU. Include it ONLY inside an anonymous
+// namespace of a translation unit compiled for avx2 (a *_avx2.cpp file), so no instantiation can leak
+// into baseline code.
+// The including file must have included <immintrin.h> and <cstdint> at global scope first.
+
+struct Isa {
+  using V = __m256;
+  using I = __m256i;
+  using M = __m256;  // all-ones / all-zeros lanes
+  static constexpr int kLanes = 8;
+
+  static V load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  static V set1(float x) { return _mm256_set1_ps(x); }
+  static I set1i(std::int32_t x) { return _mm256_set1_epi32(x); }
+
+  static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
+  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  static V div(V a, V b) { return _mm256_div_ps(a, b); }
+  static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static V sqrt(V a) { return _mm256_sqrt_ps(a); }
+  static V floor(V a) { return _mm256_floor_ps(a); }
+
+  // Ordered quiet compares behave like the scalar C++ operators (false with a NaN operand).
+  static M lt(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); }
+  static M le(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_LE_OQ); }
+  static M gt(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_GT_OQ); }
+  static M ge(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_GE_OQ); }
+  static M eq(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_EQ_OQ); }
+  static M unord(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_UNORD_Q); }
+  static M not_lt(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_NLT_UQ); }
+  static M mask_and(M a, M b) { return _mm256_and_ps(a, b); }
+  static M mask_or(M a, M b) { return _mm256_or_ps(a, b); }
+
+  // select(m, if_false, if_true)
+  static V select(M m, V if_false, V if_true) { return _mm256_blendv_ps(if_false, if_true, m); }
+  static I selecti(M m, I if_false, I if_true) {
+    return _mm256_castps_si256(
+        _mm256_blendv_ps(_mm256_castsi256_ps(if_false), _mm256_castsi256_ps(if_true), m));
+  }
+
+  static I cast_i(V a) { return _mm256_castps_si256(a); }
+  static V cast_f(I a) { return _mm256_castsi256_ps(a); }
+  static I and_i(I a, I b) { return _mm256_and_si256(a, b); }
+  static I or_i(I a, I b) { return _mm256_or_si256(a, b); }
+  static I xor_i(I a, I b) { return _mm256_xor_si256(a, b); }
+  static I add_i(I a, I b) { return _mm256_add_epi32(a, b); }
+  static I sub_i(I a, I b) { return _mm256_sub_epi32(a, b); }
+  template <int N>
+  static I srai(I a) {
+    return _mm256_srai_epi32(a, N);
+  }
+  template <int N>
+  static I srli(I a) {
+    return _mm256_srli_epi32(a, N);
+  }
+  template <int N>
+  static I slli(I a) {
+    return _mm256_slli_epi32(a, N);
+  }
+  static M ieq(I a, I b) { return _mm256_castsi256_ps(_mm256_cmpeq_epi32(a, b)); }
+  static M igt(I a, I b) { return _mm256_castsi256_ps(_mm256_cmpgt_epi32(a, b)); }
+  static V cvt_f(I a) { return _mm256_cvtepi32_ps(a); }
+  static I cvtt_i(V a) { return _mm256_cvttps_epi32(a); }  // 0x80000000 when out of range
+
+  // Additions used by the GEMM and RMSNorm kernels.
+  static V zero() { return _mm256_setzero_ps(); }
+  // F: |x| < FLT_MIN keeps only the sign bit (zeros are unchanged by that; NaN compares false).
+  static V flush(V x) {
+    const V sign = _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(0x80000000u)));
+    const V tiny = _mm256_cmp_ps(_mm256_andnot_ps(sign, x), _mm256_castsi256_ps(_mm256_set1_epi32(0x00800000)),
+                                 _CMP_LT_OQ);
+    return _mm256_blendv_ps(x, _mm256_and_ps(x, sign), tiny);
+  }
+  // Lane i reads base[i * stride] (stride * (kLanes - 1) must fit in int32).
+  static I lane_offsets(std::int64_t stride) {
+    return _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(static_cast<int>(stride)));
+  }
+  static V gather(const float* base, I offsets) { return _mm256_i32gather_ps(base, offsets, 4); }
+};

@@ -1,0 +1,77 @@
+// The AVX512 vector vocabulary shared by every avx512 kernel TU. Include it ONLY inside an anonymous
+// namespace of a translation unit compiled for avx512 (a *_avx512.cpp file), so no instantiation can leak
+// into baseline code.
+// The including file must have included <immintrin.h> and <cstdint> at global scope first.
+
+struct Isa {
+  using V = __m512;
+  using I = __m512i;
+  using M = __mmask16;
+  static constexpr int kLanes = 16;
+
+  static V load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+  static V set1(float x) { return _mm512_set1_ps(x); }
+  static I set1i(std::int32_t x) { return _mm512_set1_epi32(x); }
+
+  static V add(V a, V b) { return _mm512_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
+  static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+  static V div(V a, V b) { return _mm512_div_ps(a, b); }
+  static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static V sqrt(V a) { return _mm512_sqrt_ps(a); }
+  static V floor(V a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC); }
+
+  // Ordered quiet compares behave like the scalar C++ operators (false with a NaN operand).
+  static M lt(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
+  static M le(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_LE_OQ); }
+  static M gt(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ); }
+  static M ge(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_GE_OQ); }
+  static M eq(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_EQ_OQ); }
+  static M unord(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_UNORD_Q); }
+  static M not_lt(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_NLT_UQ); }
+  static M mask_and(M a, M b) { return _kand_mask16(a, b); }
+  static M mask_or(M a, M b) { return _kor_mask16(a, b); }
+
+  // select(m, if_false, if_true)
+  static V select(M m, V if_false, V if_true) { return _mm512_mask_blend_ps(m, if_false, if_true); }
+  static I selecti(M m, I if_false, I if_true) { return _mm512_mask_blend_epi32(m, if_false, if_true); }
+
+  static I cast_i(V a) { return _mm512_castps_si512(a); }
+  static V cast_f(I a) { return _mm512_castsi512_ps(a); }
+  static I and_i(I a, I b) { return _mm512_and_si512(a, b); }
+  static I or_i(I a, I b) { return _mm512_or_si512(a, b); }
+  static I xor_i(I a, I b) { return _mm512_xor_si512(a, b); }
+  static I add_i(I a, I b) { return _mm512_add_epi32(a, b); }
+  static I sub_i(I a, I b) { return _mm512_sub_epi32(a, b); }
+  template <int N>
+  static I srai(I a) {
+    return _mm512_srai_epi32(a, N);
+  }
+  template <int N>
+  static I srli(I a) {
+    return _mm512_srli_epi32(a, N);
+  }
+  template <int N>
+  static I slli(I a) {
+    return _mm512_slli_epi32(a, N);
+  }
+  static M ieq(I a, I b) { return _mm512_cmpeq_epi32_mask(a, b); }
+  static M igt(I a, I b) { return _mm512_cmpgt_epi32_mask(a, b); }
+  static V cvt_f(I a) { return _mm512_cvtepi32_ps(a); }
+  static I cvtt_i(V a) { return _mm512_cvttps_epi32(a); }  // 0x80000000 when out of range
+
+  // Additions used by the GEMM and RMSNorm kernels.
+  static V zero() { return _mm512_setzero_ps(); }
+  // F: lanes classified as denormal keep only their sign bit.
+  static V flush(V x) {
+    const __mmask16 denormal = _mm512_fpclass_ps_mask(x, 0x20);
+    return _mm512_mask_and_ps(x, denormal, x, _mm512_castsi512_ps(_mm512_set1_epi32(static_cast<int>(0x80000000u))));
+  }
+  // Lane i reads base[i * stride] (stride * (kLanes - 1) must fit in int32).
+  static I lane_offsets(std::int64_t stride) {
+    return _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                              _mm512_set1_epi32(static_cast<int>(stride)));
+  }
+  static V gather(const float* base, I offsets) { return _mm512_i32gather_ps(offsets, base, 4); }
+};
