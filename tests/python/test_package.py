@@ -35,3 +35,16 @@ def test_public_names():
     for name in ("MLPInference", "lowbit", "set_num_threads", "get_num_threads", "__version__"):
         assert hasattr(samebits, name)
     assert samebits.lowbit.FORMATS == ("float32", "bfloat16", "int8")
+
+
+def test_thread_count_from_environment():
+    import os
+
+    code = "import samebits; print(samebits.get_num_threads())"
+    for value, want in (("1", "1"), ("3", "3")):
+        env = dict(os.environ, SAMEBITS_NUM_THREADS=value)
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+        assert out.stdout.strip() == want
+    env = dict(os.environ, SAMEBITS_NUM_THREADS="0")  # not a positive integer: every core
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    assert int(out.stdout.strip()) == os.cpu_count()
