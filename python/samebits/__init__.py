@@ -4,6 +4,7 @@ from importlib import metadata as _metadata
 
 from . import lowbit
 from ._mlp import MLPInference
+from ._samba_config import SambaConfig
 from ._native import native as _native
 
 try:
@@ -11,7 +12,14 @@ try:
 except _metadata.PackageNotFoundError:  # running from a source tree
     __version__ = "0.0.0+unknown"
 
-__all__ = ["MLPInference", "lowbit", "set_num_threads", "get_num_threads", "__version__"]
+__all__ = [
+    "MLPInference",
+    "SambaConfig",
+    "lowbit",
+    "set_num_threads",
+    "get_num_threads",
+    "__version__",
+]
 
 
 def set_num_threads(n):

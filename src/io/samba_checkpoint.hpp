@@ -1,0 +1,91 @@
+// Samba checkpoints (formats.md 3): SambaConfig <-> JSON, and the readers of the streamed v2 archive and
+// the legacy JSON file, with every upstream check in upstream's order and upstream's sentences.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "io/json.hpp"
+#include "models/samba_config.hpp"
+
+namespace samebits::io {
+
+inline constexpr std::string_view kSambaStreamMagic{"MOJOLEARN-SAMBA\x02\n", 17};
+inline constexpr std::string_view kSambaStreamSchema = "mojolearn.samba-stream.v2";
+inline constexpr std::string_view kSambaStateSchema = "mojolearn.samba-stack-state.v1";
+inline constexpr std::string_view kSambaStackProfile = "mojolearn.samba-stack.fp32.v1";
+inline constexpr std::string_view kSambaLegacySchema = "mojolearn.samba-stack-json-checkpoint.v1";
+inline constexpr std::uint64_t kSambaHeaderLimit = 1024 * 1024;        // header bytes, v2
+inline constexpr std::uint64_t kSambaLegacyLimit = 256 * 1024 * 1024;  // whole file, legacy JSON
+inline constexpr std::size_t kSambaStreamChunk = 1024 * 1024;          // read and hash granularity
+inline constexpr std::string_view kSambaNumericProfile = "fp32_v1";  // the only profile this engine computes
+
+// SambaConfig.to_dict(): the ten keys in upstream's order (canonical_json sorts them).
+json::Value samba_config_to_json(const models::SambaConfig& config);
+
+// SambaConfig.from_dict(d): the ten keys are read by name (extras ignored), then the constructor's rules
+// run. Stricter than Python's int()/bool()/float() (formats.md 3.13, Open point 8.4): integer fields take
+// JSON integers (or null where the field is optional), layers a list of strings, tie_embeddings a bool,
+// norm_eps/dropout a JSON number. Every refusal is a samebits::Error of kind Value.
+models::SambaConfig samba_config_from_json(const json::Value& dict);
+
+enum class SambaCheckpointFormat { StreamV2, LegacyJson };
+
+struct SambaArrayRecord {
+  std::string name;   // parameters, exp_avg, exp_avg_sq, buf_initialized
+  std::string dtype;  // <f4 or <i4
+  std::int64_t elements = 0;
+  std::string sha256;  // lowercase hex of the array's bytes (v2: the verified descriptor digest)
+};
+
+// What a CLI `info` shows; nothing here is needed to run the model.
+struct SambaCheckpointInfo {
+  SambaCheckpointFormat format = SambaCheckpointFormat::StreamV2;
+  std::string schema;  // the envelope schema: kSambaStreamSchema or kSambaLegacySchema
+  std::uint64_t file_bytes = 0;
+  std::uint64_t header_bytes = 0;        // v2: the header length L; legacy: 0
+  std::string integrity_sha256;          // v2: the header digest; legacy: payload_sha256 (both verified)
+  std::vector<SambaArrayRecord> arrays;  // the four arrays in file order
+  std::string numeric_mode;              // as stored ("" when absent; canonical JSON when not a string)
+  std::string numeric_profile;           // kSambaNumericProfile when the state has no field
+  // Canonical JSON of the stored values ("" when the key is absent); read and dropped by inference.
+  std::string step_json;             // `t`, the completed optimizer steps
+  std::string optimizer_json;        // {"kind": "adamw", "lr": ..., ...}
+  std::string schedule_json;         // "null" when no schedule
+  std::string rng_json;              // {"counter": ..., "seed": ...}
+  std::int64_t parameter_count = 0;  // N
+  std::int64_t tensor_count = 0;     // T
+};
+
+struct SambaCheckpoint {
+  models::SambaConfig config;
+  models::SambaRegistry registry;  // config.registry(); the file's (name, shape) list equals it
+  // Every weight, float32, in the registry's layout: tensor i is C-order at
+  // [registry.entries[i].offset, + size). Legacy files sliced by their own offsets are repacked here.
+  std::vector<float> parameters;
+  SambaCheckpointInfo info;
+
+  std::span<const float> weight(std::size_t index) const;
+  // Throws samebits::Error (kind Value) for a name outside the registry.
+  std::span<const float> weight(std::string_view name) const;
+};
+
+// SambaInference.from_checkpoint's reading half: dispatches on the first 17 bytes (the v2 magic selects
+// the streamed reader, anything else the legacy JSON reader), verifies the whole container, then the
+// inference checks: schema/profile, config, registry (name, shape) == the config's, numeric profile
+// absent or fp32_v1 (Open point 8.6), and every weight finite. Optimizer, schedule and RNG state are
+// checked only as far as the container reader checks them, and dropped. Every failure, including a file
+// that cannot be opened, is samebits::Error of kind Value with upstream's sentence.
+SambaCheckpoint read_samba_checkpoint(const std::string& path);
+
+// The two readers on their own (read_samba_stream_checkpoint checks the magic itself). Memory: the v2
+// reader holds the header (at most 1 MiB), one 1 MiB chunk and the N parameters, allocated only after the
+// file size matched the verified header; the legacy reader holds the file (at most 256 MiB) and its parse.
+SambaCheckpoint read_samba_stream_checkpoint(const std::string& path);
+SambaCheckpoint read_samba_legacy_checkpoint(const std::string& path);
+
+}  // namespace samebits::io
