@@ -5,6 +5,7 @@ from importlib import metadata as _metadata
 from . import lowbit
 from ._mlp import MLPInference
 from ._samba_config import SambaConfig
+from ._transformer import TransformerBlockInference, TransformerState
 from ._native import native as _native
 
 try:
@@ -15,6 +16,8 @@ except _metadata.PackageNotFoundError:  # running from a source tree
 __all__ = [
     "MLPInference",
     "SambaConfig",
+    "TransformerBlockInference",
+    "TransformerState",
     "lowbit",
     "set_num_threads",
     "get_num_threads",

@@ -1,0 +1,305 @@
+"""TransformerBlockInference: the forward-only Llama decoder block, with its KV-cache state.
+
+The arithmetic, the shape refusals and the native refusals live in the engine (src/api/
+transformer_inference.cpp); this module owns what needs Python objects: the weight dict, dtypes, the
+keyword options, the state object and its buffers, and ragged batches.
+"""
+
+import numpy as np
+
+from . import _blocks, _buffers
+from . import lowbit as _lowbit
+from ._native import native
+
+_WHAT = "TransformerBlock"
+_PACKAGE = _blocks.PACKAGE
+_NAMES = (
+    "input_layernorm.weight",
+    "post_attention_layernorm.weight",
+    "q_proj.weight",
+    "k_proj.weight",
+    "v_proj.weight",
+    "o_proj.weight",
+    "gate_proj.weight",
+    "up_proj.weight",
+    "down_proj.weight",
+)
+# The order in which the parent class first touches each weight's dtype.
+_DTYPE_ORDER = (0, 6, 1, 2, 3, 4, 5, 7, 8)
+_DTYPE_SENTENCE = (
+    "this surface is float32 ONLY (the fp32 profile mojolearn.identical.transformer.fp32.v1). bfloat16 and "
+    "float16 are refused BY NAME: reduced-precision runs mix cast boundaries that are not this profile. "
+    "float64 is refused rather than downcast, so that the bits that ran are bits you made. Convert "
+    "yourself and pass float32."
+)
+# Keyword options of the parent block that this CPU path serves only at their defaults (blocks.md 9.4).
+_DEFAULT_OPTIONS = (
+    ("rope_theta", 10000.0),
+    ("rope_scaling", None),
+    ("rope_dim", None),
+    ("max_positions", 8192),
+    ("qkv_bias", False),
+    ("o_bias", False),
+    ("norm", "rmsnorm"),
+    ("norm_eps", 1e-6),
+    ("norm_bias", False),
+    ("mlp", "swiglu"),
+    ("mlp_bias", False),
+    ("qk_norm", False),
+    ("attn_softcap", None),
+)
+_FLOAT_OPTIONS = ("rope_theta", "norm_eps")
+
+
+def _is_default(name, value, default, head_dim):
+    if name == "rope_dim":
+        return value is None or (not isinstance(value, bool) and value == head_dim)
+    if name in _FLOAT_OPTIONS:
+        try:
+            return np.float32(value) == np.float32(default)  # the profile constant is a float32
+        except (TypeError, ValueError):
+            return False
+    if default is None or isinstance(default, bool):
+        return value is default or (isinstance(value, (bool, np.bool_)) and bool(value) is default)
+    return type(value) is type(default) and value == default
+
+
+def _state_buffer(value, what, name, shape):
+    """A caller state buffer, read and written in place: float32, exactly `shape`, C-contiguous and
+    writable; nothing is fixed up, because a fixed-up copy would be updated instead of the caller's."""
+    try:
+        view = _buffers.probe(value)
+    except TypeError:
+        raise TypeError(
+            f"{_PACKAGE} {what}: state buffer {name} must be a numpy ndarray -- any writable float32 buffer "
+            f"-- (it is read and written in place), got {type(value)!r}"
+        ) from None
+    if not _buffers.is_float32(view):
+        dtype = getattr(getattr(value, "dtype", None), "name", None) or f"format {view.format!r}"
+        raise TypeError(
+            f"{_PACKAGE} {what}: state buffer {name} has dtype {dtype}, want float32 (the state is part of "
+            "the fp32 profile and round-trips byte for byte)"
+        )
+    if tuple(view.shape) != shape:
+        raise ValueError(f"{_PACKAGE} {what}: state buffer {name} has shape {tuple(view.shape)}, want {shape}")
+    if not view.c_contiguous or view.readonly:
+        raise ValueError(
+            f"{_PACKAGE} {what}: state buffer {name} must be C-contiguous and writable; it is updated IN "
+            "PLACE so the caller's array always holds the post-call state (allocate_state() makes "
+            "conforming buffers)"
+        )
+    return np.asarray(value)
+
+
+class TransformerState:
+    """The block's decode state, the KV cache (blocks.md 4.2), updated in place by forward and step.
+
+    With B = batch_size, KV = n_kv_heads, HD = head_dim and capacity = window if window > 0 else
+    max_tokens, `k_cache` and `v_cache` are FLAT float32 arrays of B * KV * capacity * HD floats. Full
+    causal: the first B * KV * cached_tokens * HD floats are the [B, KV, cached_tokens, HD] cache
+    (packed at stride cached_tokens, slot j = absolute position j) and the rest is zeros. Sliding
+    window W: a ring of W slots per (batch row, kv head), slot = position mod W. `cached_tokens`
+    counts the absolute positions consumed. The buffers allocate_state hands out are writable views of
+    the engine's own memory: a change made through them is what the next call reads.
+    """
+
+    def __init__(self, batch_size, n_kv_heads, head_dim, max_tokens, k_cache, v_cache, cached_tokens=0, window=0):
+        self.batch_size = int(batch_size)
+        self.n_kv_heads = int(n_kv_heads)
+        self.head_dim = int(head_dim)
+        self.max_tokens = int(max_tokens)
+        self.window = int(window)
+        self.k_cache = k_cache
+        self.v_cache = v_cache
+        self.cached_tokens = int(cached_tokens)
+
+    @property
+    def capacity(self):
+        """Slots per (batch row, kv head): max_tokens for full causal, window for the ring."""
+        return self.window if self.window > 0 else self.max_tokens
+
+    def _used(self, buffer):
+        b, kv, hd, s = self.batch_size, self.n_kv_heads, self.head_dim, self.cached_tokens
+        flat = np.asarray(buffer).reshape(-1)
+        if self.window <= 0:
+            return flat[: b * kv * s * hd].reshape(b, kv, s, hd)  # a view into the cache
+        w = self.window
+        held = min(s, w)
+        ring = flat.reshape(b, kv, w, hd)
+        slots = [(s - held + j) % w for j in range(held)]
+        return np.ascontiguousarray(ring[:, :, slots, :])  # a copy, oldest position first
+
+    def keys(self):
+        """The cached keys as (B, n_kv_heads, held, head_dim): a view for full causal (valid until the
+        next call), a copy of the min(cached_tokens, window) most recent positions for a window."""
+        return self._used(self.k_cache)
+
+    def values(self):
+        """The cached values, shaped like keys()."""
+        return self._used(self.v_cache)
+
+    def __repr__(self):
+        return (
+            f"TransformerState(batch_size={self.batch_size}, n_kv_heads={self.n_kv_heads}, "
+            f"head_dim={self.head_dim}, max_tokens={self.max_tokens}, window={self.window}, "
+            f"cached_tokens={self.cached_tokens})"
+        )
+
+
+class TransformerBlockInference:
+    """Forward-only Llama decoder block on the CPU, bit-exact with mojolearn's TransformerBlock.
+
+    Input RMSNorm, self-attention with RoPE (theta 10000, rotate-half, absolute positions), grouped-query
+    heads and a KV cache (full causal, or a sliding window of `window` keys), residual, post-attention
+    RMSNorm, SwiGLU MLP, residual. `weights` is a dict of the nine upstream tensor names (float32, or
+    packed by samebits.lowbit and materialized exactly). `forward(x)` runs from a zero state;
+    `allocate_state(B, max_tokens)`, `forward(x, state)` and `step(x, state)` carry the KV cache, and a
+    token-by-token decode gives the bits of one forward over the whole sequence. `lengths=` runs a
+    right-padded ragged batch. Only the default options (plus `window`) are served.
+    """
+
+    def __init__(
+        self,
+        weights,
+        *,
+        n_heads,
+        n_kv_heads=None,
+        head_dim=None,
+        window=0,
+        rope_theta=10000.0,
+        rope_scaling=None,
+        rope_dim=None,
+        max_positions=8192,
+        qkv_bias=False,
+        o_bias=False,
+        norm="rmsnorm",
+        norm_eps=1e-6,
+        norm_bias=False,
+        mlp="swiglu",
+        mlp_bias=False,
+        qk_norm=False,
+        attn_softcap=None,
+        numeric_mode=None,
+    ):
+        if not hasattr(weights, "keys"):
+            raise TypeError(
+                f"{_PACKAGE} {_WHAT}: weights must be a dict of float32 arrays (numpy arrays) keyed by the "
+                f"upstream parameter names {list(_NAMES)}"
+            )
+        if numeric_mode is not None and numeric_mode != "identical":
+            raise ValueError(
+                f"{_PACKAGE} {_WHAT}: numeric_mode={numeric_mode!r} is not served; samebits runs the "
+                "'identical' tier only"
+            )
+        weights, self.weight_format = _lowbit.unpack(weights, "TransformerBlockInference")
+        native().transformer_check_weight_names(list(weights.keys()))
+        given = dict(
+            rope_theta=rope_theta,
+            rope_scaling=rope_scaling,
+            rope_dim=rope_dim,
+            max_positions=max_positions,
+            qkv_bias=qkv_bias,
+            o_bias=o_bias,
+            norm=norm,
+            norm_eps=norm_eps,
+            norm_bias=norm_bias,
+            mlp=mlp,
+            mlp_bias=mlp_bias,
+            qk_norm=qk_norm,
+            attn_softcap=attn_softcap,
+        )
+        nh = int(n_heads)
+        nkv = None if n_kv_heads is None else int(n_kv_heads)
+        hd = None if head_dim is None else int(head_dim)
+        arrays = [None] * len(_NAMES)
+        for i in _DTYPE_ORDER:
+            arrays[i] = _blocks.float32_strict(weights[_NAMES[i]], _WHAT, _NAMES[i], _DTYPE_SENTENCE)
+        self._engine = native().TransformerEngine(list(_NAMES), arrays, nh, nkv, hd, int(window), self.weight_format)
+        for name, default in _DEFAULT_OPTIONS:
+            if not _is_default(name, given[name], default, self._engine.head_dim):
+                raise ValueError(
+                    f"{_PACKAGE} {_WHAT}: option {name}={given[name]!r} is not served; this CPU inference path "
+                    f"runs the default block options plus window (default {name}={default!r})"
+                )
+        self.d_model = self._engine.d_model
+        self.n_heads = self._engine.n_heads
+        self.n_kv_heads = self._engine.n_kv_heads
+        self.head_dim = self._engine.head_dim
+        self.intermediate = self._engine.intermediate
+        self.window = self._engine.window
+
+    def allocate_state(self, batch_size, max_tokens):
+        """A zero TransformerState for `batch_size` sequences of up to `max_tokens` positions in all
+        (prefill plus every later step). max_tokens above 8192 is refused at the first call."""
+        buffers = self._engine.allocate(int(batch_size), int(max_tokens))
+        state = TransformerState(
+            buffers.batch_size,
+            buffers.n_kv_heads,
+            buffers.head_dim,
+            buffers.max_tokens,
+            buffers.k_cache,
+            buffers.v_cache,
+            0,
+            buffers.window,
+        )
+        return state
+
+    def _tokens(self, x, what, step):
+        x = _blocks.float32_strict(x, what, "x", _DTYPE_SENTENCE)
+        self._engine.check_tokens(list(x.shape), step)
+        return x
+
+    def _call(self, x, state, step, reference=False):
+        what = f"{_WHAT}.step" if step else f"{_WHAT}.forward"
+        x = self._tokens(x, what, step)
+        if state is None:
+            return self._engine.forward_reference(x) if reference else self._engine.forward(x)
+        if not isinstance(state, TransformerState):
+            raise TypeError(
+                f"{_PACKAGE} {what}: state must be a TransformerState (allocate_state(B, max_tokens) makes "
+                f"one), got {type(state).__name__}"
+            )
+        batch = int(x.shape[0])
+        self._engine.check_state(batch, state.batch_size, state.window, step)
+        n = batch * self.n_kv_heads * state.capacity * self.head_dim
+        k = _state_buffer(state.k_cache, what, "k_cache", (n,))
+        v = _state_buffer(state.v_cache, what, "v_cache", (n,))
+        y, cached = self._engine.forward_state(
+            x, k, v, state.batch_size, state.max_tokens, state.window, state.cached_tokens, step, reference
+        )
+        state.cached_tokens = int(cached)
+        return y
+
+    def forward(self, x, state=None, *, lengths=None):
+        """(B, L, d_model) float32 -> (B, L, d_model) float32. With `state` the cache is read and
+        updated in place; `lengths` (stateless only) makes the batch ragged, right-padded."""
+        if lengths is None:
+            return self._call(x, state, False)
+        what = f"{_WHAT}.forward"
+        x = self._tokens(x, what, False)
+        return _blocks.ragged_forward(lambda padded: self._call(padded, None, False), x, state, lengths, what)
+
+    __call__ = forward
+
+    def step(self, x, state):
+        """One token per batch row: x (B, 1, d_model) or (B, d_model); the output has x's rank."""
+        if state is None:
+            raise ValueError(
+                f"{_PACKAGE} {_WHAT}.step: state is required (a decode step continues a sequence; "
+                "allocate_state(B, max_tokens) makes the fresh one)"
+            )
+        return self._call(x, state, True)
+
+    def _forward_reference(self, x, state=None, *, step=False):
+        """The engine's scalar twin (for cross-checks): the same refusals, the same bits."""
+        return self._call(x, state, step, reference=True)
+
+    def backward(self, x, grad_output):
+        self._engine.backward()
+
+    def __repr__(self):
+        return (
+            f"TransformerBlockInference(d_model={self.d_model}, n_heads={self.n_heads}, "
+            f"n_kv_heads={self.n_kv_heads}, head_dim={self.head_dim}, intermediate={self.intermediate}, "
+            f"window={self.window})"
+        )

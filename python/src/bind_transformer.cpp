@@ -1,0 +1,158 @@
+// Binding of TransformerBlockInference and its KV-cache state; samebits/_transformer.py wraps both.
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/transformer_inference.hpp"
+#include "array_convert.hpp"
+#include "bindings.hpp"
+
+namespace samebits::python {
+namespace {
+
+// The caller's cache buffers, updated in place: never converted (a converted copy would be updated instead).
+using FloatArrayInOut = nb::ndarray<float, nb::c_contig, nb::device::cpu>;
+
+std::vector<std::size_t> shape_of(const TensorView& view) {
+  std::vector<std::size_t> shape;
+  for (auto extent : view.shape) shape.push_back(static_cast<std::size_t>(extent));
+  return shape;
+}
+
+nb::tuple carried(const TransformerBlockInference& self, const FloatArrayIn& x, FloatArrayInOut& k,
+                  FloatArrayInOut& v, std::int64_t batch_size, std::int64_t max_tokens, std::int64_t window,
+                  std::int64_t cached_tokens, bool step, bool reference) {
+  const TensorView view = view_of(x);
+  TransformerStateView state{k.data(), v.data(), batch_size, max_tokens, window, cached_tokens};
+  const auto want = static_cast<std::size_t>(batch_size * self.dims().n_kv_heads *
+                                             (window > 0 ? window : max_tokens) * self.dims().head_dim);
+  if (k.size() != want || v.size() != want)
+    throw_value_error(
+        "samebits TransformerBlock: the state buffers do not hold batch_size * n_kv_heads * capacity * "
+        "head_dim floats");
+  std::vector<float> y;
+  {
+    nb::gil_scoped_release release;
+    y = reference ? self.forward_reference(view, state, step)
+        : step    ? self.step(view, state)
+                  : self.forward(view, state);
+  }
+  return nb::make_tuple(to_numpy(std::move(y), shape_of(view)), state.cached_tokens);
+}
+
+// A flat float32 view of one state buffer; the owner is the state object (reference_internal).
+nb::ndarray<nb::numpy, float, nb::ndim<1>> buffer_view(float* data, std::int64_t count) {
+  const std::size_t shape[1] = {static_cast<std::size_t>(count)};
+  return nb::ndarray<nb::numpy, float, nb::ndim<1>>(data, 1, shape, nb::handle());
+}
+
+}  // namespace
+
+void bind_transformer(nb::module_& m) {
+  m.def("transformer_check_weight_names",
+        [](const std::vector<std::string>& names) { TransformerBlockInference::check_weight_names(names); });
+
+  nb::class_<TransformerState>(m, "TransformerStateBuffers")
+      .def_prop_ro("batch_size", &TransformerState::batch_size)
+      .def_prop_ro("n_kv_heads", &TransformerState::n_kv_heads)
+      .def_prop_ro("head_dim", &TransformerState::head_dim)
+      .def_prop_ro("max_tokens", &TransformerState::max_tokens)
+      .def_prop_ro("window", &TransformerState::window)
+      .def_prop_ro(
+          "k_cache", [](TransformerState& s) { return buffer_view(s.k_cache(), s.cache_floats()); },
+          nb::rv_policy::reference_internal)
+      .def_prop_ro(
+          "v_cache", [](TransformerState& s) { return buffer_view(s.v_cache(), s.cache_floats()); },
+          nb::rv_policy::reference_internal);
+
+  nb::class_<TransformerBlockInference>(m, "TransformerEngine")
+      .def(
+          "__init__",
+          [](TransformerBlockInference* self, const std::vector<std::string>& names,
+             const std::vector<FloatArrayIn>& arrays, std::int64_t n_heads,
+             std::optional<std::int64_t> n_kv_heads, std::optional<std::int64_t> head_dim,
+             std::int64_t window, const std::string& weight_format) {
+            if (names.size() != arrays.size())
+              throw_value_error("samebits TransformerBlock: names and arrays differ");
+            TransformerBlockInference::NamedWeights weights;
+            for (std::size_t i = 0; i < names.size(); ++i) weights.push_back({names[i], view_of(arrays[i])});
+            TransformerOptions options;
+            options.n_heads = n_heads;
+            options.n_kv_heads = n_kv_heads;
+            options.head_dim = head_dim;
+            options.window = window;
+            new (self) TransformerBlockInference(weights, options, weight_format);
+          },
+          nb::arg("names"), nb::arg("arrays"), nb::arg("n_heads"), nb::arg("n_kv_heads").none(),
+          nb::arg("head_dim").none(), nb::arg("window"), nb::arg("weight_format"))
+      .def_prop_ro("d_model", [](const TransformerBlockInference& s) { return s.dims().d_model; })
+      .def_prop_ro("n_heads", [](const TransformerBlockInference& s) { return s.dims().n_heads; })
+      .def_prop_ro("n_kv_heads", [](const TransformerBlockInference& s) { return s.dims().n_kv_heads; })
+      .def_prop_ro("head_dim", [](const TransformerBlockInference& s) { return s.dims().head_dim; })
+      .def_prop_ro("intermediate", [](const TransformerBlockInference& s) { return s.dims().intermediate; })
+      .def_prop_ro("window", [](const TransformerBlockInference& s) { return s.dims().window; })
+      .def("check_tokens",
+           [](const TransformerBlockInference& self, const std::vector<std::int64_t>& shape, bool step) {
+             const auto bl = self.check_tokens(shape, step);
+             return std::make_pair(bl[0], bl[1]);
+           })
+      .def("check_state", &TransformerBlockInference::check_state)
+      .def("allocate", &TransformerBlockInference::allocate_state)
+      .def("forward",
+           [](const TransformerBlockInference& self, const FloatArrayIn& x) {
+             const TensorView view = view_of(x);
+             std::vector<float> y;
+             {
+               nb::gil_scoped_release release;
+               y = self.forward(view);
+             }
+             return to_numpy(std::move(y), shape_of(view));
+           })
+      .def("forward_reference",
+           [](const TransformerBlockInference& self, const FloatArrayIn& x) {
+             const TensorView view = view_of(x);
+             std::vector<float> y;
+             {
+               nb::gil_scoped_release release;
+               y = self.forward_reference(view);
+             }
+             return to_numpy(std::move(y), shape_of(view));
+           })
+      .def(
+          "forward_state",
+          [](const TransformerBlockInference& self, const FloatArrayIn& x, FloatArrayInOut k,
+             FloatArrayInOut v, std::int64_t batch_size, std::int64_t max_tokens, std::int64_t window,
+             std::int64_t cached_tokens, bool step, bool reference) {
+            return carried(self, x, k, v, batch_size, max_tokens, window, cached_tokens, step, reference);
+          },
+          nb::arg("x"), nb::arg("k").noconvert(), nb::arg("v").noconvert(), nb::arg("batch_size"),
+          nb::arg("max_tokens"), nb::arg("window"), nb::arg("cached_tokens"), nb::arg("step"),
+          nb::arg("reference") = false)
+      .def("backward", [](const TransformerBlockInference& self) { self.backward(); })
+      .def("weight",
+           [](const TransformerBlockInference& self, const std::string& name) {
+             const auto tensors = blocks::transformer_tensors(self.dims());
+             const auto& w = self.weights();
+             const std::vector<const std::vector<float>*> values{
+                 &w.input_norm, &w.post_norm, &w.q, &w.k, &w.v, &w.o, &w.gate, &w.up, &w.down};
+             for (std::size_t i = 0; i < tensors.size(); ++i) {
+               if (name != tensors[i].name) continue;
+               std::vector<std::size_t> shape;
+               for (auto e : tensors[i].shape) shape.push_back(static_cast<std::size_t>(e));
+               return to_numpy(std::vector<float>(*values[i]), shape);
+             }
+             throw_value_error("samebits TransformerBlock: no weight named '" + name + "'");
+           })
+      .def_prop_ro("weight_format", [](const TransformerBlockInference& s) { return s.weight_format(); });
+}
+
+namespace {
+const Registration kRegistration{&bind_transformer, 30};
+}  // namespace
+
+}  // namespace samebits::python

@@ -1,0 +1,300 @@
+// TransformerBlockInference: upstream-worded validation around blocks::TransformerBlock, and its state.
+#include "api/transformer_inference.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/errors.hpp"
+
+namespace samebits {
+namespace {
+
+const std::string kBlock = "samebits TransformerBlock";
+
+std::string what_of(bool step) { return kBlock + (step ? ".step" : ".forward"); }
+
+std::string python_list(const std::vector<std::string>& names) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < names.size(); ++i) text += (i ? ", '" : "'") + names[i] + "'";
+  return text + "]";
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ TransformerState
+
+TransformerState::TransformerState(std::int64_t batch_size, std::int64_t n_kv_heads, std::int64_t head_dim,
+                                   std::int64_t max_tokens, std::int64_t window)
+    : batch_size_(batch_size),
+      n_kv_heads_(n_kv_heads),
+      head_dim_(head_dim),
+      max_tokens_(max_tokens),
+      window_(window) {
+  k_.assign_zero(static_cast<std::size_t>(cache_floats()));
+  v_.assign_zero(static_cast<std::size_t>(cache_floats()));
+}
+
+TransformerState TransformerState::clone() const {
+  TransformerState copy(batch_size_, n_kv_heads_, head_dim_, max_tokens_, window_);
+  copy.cached_tokens_ = cached_tokens_;
+  copy.k_ = k_.clone();
+  copy.v_ = v_.clone();
+  return copy;
+}
+
+std::int64_t TransformerState::held_tokens() const {
+  return window_ > 0 ? std::min(cached_tokens_, window_) : cached_tokens_;
+}
+
+std::vector<float> TransformerState::used_region(const float* buffer) const {
+  const std::int64_t held = held_tokens();
+  const std::int64_t heads = batch_size_ * n_kv_heads_;
+  std::vector<float> out(static_cast<std::size_t>(heads * held * head_dim_));
+  if (window_ <= 0) {
+    std::copy(buffer, buffer + out.size(), out.begin());
+    return out;
+  }
+  for (std::int64_t head = 0; head < heads; ++head)
+    for (std::int64_t j = 0; j < held; ++j) {
+      const std::int64_t slot = (cached_tokens_ - held + j) % window_;
+      std::copy(buffer + (head * window_ + slot) * head_dim_,
+                buffer + (head * window_ + slot + 1) * head_dim_,
+                out.begin() + (head * held + j) * head_dim_);
+    }
+  return out;
+}
+
+std::vector<float> TransformerState::keys() const { return used_region(k_.data()); }
+std::vector<float> TransformerState::values() const { return used_region(v_.data()); }
+
+// ------------------------------------------------------------------ construction
+
+const std::vector<std::string>& TransformerBlockInference::weight_names() {
+  static const std::vector<std::string> names{"input_layernorm.weight", "post_attention_layernorm.weight",
+                                              "q_proj.weight",          "k_proj.weight",
+                                              "v_proj.weight",          "o_proj.weight",
+                                              "gate_proj.weight",       "up_proj.weight",
+                                              "down_proj.weight"};
+  return names;
+}
+
+void TransformerBlockInference::check_weight_names(const std::vector<std::string>& names) {
+  const auto& want = weight_names();
+  std::vector<std::string> missing, unknown;
+  for (const auto& name : want)
+    if (std::find(names.begin(), names.end(), name) == names.end()) missing.push_back(name);
+  for (const auto& name : names)
+    if (std::find(want.begin(), want.end(), name) == want.end()) unknown.push_back(name);
+  if (missing.empty() && unknown.empty()) return;
+  std::string message = kBlock + ": weight dict mismatch";
+  if (!missing.empty()) message += "; missing " + python_list(missing);
+  if (!unknown.empty()) message += "; unknown " + python_list(unknown);
+  throw_value_error(
+      message + ". The exact key set is " + python_list(want) +
+      " -- the upstream parameter names (Llama's decoder layer: input_layernorm, self_attn.*_proj, "
+      "post_attention_layernorm, mlp.*_proj)");
+}
+
+TransformerBlockInference::TransformerBlockInference(const NamedWeights& weights,
+                                                     const TransformerOptions& options,
+                                                     std::string weight_format)
+    : weight_format_(std::move(weight_format)) {
+  std::vector<std::string> names;
+  for (const auto& entry : weights) names.push_back(entry.first);
+  check_weight_names(names);
+  auto view = [&](const std::string& name) -> const TensorView& {
+    for (const auto& entry : weights)
+      if (entry.first == name) return entry.second;
+    throw_value_error(kBlock + ": no weight named " + name);
+  };
+  if (options.window < 0)
+    throw_value_error(kBlock + ": window must be 0 (full causal) or a positive sliding-window width, got " +
+                      std::to_string(options.window));
+  const TensorView& norm1 = view("input_layernorm.weight");
+  if (norm1.shape.size() != 1 || norm1.shape[0] < 1)
+    throw_value_error(kBlock + ": input_layernorm.weight must be 1-D (d_model,), got shape " +
+                      shape_repr(norm1.shape));
+  blocks::TransformerDims d;
+  d.d_model = norm1.shape[0];
+  if (options.n_heads < 1)
+    throw_value_error(kBlock + ": n_heads must be positive, got " + std::to_string(options.n_heads));
+  d.n_heads = options.n_heads;
+  d.head_dim = options.head_dim ? *options.head_dim : d.d_model / d.n_heads;
+  d.n_kv_heads = options.n_kv_heads ? *options.n_kv_heads : d.n_heads;
+  if (d.d_model != d.n_heads * d.head_dim)
+    throw_value_error(
+        kBlock +
+        ": d_model must equal n_heads*head_dim (LlamaDims.validate carries the same refusal), got "
+        "d_model " +
+        std::to_string(d.d_model) + " vs n_heads " + std::to_string(d.n_heads) + " * head_dim " +
+        std::to_string(d.head_dim));
+  if (d.n_kv_heads < 1)
+    throw_value_error(kBlock + ": n_kv_heads must be positive, got " + std::to_string(d.n_kv_heads));
+  const TensorView& gate = view("gate_proj.weight");
+  if (gate.shape.size() != 2 || gate.shape[0] < 1 || gate.shape[1] != d.d_model)
+    throw_value_error(kBlock + ": gate_proj.weight must be (intermediate, d_model=" +
+                      std::to_string(d.d_model) + "), got shape " + shape_repr(gate.shape));
+  d.intermediate = gate.shape[0];
+  d.window = options.window;
+
+  blocks::TransformerWeights values;
+  std::vector<float>* slots[] = {&values.input_norm, &values.post_norm, &values.q,  &values.k,   &values.v,
+                                 &values.o,          &values.gate,      &values.up, &values.down};
+  // Shapes in the upstream order (post norm, q, k, v, o, gate, up, down), then the copies.
+  const auto tensors = blocks::transformer_tensors(d);
+  for (std::size_t i = 1; i < tensors.size(); ++i) {
+    const TensorView& given = view(tensors[i].name);
+    if (given.shape != tensors[i].shape)
+      throw_value_error(kBlock + ": " + tensors[i].name + " has shape " + shape_repr(given.shape) +
+                        ", want " + shape_repr(tensors[i].shape));
+  }
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const TensorView& given = view(tensors[i].name);
+    if (given.data == nullptr && given.elements() > 0)
+      throw_value_error(kBlock + ": " + tensors[i].name + " has no data");
+    slots[i]->assign(given.data, given.data + given.elements());
+  }
+  block_ = std::make_shared<const blocks::TransformerBlock>(d, std::move(values), kBlock);
+}
+
+TransformerState TransformerBlockInference::allocate_state(std::int64_t batch_size,
+                                                           std::int64_t max_tokens) const {
+  if (batch_size < 1)
+    throw_value_error(kBlock + ": batch_size must be positive, got " + std::to_string(batch_size));
+  if (max_tokens < 1)
+    throw_value_error(kBlock + ": max_tokens must be positive, got " + std::to_string(max_tokens));
+  return TransformerState(batch_size, dims().n_kv_heads, dims().head_dim, max_tokens, dims().window);
+}
+
+// ------------------------------------------------------------------ calls
+
+std::array<std::int64_t, 2> TransformerBlockInference::check_tokens(const std::vector<std::int64_t>& shape,
+                                                                    bool step) const {
+  const std::string what = what_of(step);
+  std::vector<std::int64_t> s = shape;
+  if (step && s.size() == 2) s = {s[0], 1, s[1]};
+  if (s.size() != 3)
+    throw_value_error(what + ": x must be (B, L, d_model)" +
+                      (step ? " -- or (B, d_model) for a step --" : "") + ", got " +
+                      std::to_string(shape.size()) + "-D shape " + shape_repr(shape));
+  if (s[2] != dims().d_model)
+    throw_value_error(what + ": x has d_model " + std::to_string(s[2]) + ", the weights have " +
+                      std::to_string(dims().d_model));
+  if (step && s[1] != 1)
+    throw_value_error(what + ": a decode step takes exactly one token per batch row, got L = " +
+                      std::to_string(s[1]) + "; use forward() for prefill");
+  if (s[0] < 1 || s[1] < 1) throw_value_error(what + ": B and L must be positive");
+  return {s[0], s[1]};
+}
+
+void TransformerBlockInference::check_state(std::int64_t batch, std::int64_t state_batch,
+                                            std::int64_t state_window, bool step) const {
+  const std::string what = what_of(step);
+  if (state_batch != batch)
+    throw_value_error(what + ": the state was allocated for batch_size " + std::to_string(state_batch) +
+                      " but x has B = " + std::to_string(batch) +
+                      " (allocate_state(B, max_tokens) makes a matching one)");
+  if (state_window != dims().window)
+    throw_value_error(what + ": the state was allocated for window " + std::to_string(state_window) +
+                      " but this block has window " + std::to_string(dims().window) +
+                      " (allocate_state on THIS block makes a matching one)");
+}
+
+std::vector<float> TransformerBlockInference::run(const TensorView& x, TransformerStateView& state, bool step,
+                                                  bool reference) const {
+  const std::string what = what_of(step);
+  const auto [batch, length] = check_tokens(x.shape, step);
+  check_state(batch, state.batch_size, state.window, step);
+  if (x.data == nullptr) throw_value_error(what + ": x has no data");
+  if (state.k_cache == nullptr || state.v_cache == nullptr)
+    throw_value_error(what + ": the state has no buffers");
+  blocks::KvCache cache{state.k_cache, state.v_cache, batch, state.max_tokens, state.cached_tokens};
+  std::vector<float> y(static_cast<std::size_t>(batch * length * dims().d_model));
+  if (reference)
+    block_->forward_reference(x.data, batch, length, cache, y.data(), what);
+  else
+    block_->forward(x.data, batch, length, cache, y.data(), what);
+  state.cached_tokens = cache.cached_tokens;
+  return y;
+}
+
+namespace {
+TransformerStateView view_of(TransformerState& state) {
+  return {state.k_cache(),    state.v_cache(), state.batch_size(),
+          state.max_tokens(), state.window(),  state.cached_tokens()};
+}
+}  // namespace
+
+std::vector<float> TransformerBlockInference::forward(const TensorView& x) const {
+  const auto [batch, length] = check_tokens(x.shape, false);
+  TransformerState fresh(batch, dims().n_kv_heads, dims().head_dim, length, dims().window);
+  TransformerStateView view = view_of(fresh);
+  return run(x, view, false, false);
+}
+
+std::vector<float> TransformerBlockInference::forward(const TensorView& x, TransformerState& state) const {
+  TransformerStateView view = view_of(state);
+  std::vector<float> y = run(x, view, false, false);
+  state.set_cached_tokens(view.cached_tokens);
+  return y;
+}
+
+std::vector<float> TransformerBlockInference::forward(const TensorView& x,
+                                                      TransformerStateView& state) const {
+  return run(x, state, false, false);
+}
+
+std::vector<float> TransformerBlockInference::step(const TensorView& x, TransformerState& state) const {
+  TransformerStateView view = view_of(state);
+  std::vector<float> y = run(x, view, true, false);
+  state.set_cached_tokens(view.cached_tokens);
+  return y;
+}
+
+std::vector<float> TransformerBlockInference::step(const TensorView& x, TransformerStateView& state) const {
+  return run(x, state, true, false);
+}
+
+std::vector<float> TransformerBlockInference::forward_ragged(const TensorView& x,
+                                                             const std::vector<std::int64_t>& lengths) const {
+  const std::string what = what_of(false);
+  const auto [batch, length] = check_tokens(x.shape, false);
+  if (static_cast<std::int64_t>(lengths.size()) != batch)
+    throw_value_error(what + ": lengths has " + std::to_string(lengths.size()) +
+                      " entries but the batch has B = " + std::to_string(batch));
+  for (std::size_t i = 0; i < lengths.size(); ++i)
+    if (lengths[i] < 1 || lengths[i] > length)
+      throw_value_error(what + ": lengths[" + std::to_string(i) + "] = " + std::to_string(lengths[i]) +
+                        " is outside [1, L = " + std::to_string(length) +
+                        "] (right padding: a row has at least one real position and at most L)");
+  const std::int64_t dm = dims().d_model;
+  std::vector<float> padded(static_cast<std::size_t>(batch * length * dm), 0.0f);
+  for (std::int64_t b = 0; b < batch; ++b)
+    std::copy(x.data + b * length * dm, x.data + (b * length + lengths[b]) * dm,
+              padded.begin() + b * length * dm);
+  std::vector<float> y = forward(TensorView{padded.data(), x.shape});
+  for (std::int64_t b = 0; b < batch; ++b)
+    std::fill(y.begin() + (b * length + lengths[b]) * dm, y.begin() + (b + 1) * length * dm, 0.0f);
+  return y;
+}
+
+std::vector<float> TransformerBlockInference::forward_reference(const TensorView& x) const {
+  const auto [batch, length] = check_tokens(x.shape, false);
+  TransformerState fresh(batch, dims().n_kv_heads, dims().head_dim, length, dims().window);
+  TransformerStateView view = view_of(fresh);
+  return run(x, view, false, true);
+}
+
+std::vector<float> TransformerBlockInference::forward_reference(const TensorView& x,
+                                                                TransformerStateView& state,
+                                                                bool step) const {
+  return run(x, state, step, true);
+}
+
+void TransformerBlockInference::backward() const {
+  throw_not_implemented(
+      "samebits TransformerBlockInference.backward: inference is forward only; the backward pass runs on "
+      "TransformerBlock over a training binding");
+}
+
+}  // namespace samebits

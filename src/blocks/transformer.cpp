@@ -1,0 +1,257 @@
+// TransformerBlock: construction, call refusals, the cached RoPE rows and the fast forward (blocks.md 4.3).
+#include "blocks/transformer.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+#include <utility>
+
+#include "blocks/block_support.hpp"
+#include "blocks/transformer_cache.hpp"
+#include "core/aligned_buffer.hpp"
+#include "core/errors.hpp"
+#include "core/thread_pool.hpp"
+#include "numerics/attention.hpp"
+#include "numerics/fp.hpp"
+#include "numerics/rmsnorm.hpp"
+#include "numerics/vector_math.hpp"
+
+namespace samebits::blocks {
+
+using fp::F;
+using fp::MUL;
+
+namespace {
+
+std::vector<float> concatenate(const std::vector<float>& a, const std::vector<float>& b,
+                               const std::vector<float>& c = {}) {
+  std::vector<float> out(a);
+  out.insert(out.end(), b.begin(), b.end());
+  out.insert(out.end(), c.begin(), c.end());
+  return out;
+}
+
+std::string float_text(float value) {
+  std::ostringstream text;
+  text << value;
+  return text.str();
+}
+
+// Query positions per attention task: enough tasks to balance threads, few enough to share key loads.
+std::int64_t queries_per_task(std::int64_t length, std::int64_t group) {
+  const std::int64_t rows_per_task = 64;
+  return std::max<std::int64_t>(1, std::min(length, rows_per_task / std::max<std::int64_t>(group, 1)));
+}
+
+}  // namespace
+
+std::vector<TransformerTensor> transformer_tensors(const TransformerDims& d) {
+  return {{"input_layernorm.weight", {d.d_model}},           {"post_attention_layernorm.weight", {d.d_model}},
+          {"q_proj.weight", {d.q_width(), d.d_model}},       {"k_proj.weight", {d.kv_width(), d.d_model}},
+          {"v_proj.weight", {d.kv_width(), d.d_model}},      {"o_proj.weight", {d.d_model, d.q_width()}},
+          {"gate_proj.weight", {d.intermediate, d.d_model}}, {"up_proj.weight", {d.intermediate, d.d_model}},
+          {"down_proj.weight", {d.d_model, d.intermediate}}};
+}
+
+TransformerBlock::TransformerBlock(const TransformerDims& dims, TransformerWeights weights,
+                                   const std::string& what)
+    : dims_(dims), weights_(std::move(weights)) {
+  const auto& d = dims_;
+  if (d.d_model <= 0) throw_value_error(what + ": d_model must be positive");
+  if (d.n_heads <= 0 || d.n_kv_heads <= 0) throw_value_error(what + ": head counts must be positive");
+  if (d.head_dim <= 0) throw_value_error(what + ": head_dim must be positive");
+  if (d.intermediate <= 0) throw_value_error(what + ": intermediate_size must be positive");
+  if (d.d_model != d.n_heads * d.head_dim)
+    throw_value_error(what + ": d_model " + std::to_string(d.d_model) +
+                      " != n_heads * head_dim = " + std::to_string(d.n_heads * d.head_dim) + " REFUSED");
+  if (d.n_heads % d.n_kv_heads != 0)
+    throw_value_error(what + ": n_heads " + std::to_string(d.n_heads) + " not divisible by n_kv_heads " +
+                      std::to_string(d.n_kv_heads) +
+                      " REFUSED (query head h reads kv head h // (n_heads / n_kv_heads))");
+  if (d.head_dim % 2 != 0)
+    throw_value_error(what + ": head_dim " + std::to_string(d.head_dim) +
+                      " is odd; RoPE pairs column j with j + head_dim/2 REFUSED");
+  if (d.window < 0) throw_value_error(what + ": window must be >= 0 (0 = full causal)");
+  const std::vector<const std::vector<float>*> values{
+      &weights_.input_norm, &weights_.post_norm, &weights_.q,  &weights_.k,   &weights_.v,
+      &weights_.o,          &weights_.gate,      &weights_.up, &weights_.down};
+  const auto tensors = transformer_tensors(d);
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    std::int64_t want = 1;
+    for (auto extent : tensors[i].shape) want *= extent;
+    if (static_cast<std::int64_t>(values[i]->size()) != want)
+      throw_value_error(what + ": " + tensors[i].name + " has " + std::to_string(values[i]->size()) +
+                        " elements and the config wants " + std::to_string(want) + " REFUSED");
+  }
+  for (std::size_t i = 0; i < tensors.size(); ++i)
+    refuse_non_finite(values[i]->data(), static_cast<std::int64_t>(values[i]->size()), what, tensors[i].name);
+
+  inverse_frequencies_ = rope::inverse_frequencies(d.head_dim, kRopeTheta);
+  const std::vector<float> qkv = concatenate(weights_.q, weights_.k, weights_.v);
+  qkv_ = gemm::PackedRhs::from_transposed(qkv.data(), d.q_width() + 2 * d.kv_width(), d.d_model);
+  o_ = gemm::PackedRhs::from_transposed(weights_.o.data(), d.d_model, d.q_width());
+  const std::vector<float> gate_up = concatenate(weights_.gate, weights_.up);
+  gate_up_ = gemm::PackedRhs::from_transposed(gate_up.data(), 2 * d.intermediate, d.d_model);
+  down_ = gemm::PackedRhs::from_transposed(weights_.down.data(), d.d_model, d.intermediate);
+}
+
+std::shared_ptr<const rope::Table> TransformerBlock::rope_rows(std::int64_t positions) const {
+  std::lock_guard<std::mutex> lock(rope_mutex_);
+  if (!rope_ || rope_->positions() < positions) {
+    // Grow geometrically so a decode loop rebuilds the table O(log n) times.
+    std::int64_t grown = rope_ ? rope_->positions() * 2 : 64;
+    grown = std::min(std::max(grown, positions), std::max(positions, kMaxPositions));
+    rope_ = std::make_shared<const rope::Table>(rope::Table::build(inverse_frequencies_, grown));
+  }
+  return rope_;
+}
+
+void TransformerBlock::check_call(const float* x, std::int64_t batch, std::int64_t length,
+                                  const KvCache& cache, const std::string& what) const {
+  if (batch <= 0 || length <= 0) throw_value_error(what + ": B and L must be positive");
+  if (cache.batch != batch)
+    throw_value_error(what + ": the cache holds " + std::to_string(cache.batch) +
+                      " rows but x has B = " + std::to_string(batch));
+  if (cache.max_tokens <= 0) throw_value_error(what + ": max_tokens must be positive");
+  if (cache.cached_tokens < 0 || cache.cached_tokens > cache.max_tokens)
+    throw_value_error(what + ": cached_tokens must be in [0, " + std::to_string(cache.max_tokens) +
+                      "] (the cache capacity, max_tokens), got " + std::to_string(cache.cached_tokens) +
+                      "; the state and its buffers disagree");
+  // The RoPE table is sized for max_tokens positions (blocks.md Open point 9.5).
+  if (cache.max_tokens > kMaxPositions)
+    throw_value_error(what + ": a rotary table of " + std::to_string(cache.max_tokens) +
+                      " positions (max_tokens) exceeds max_positions " + std::to_string(kMaxPositions) +
+                      " REFUSED (absolute positions must stay inside the sin/cos domain)");
+  const rope::LargestAngle worst = rope::largest_angle(inverse_frequencies_, cache.max_tokens);
+  if (worst.angle >= rope::kAngleDomain)
+    throw_value_error(what + ": a rotary table of " + std::to_string(cache.max_tokens) +
+                      " positions puts the RoPE angle at column " + std::to_string(worst.column) + " at " +
+                      float_text(worst.angle) + ", at or beyond the sin/cos domain (8192.0) REFUSED");
+  // A vectorized pass first; the scalar one names the first offender only when there is one.
+  auto refuse = [&](const float* data, std::int64_t count, const char* name) {
+    if (!attention::all_finite(data, count)) refuse_non_finite(data, count, what, name);
+  };
+  refuse(x, batch * length * dims_.d_model, "x");
+  const std::int64_t state = kv::state_floats(cache, dims_);
+  refuse(cache.k, state, "k_cache");
+  refuse(cache.v, state, "v_cache");
+  const std::int64_t needed = cache.cached_tokens + length;
+  if (needed > cache.max_tokens)
+    throw_value_error(what + ": this call would use " + std::to_string(needed) +
+                      " KV slots and the cache holds " + std::to_string(cache.max_tokens) + " REFUSED");
+  if (needed > kMaxPositions)
+    throw_value_error(what + ": absolute position " + std::to_string(needed - 1) +
+                      " is at or beyond max_positions " + std::to_string(kMaxPositions));
+}
+
+void TransformerBlock::forward(const float* x, std::int64_t batch, std::int64_t length, KvCache& cache,
+                               float* y, const std::string& what) const {
+  check_call(x, batch, length, cache, what);
+  const TransformerDims& d = dims_;
+  const std::int64_t dm = d.d_model, hd = d.head_dim, qw = d.q_width(), kw = d.kv_width(),
+                     it = d.intermediate;
+  const std::int64_t rows = batch * length;
+  const std::int64_t pos0 = cache.cached_tokens;
+  const std::int64_t qkv_width = qw + 2 * kw;
+  const std::shared_ptr<const rope::Table> table = rope_rows(pos0 + length);
+
+  // Steps 1-4: input norm, the q/k/v projections in one product (a cell depends only on k), RoPE on q, k.
+  AlignedBuffer<float> normed(static_cast<std::size_t>(rows * dm));
+  norm::rmsnorm(x, weights_.input_norm.data(), normed.data(), rows, dm, kTransformerNormEps);
+  AlignedBuffer<float> qkv(static_cast<std::size_t>(rows * qkv_width));
+  gemm::gemm_packed({normed.data(), dm, 1}, rows, qkv_, qkv.data());
+  parallel_for(
+      rows,
+      [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t t = begin; t < end; ++t) {
+          const std::int64_t position = pos0 + t % length;
+          float* row = qkv.data() + t * qkv_width;
+          rope::rotate_heads(row, d.n_heads, hd, hd, table->cos_row(position), table->sin_row(position));
+          rope::rotate_heads(row + qw, d.n_kv_heads, hd, hd, table->cos_row(position),
+                             table->sin_row(position));
+        }
+      },
+      16);
+
+  // Step 5: the key span of every (batch row, kv head), then the cache append.
+  const kv::NewRows fresh{qkv.data() + qw, qkv.data() + qw + kw, qkv_width, length};
+  const std::int64_t key_lo = d.window > 0 ? std::max<std::int64_t>(0, pos0 - d.window + 1) : 0;
+  const std::int64_t span = pos0 + length - key_lo;
+  AlignedBuffer<float> span_keys, span_values;
+  const float* keys;
+  const float* values;
+  if (d.window > 0) {
+    span_keys.resize_uninitialized(static_cast<std::size_t>(batch * d.n_kv_heads * span * hd));
+    span_values.resize_uninitialized(span_keys.size());
+    kv::gather_window_span(cache, d, fresh, key_lo, span_keys.data(), span_values.data());
+    kv::append_ring(cache, d, fresh);
+    keys = span_keys.data();
+    values = span_values.data();
+  } else {
+    kv::append_packed(cache, d, fresh);  // the packed region of (b, g) is then exactly its key span
+    keys = cache.k;
+    values = cache.v;
+  }
+
+  // Steps 6-9 per (batch row, kv head, slice of queries).
+  AlignedBuffer<float> ctx(static_cast<std::size_t>(rows * qw));
+  const std::int64_t group = d.group();
+  const std::int64_t per_task = queries_per_task(length, group);
+  const std::int64_t slices = (length + per_task - 1) / per_task;
+  const std::int64_t units = batch * d.n_kv_heads;
+  parallel_for(units * slices, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t task = begin; task < end; ++task) {
+      const std::int64_t unit_index = task / slices;
+      const std::int64_t b = unit_index / d.n_kv_heads;
+      const std::int64_t g = unit_index % d.n_kv_heads;
+      attention::Unit unit;
+      unit.q = qkv.data() + b * length * qkv_width + g * group * hd;
+      unit.q_stride = qkv_width;
+      unit.ctx = ctx.data() + b * length * qw + g * group * hd;
+      unit.ctx_stride = qw;
+      unit.queries = length;
+      unit.heads = group;
+      unit.keys = keys + unit_index * span * hd;
+      unit.values = values + unit_index * span * hd;
+      unit.span = span;
+      unit.head_dim = hd;
+      unit.key_lo = key_lo;
+      unit.pos0 = pos0;
+      unit.window = d.window;
+      unit.finite_keys = pos0 - key_lo;  // the carried part was refused when non-finite
+      const std::int64_t first = (task % slices) * per_task;
+      attention::attend(attention::query_slice(unit, first, std::min(per_task, length - first)));
+    }
+  });
+
+  // Step 10: the output projection and the first residual.
+  AlignedBuffer<float> residual(static_cast<std::size_t>(rows * dm));
+  gemm::gemm_packed({ctx.data(), qw, 1}, rows, o_, residual.data());
+  for (std::int64_t i = 0; i < rows * dm; ++i) residual[i] = F(F(x[i]) + F(residual[i]));
+
+  // Steps 11-12: post-attention norm, SwiGLU, down projection, second residual.
+  norm::rmsnorm(residual.data(), weights_.post_norm.data(), normed.data(), rows, dm, kTransformerNormEps);
+  AlignedBuffer<float> gate_up(static_cast<std::size_t>(rows * 2 * it));
+  gemm::gemm_packed({normed.data(), dm, 1}, rows, gate_up_, gate_up.data());
+  AlignedBuffer<float> hidden(static_cast<std::size_t>(rows * it));
+  parallel_for(
+      rows,
+      [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t t = begin; t < end; ++t) {
+          float* gate = gate_up.data() + t * 2 * it;
+          const float* up = gate + it;
+          float* out = hidden.data() + t * it;
+          const auto n = static_cast<std::size_t>(it);
+          vmath::flush(gate, gate, n);
+          vmath::silu(gate, gate, n);
+          vmath::flush(gate, gate, n);
+          for (std::int64_t j = 0; j < it; ++j) out[j] = F(MUL(F(gate[j]), F(up[j])));
+        }
+      },
+      4);
+  AlignedBuffer<float> down(static_cast<std::size_t>(rows * dm));
+  gemm::gemm_packed({hidden.data(), it, 1}, rows, down_, down.data());
+  for (std::int64_t i = 0; i < rows * dm; ++i) y[i] = F(F(residual[i]) + F(down[i]));
+}
+
+}  // namespace samebits::blocks

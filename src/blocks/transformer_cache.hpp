@@ -1,0 +1,37 @@
+// KV-cache layout operations of blocks.md 4.2 for the fast path: growing the packed full-causal cache in
+// place, appending a call's keys and values, gathering a window's key span from its ring.
+#pragma once
+
+#include <cstdint>
+
+#include "blocks/transformer.hpp"
+
+namespace samebits::blocks::kv {
+
+// This call's rotated keys and raw values, token-major: row t = b * length + li, kv head g at
+// columns [g * head_dim, (g + 1) * head_dim) of rows `row_stride` floats apart.
+struct NewRows {
+  const float* k;
+  const float* v;
+  std::int64_t row_stride;
+  std::int64_t length;
+};
+
+// Full causal: moves the packed [B, KV, S_old, HD] region to stride S_new = S_old + length (last block
+// first, so nothing unread is overwritten) and writes this call's rows at positions S_old..; the capacity
+// past the new packed region is left untouched. The cache must hold S_new positions.
+void append_packed(KvCache& cache, const TransformerDims& dims, const NewRows& rows);
+
+// Window W: the keys and values at absolute positions [key_lo, S_old + length) of every (b, kv head),
+// ascending, as [B, KV, span, HD] arrays; positions below S_old come from the ring.
+void gather_window_span(const KvCache& cache, const TransformerDims& dims, const NewRows& rows,
+                        std::int64_t key_lo, float* keys, float* values);
+
+// Window W: writes this call's rows into their ring slots (position mod W), in position order.
+void append_ring(KvCache& cache, const TransformerDims& dims, const NewRows& rows);
+
+// The cache floats that are state (and so are refused when non-finite): the packed used region for full
+// causal, the whole ring for a window.
+std::int64_t state_floats(const KvCache& cache, const TransformerDims& dims);
+
+}  // namespace samebits::blocks::kv

@@ -1,0 +1,159 @@
+// The scalar twin of TransformerBlock::forward: blocks.md 4.3 step by step, with the oracle's own cache
+// layout (stride max_tokens, or the ring) converted from and back to the caller's packed layout.
+#include <vector>
+
+#include "blocks/transformer.hpp"
+#include "numerics/attention.hpp"
+#include "numerics/fp.hpp"
+#include "numerics/gemm.hpp"
+#include "numerics/primitives.hpp"
+#include "numerics/rmsnorm.hpp"
+#include "numerics/rope.hpp"
+
+namespace samebits::blocks {
+
+using fp::F;
+using fp::MUL;
+
+namespace {
+
+std::vector<float> linear(const std::vector<float>& a, const std::vector<float>& w, std::int64_t m,
+                          std::int64_t n, std::int64_t k) {
+  std::vector<float> out(static_cast<std::size_t>(m * n));
+  gemm::gemm_reference(gemm::Orientation::NT, a.data(), w.data(), out.data(), m, n, k);
+  return out;
+}
+
+}  // namespace
+
+void TransformerBlock::forward_reference(const float* x_in, std::int64_t batch, std::int64_t length,
+                                         KvCache& cache, float* y, const std::string& what) const {
+  check_call(x_in, batch, length, cache, what);
+  const TransformerDims& d = dims_;
+  const std::int64_t dm = d.d_model, hd = d.head_dim, qw = d.q_width(), kw = d.kv_width(),
+                     it = d.intermediate;
+  const std::int64_t nkv = d.n_kv_heads, m = batch * length;
+  const std::int64_t pos0 = cache.cached_tokens, s_abs = pos0 + length;
+  const std::int64_t ring = d.window > 0 ? d.window : cache.max_tokens;
+  auto slot = [&](std::int64_t b, std::int64_t g, std::int64_t position) {
+    return ((b * nkv + g) * ring + (d.window > 0 ? position % d.window : position)) * hd;
+  };
+
+  // The caller's cache in the oracle layout.
+  const std::int64_t cache_floats = batch * nkv * ring * hd;
+  std::vector<float> k_cache(static_cast<std::size_t>(cache_floats), 0.0f), v_cache(k_cache);
+  if (d.window > 0) {
+    k_cache.assign(cache.k, cache.k + cache_floats);
+    v_cache.assign(cache.v, cache.v + cache_floats);
+  } else {
+    for (std::int64_t b = 0; b < batch; ++b)
+      for (std::int64_t g = 0; g < nkv; ++g)
+        for (std::int64_t j = 0; j < pos0; ++j)
+          for (std::int64_t e = 0; e < hd; ++e) {
+            k_cache[slot(b, g, j) + e] = cache.k[((b * nkv + g) * pos0 + j) * hd + e];
+            v_cache[slot(b, g, j) + e] = cache.v[((b * nkv + g) * pos0 + j) * hd + e];
+          }
+  }
+  // Step 3's table, built per call for max_tokens positions.
+  const rope::Table table =
+      rope::Table::build_reference(rope::inverse_frequencies(hd, kRopeTheta), cache.max_tokens);
+
+  // Steps 1-4.
+  const std::vector<float> x(x_in, x_in + m * dm);
+  std::vector<float> n1(static_cast<std::size_t>(m * dm));
+  norm::rmsnorm_reference(x.data(), weights_.input_norm.data(), n1.data(), m, dm, kTransformerNormEps);
+  std::vector<float> q = linear(n1, weights_.q, m, qw, dm);
+  std::vector<float> k = linear(n1, weights_.k, m, kw, dm);
+  const std::vector<float> v = linear(n1, weights_.v, m, kw, dm);
+  for (std::int64_t t = 0; t < m; ++t) {
+    const std::int64_t position = pos0 + t % length;
+    rope::rotate_heads(q.data() + t * qw, d.n_heads, hd, hd, table.cos_row(position),
+                       table.sin_row(position));
+    rope::rotate_heads(k.data() + t * kw, nkv, hd, hd, table.cos_row(position), table.sin_row(position));
+  }
+
+  // Step 5: the key span (gathered before the append), then the append in position order.
+  const std::int64_t key_lo = d.window > 0 && pos0 - d.window + 1 > 0 ? pos0 - d.window + 1 : 0;
+  const std::int64_t s = s_abs - key_lo;
+  std::vector<float> span_k(static_cast<std::size_t>(batch * nkv * s * hd)), span_v(span_k.size());
+  for (std::int64_t b = 0; b < batch; ++b)
+    for (std::int64_t g = 0; g < nkv; ++g)
+      for (std::int64_t j = 0; j < s; ++j)
+        for (std::int64_t e = 0; e < hd; ++e) {
+          const std::int64_t position = key_lo + j;
+          const std::size_t dst = static_cast<std::size_t>(((b * nkv + g) * s + j) * hd + e);
+          if (position < pos0) {
+            span_k[dst] = k_cache[slot(b, g, position) + e];
+            span_v[dst] = v_cache[slot(b, g, position) + e];
+          } else {
+            const std::int64_t src = (b * length + position - pos0) * kw + g * hd + e;
+            span_k[dst] = k[src];
+            span_v[dst] = v[src];
+          }
+        }
+  for (std::int64_t t = 0; t < m; ++t)
+    for (std::int64_t g = 0; g < nkv; ++g)
+      for (std::int64_t e = 0; e < hd; ++e) {
+        const std::int64_t dst = slot(t / length, g, pos0 + t % length) + e;
+        k_cache[dst] = k[t * kw + g * hd + e];
+        v_cache[dst] = v[t * kw + g * hd + e];
+      }
+
+  // Steps 6-9, one (batch row, kv head) at a time through the attention twin.
+  std::vector<float> ctx(static_cast<std::size_t>(m * qw));
+  const std::int64_t group = d.group();
+  for (std::int64_t b = 0; b < batch; ++b)
+    for (std::int64_t g = 0; g < nkv; ++g) {
+      attention::Unit unit;
+      unit.q = q.data() + b * length * qw + g * group * hd;
+      unit.q_stride = qw;
+      unit.ctx = ctx.data() + b * length * qw + g * group * hd;
+      unit.ctx_stride = qw;
+      unit.queries = length;
+      unit.heads = group;
+      unit.keys = span_k.data() + (b * nkv + g) * s * hd;
+      unit.values = span_v.data() + (b * nkv + g) * s * hd;
+      unit.span = s;
+      unit.head_dim = hd;
+      unit.key_lo = key_lo;
+      unit.pos0 = pos0;
+      unit.window = d.window;
+      attention::attend_reference(unit);
+    }
+
+  // Steps 10-12.
+  const std::vector<float> o = linear(ctx, weights_.o, m, dm, qw);
+  std::vector<float> r1(static_cast<std::size_t>(m * dm));
+  for (std::int64_t i = 0; i < m * dm; ++i) r1[i] = F(F(x[i]) + F(o[i]));
+  std::vector<float> n2(static_cast<std::size_t>(m * dm));
+  norm::rmsnorm_reference(r1.data(), weights_.post_norm.data(), n2.data(), m, dm, kTransformerNormEps);
+  const std::vector<float> gate = linear(n2, weights_.gate, m, it, dm);
+  const std::vector<float> up = linear(n2, weights_.up, m, it, dm);
+  std::vector<float> mlp(static_cast<std::size_t>(m * it));
+  for (std::int64_t i = 0; i < m * it; ++i) {
+    const float act = F(prim::silu(F(gate[i])));
+    mlp[i] = F(MUL(F(act), F(up[i])));
+  }
+  const std::vector<float> down = linear(mlp, weights_.down, m, dm, it);
+  for (std::int64_t i = 0; i < m * dm; ++i) y[i] = F(F(r1[i]) + F(down[i]));
+
+  // Step 13 and the write-back in the caller's layout (full causal: packed at the new stride; the capacity
+  // after it is not state and is left as it was).
+  if (d.window > 0) {
+    for (std::int64_t i = 0; i < cache_floats; ++i) {
+      cache.k[i] = k_cache[static_cast<std::size_t>(i)];
+      cache.v[i] = v_cache[static_cast<std::size_t>(i)];
+    }
+  } else {
+    for (std::int64_t b = 0; b < batch; ++b)
+      for (std::int64_t g = 0; g < nkv; ++g)
+        for (std::int64_t j = 0; j < s_abs; ++j)
+          for (std::int64_t e = 0; e < hd; ++e) {
+            cache.k[((b * nkv + g) * s_abs + j) * hd + e] = k_cache[slot(b, g, j) + e];
+            cache.v[((b * nkv + g) * s_abs + j) * hd + e] = v_cache[slot(b, g, j) + e];
+          }
+  }
+  cache.cached_tokens = s_abs;
+}
+
+}  // namespace samebits::blocks

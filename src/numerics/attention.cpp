@@ -1,0 +1,121 @@
+// Attention twin (blocks.md 4.3 steps 6-9, one row at a time, literally) and the fast-path dispatch.
+#include "numerics/attention.hpp"
+
+#include <vector>
+
+#include "numerics/fp.hpp"
+#include "numerics/gemm.hpp"
+#include "numerics/primitives.hpp"
+#include "numerics/simd_target.hpp"
+
+namespace samebits::attention {
+
+using fp::DIV;
+using fp::F;
+using fp::FMA;
+using fp::MUL;
+
+namespace {
+// The additive mask of a hidden key: -FLT_MAX, finite, never -inf.
+constexpr std::uint32_t kMaskFillBits = 0xFF7FFFFFu;
+}  // namespace
+
+float score_scale(std::int64_t head_dim) { return F(prim::rsqrtf(static_cast<float>(head_dim))); }
+
+Unit query_slice(const Unit& u, std::int64_t first, std::int64_t count) {
+  Unit slice = u;
+  slice.q = u.q + first * u.q_stride;
+  slice.ctx = u.ctx + first * u.ctx_stride;
+  slice.pos0 = u.pos0 + first;
+  slice.queries = count;
+  return slice;
+}
+
+namespace detail {
+
+void attend_reference_rows(const Unit& u, std::int64_t row_begin, std::int64_t row_end) {
+  const std::int64_t s = u.span;
+  const std::int64_t hd = u.head_dim;
+  const float scale = score_scale(hd);
+  const float mask_fill = fp::from_bits(kMaskFillBits);
+  std::vector<float> row(static_cast<std::size_t>(s));  // dots, then masked scores, e, weights
+  for (std::int64_t r = row_begin; r < row_end; ++r) {
+    const std::int64_t i = r / u.heads;
+    const std::int64_t h = r % u.heads;
+    const std::int64_t p = u.pos0 + i;
+    const float* q = u.q + i * u.q_stride + h * hd;
+    float* out = u.ctx + i * u.ctx_stride + h * hd;
+    // Step 6: one GEMM_NT cell per key (k = head_dim), then the scale applied to the finished dot.
+    gemm::gemm_reference(gemm::Orientation::NT, q, u.keys, row.data(), 1, s, hd);
+    for (std::int64_t j = 0; j < s; ++j) {
+      const float score = F(MUL(F(row[j]), scale));
+      // Step 7: an add, never a select (+0.0 turns a -0.0 score into +0.0).
+      const std::int64_t key = u.key_lo + j;
+      const bool hidden = key > p || (u.window > 0 && key <= p - u.window);
+      row[j] = F(F(score) + (hidden ? mask_fill : 0.0f));
+    }
+    // Step 8: the softmax over every key, masked ones included.
+    float mx = row[0];
+    for (std::int64_t j = 1; j < s; ++j) mx = prim::fmax(mx, row[j]);
+    mx = F(mx);
+    for (std::int64_t j = 0; j < s; ++j) row[j] = F(prim::expf(F(F(row[j]) - F(mx))));
+    float acc = 0.0f;
+    for (std::int64_t j = 0; j < s; ++j) acc = F(F(acc) + F(row[j]));
+    const float den = F(acc);
+    for (std::int64_t j = 0; j < s; ++j) row[j] = F(DIV(F(row[j]), den));
+    // Step 9: a serial chain over every key per output column (not a GEMM: no leaves).
+    for (std::int64_t d = 0; d < hd; ++d) {
+      float chain = 0.0f;
+      for (std::int64_t j = 0; j < s; ++j) chain = F(FMA(F(row[j]), F(u.values[j * hd + d]), chain));
+      out[d] = chain;
+    }
+  }
+}
+
+}  // namespace detail
+
+void attend_reference(const Unit& u) { detail::attend_reference_rows(u, 0, u.queries * u.heads); }
+
+bool all_finite(const float* data, std::int64_t count) {
+  detail::FiniteFn kernel = nullptr;
+#if defined(SAMEBITS_HAVE_SIMD)
+  switch (simd::active_target()) {
+    case simd::Target::Avx512:
+      kernel = detail::all_finite_avx512();
+      break;
+    case simd::Target::Avx2:
+      kernel = detail::all_finite_avx2();
+      break;
+    default:
+      break;
+  }
+#endif
+  if (kernel != nullptr) return kernel(data, count);
+  for (std::int64_t i = 0; i < count; ++i)
+    if (!fp::is_finite(data[i])) return false;
+  return true;
+}
+
+void attend(const Unit& u) {
+  detail::AttendFn kernel = nullptr;
+#if defined(SAMEBITS_HAVE_SIMD)
+  switch (simd::active_target()) {
+    case simd::Target::Avx512:
+      // A block of at most 8 rows (a decode step's query heads) wastes less of an 8-lane vector.
+      kernel = u.queries * u.heads <= 8 ? detail::attend_avx2() : detail::attend_avx512();
+      break;
+    case simd::Target::Avx2:
+      kernel = detail::attend_avx2();
+      break;
+    default:
+      break;
+  }
+#endif
+  if (kernel == nullptr) {
+    attend_reference(u);
+    return;
+  }
+  kernel(u);
+}
+
+}  // namespace samebits::attention

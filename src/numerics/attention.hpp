@@ -1,0 +1,67 @@
+// Causal / sliding-window attention of blocks.md 4.3 steps 6-9 for one (batch row, kv head) unit:
+// GEMM-cell scores (k = head_dim), the additive -FLT_MAX mask, the softmax over all keys and the serial
+// value chain. attend_reference is the literal twin; attend is the dispatched fast path (same bits).
+#pragma once
+
+#include <cstdint>
+
+namespace samebits::attention {
+
+// One unit: `queries` consecutive query positions, each read by `heads` query heads that share one kv
+// head. Query row (i, h) (i < queries, h < heads) is the head_dim floats at
+// q + i * q_stride + h * head_dim and its output goes to ctx + i * ctx_stride + h * head_dim.
+// Key j (j < span) sits at absolute position key_lo + j; its key and value rows are keys + j * head_dim
+// and values + j * head_dim. Query i sits at absolute position pos0 + i and sees the keys in
+// [max(0, p - window + 1), p] (window 0: [0, p]); every other key is masked by adding -FLT_MAX.
+struct Unit {
+  const float* q = nullptr;
+  std::int64_t q_stride = 0;
+  float* ctx = nullptr;
+  std::int64_t ctx_stride = 0;
+  std::int64_t queries = 0;
+  std::int64_t heads = 0;
+  const float* keys = nullptr;
+  const float* values = nullptr;
+  std::int64_t span = 0;
+  std::int64_t head_dim = 0;
+  std::int64_t key_lo = 0;
+  std::int64_t pos0 = 0;
+  std::int64_t window = 0;
+  // The first `finite_keys` keys and values are known finite (a carried cache the caller refused
+  // non-finite values in); the fast path checks the rest itself.
+  std::int64_t finite_keys = 0;
+};
+
+// scale = F(rsqrtf((float) head_dim)).
+float score_scale(std::int64_t head_dim);
+
+// Unit `u` restricted to the queries [first, first + count).
+Unit query_slice(const Unit& u, std::int64_t first, std::int64_t count);
+
+// The literal twin: per (head, query) row, scores through gemm_reference over all `span` keys, the mask,
+// the softmax over all of them and the serial value chain over all of them.
+void attend_reference(const Unit& u);
+
+// The fast path, single-threaded (callers split units and query slices over threads): scores and value
+// chains vectorized across independent outputs, fully masked key runs skipped where that is provably
+// inert, MXCSR-checked flush elision with an exact rerun. Equal to attend_reference bit for bit.
+void attend(const Unit& u);
+
+// True when every float of data[0, count) is finite (the bit test of numerics.md 1.3), vectorized; the
+// cheap pass in front of a refusal that then names the first offender (KV caches are scanned per call).
+bool all_finite(const float* data, std::int64_t count);
+
+namespace detail {
+// The twin restricted to the rows [row_begin, row_end) of u, row r = query (r / heads), head (r % heads).
+// The fast kernels hand rows they cannot prove safe (a non-finite input or score) to it.
+void attend_reference_rows(const Unit& u, std::int64_t row_begin, std::int64_t row_end);
+// Per-target fast kernels (nullptr when not compiled in).
+using AttendFn = void (*)(const Unit& u);
+AttendFn attend_avx2();
+AttendFn attend_avx512();
+using FiniteFn = bool (*)(const float* data, std::int64_t count);
+FiniteFn all_finite_avx2();
+FiniteFn all_finite_avx512();
+}  // namespace detail
+
+}  // namespace samebits::attention

@@ -1,0 +1,35 @@
+// Attention fast kernel for AVX2 + FMA (8 query rows per vector); the shared body is
+// numerics/attention_impl.hpp.
+#include "numerics/attention.hpp"
+
+#if defined(__x86_64__) || defined(__i386__)
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/aligned_buffer.hpp"
+#include "numerics/fp.hpp"
+#include "numerics/gemm.hpp"
+#include "numerics/vector_math.hpp"
+
+namespace samebits::attention::detail {
+namespace {
+
+// clang-format off
+#include "numerics/isa_avx2.hpp"
+#include "numerics/attention_impl.hpp"
+// clang-format on
+
+}  // namespace
+
+AttendFn attend_avx2() { return &attend_fast; }
+FiniteFn all_finite_avx2() { return &all_finite_vector; }
+
+}  // namespace samebits::attention::detail
+
+#endif

@@ -1,0 +1,352 @@
+// Attention fast kernel shared by the AVX2 and AVX-512 TUs (blocks.md 4.3 steps 6-9). Include inside a
+// TU-unique anonymous namespace after `struct Isa` (numerics/isa_*.hpp), with <immintrin.h>, <cstdint>,
+// numerics/attention.hpp, numerics/fp.hpp, numerics/gemm.hpp, numerics/vector_math.hpp and
+// core/aligned_buffer.hpp included at global scope.
+//
+// Layout: query rows (query i, head h) are numbered r = i * heads + h and processed in blocks of
+// Isa::kLanes rows, one row per vector lane. Per block:
+//  * scores: every (row, key) cell is its own serial FMA chain over head_dim (the GEMM leaf rule), the
+//    key element broadcast, the rows' query elements in a transposed tile: vectorized across rows only;
+//  * mask, max, exp, denominator and weights: lane-wise, the denominator a serial chain per lane;
+//  * value chain: vectorized across output columns d, one serial chain per (row, d) over the keys.
+// Keys hidden from every row of a block (after the newest query, or before the oldest window start) are
+// skipped. That is exact when every score of the unit is below 2^101 in magnitude (checked through
+// |q|, |k| < 2^40): such a key's masked score is exactly -FLT_MAX, its exp exactly +0.0, its weight
+// exactly +0.0, so it adds +0.0 to the denominator and 0 * v to the value chain. The only trace a
+// skipped key can leave is in the sign of a zero: a value chain that ends at -0.0 becomes +0.0 when a
+// later hidden key has a value with a clear sign bit (+0 * v = +0, -0 + +0 = +0); that is applied.
+// Chains run without per-step flushes while the MXCSR denormal/underflow flags stay clear, and are rerun
+// with every flush when they do not (numerics.md 6a).
+
+using samebits::attention::Unit;
+
+constexpr int kLanes = Isa::kLanes;
+constexpr std::uint32_t kAbsMaskBits = 0x7FFFFFFFu;
+constexpr std::uint32_t kInfBits = 0x7F800000u;
+constexpr std::uint32_t kSkipBoundBits = 0x53800000u;  // 2^40
+constexpr std::uint32_t kNegFltMaxBits = 0xFF7FFFFFu;
+
+// The thread's MXCSR is restored on exit, so the sticky flags never leak out of a kernel.
+class MxcsrGuard {
+ public:
+  MxcsrGuard() : saved_(_mm_getcsr()) {}
+  ~MxcsrGuard() { _mm_setcsr(saved_); }
+  void clear() const { _mm_setcsr(saved_ & ~0x3Fu); }
+  // DE (denormal operand) or UE (inexact tiny result): a skipped flush might have acted.
+  static bool subnormal_seen() { return (_mm_getcsr() & 0x12u) != 0; }
+
+ private:
+  unsigned saved_;
+};
+
+inline std::uint32_t max_abs_bits(const float* data, std::int64_t count, std::uint32_t acc) {
+  for (std::int64_t i = 0; i < count; ++i) {
+    const std::uint32_t a = samebits::fp::bits(data[i]) & kAbsMaskBits;
+    acc = a > acc ? a : acc;
+  }
+  return acc;
+}
+
+// Lane-wise fmax on already flushed, non-NaN values: the total-order key as a signed integer.
+inline typename Isa::V key_max(typename Isa::V a, typename Isa::V b) {
+  const typename Isa::I ia = Isa::cast_i(a);
+  const typename Isa::I ib = Isa::cast_i(b);
+  const typename Isa::I ka = Isa::xor_i(ia, Isa::template srli<1>(Isa::template srai<31>(ia)));
+  const typename Isa::I kb = Isa::xor_i(ib, Isa::template srli<1>(Isa::template srai<31>(ib)));
+  return Isa::select(Isa::igt(kb, ka), a, b);
+}
+
+struct Scratch {
+  samebits::AlignedBuffer<float> qt;      // [head_dim][kLanes] query tile
+  samebits::AlignedBuffer<float> cells;   // [keys][kLanes] dots -> masked -> exp -> weights
+  samebits::AlignedBuffer<float> leaves;  // [leaves][4][kLanes] partial sums when head_dim > 128
+  static void ensure(samebits::AlignedBuffer<float>& buffer, std::int64_t count) {
+    if (static_cast<std::int64_t>(buffer.size()) < count)
+      buffer.resize_uninitialized(static_cast<std::size_t>(count));
+  }
+};
+
+// Folds `count` partial vectors in place with the balanced adjacent-pair tree; returns F(root).
+inline typename Isa::V fold_leaves(typename Isa::V* partials, std::int64_t count) {
+  while (count > 1) {
+    std::int64_t next = 0;
+    for (std::int64_t i = 0; i + 1 < count; i += 2)
+      partials[next++] = Isa::flush(Isa::add(Isa::flush(partials[i]), Isa::flush(partials[i + 1])));
+    if (count % 2 == 1) partials[next++] = partials[count - 1];
+    count = next;
+  }
+  return Isa::flush(partials[0]);
+}
+
+// dots[j][lane] for keys [0, n) of `keys` against the query tile (head_dim deep). kFlush: every operand
+// and every chain step flushed; otherwise only the leaf partials and the results.
+template <bool kFlush, int kKeys>
+inline void dot_group(const float* qt, const float* keys, std::int64_t head_dim, std::int64_t leaf,
+                      std::int64_t leaf_count, float* out, typename Isa::V* partials) {
+  using V = typename Isa::V;
+  for (std::int64_t t = 0; t < leaf_count; ++t) {
+    const std::int64_t d_end = (t + 1) * leaf < head_dim ? (t + 1) * leaf : head_dim;
+    V acc[kKeys];
+    for (int k = 0; k < kKeys; ++k) acc[k] = Isa::zero();
+    for (std::int64_t d = t * leaf; d < d_end; ++d) {
+      const V qv = Isa::load(qt + d * kLanes);
+      for (int k = 0; k < kKeys; ++k) {
+        float key = keys[k * head_dim + d];
+        if constexpr (kFlush) key = samebits::fp::F(key);
+        acc[k] = Isa::fma(qv, Isa::set1(key), acc[k]);
+        if constexpr (kFlush) acc[k] = Isa::flush(acc[k]);
+      }
+    }
+    for (int k = 0; k < kKeys; ++k) partials[t * 4 + k] = Isa::flush(acc[k]);
+  }
+  for (int k = 0; k < kKeys; ++k) {
+    if (leaf_count == 1) {
+      Isa::store(out + k * kLanes, partials[k]);
+      continue;
+    }
+    V column[64];
+    V* tree = leaf_count <= 64 ? column : partials + 4 * leaf_count;  // the scratch holds room for it
+    for (std::int64_t t = 0; t < leaf_count; ++t) tree[t] = partials[t * 4 + k];
+    Isa::store(out + k * kLanes, fold_leaves(tree, leaf_count));
+  }
+}
+
+template <bool kFlush>
+void dots(const float* qt, const float* keys, std::int64_t head_dim, std::int64_t n, float* out,
+          Scratch& scratch) {
+  const std::int64_t leaf = samebits::gemm::leaf_length(head_dim);
+  const std::int64_t leaf_count = (head_dim + leaf - 1) / leaf;
+  Scratch::ensure(scratch.leaves, (4 * leaf_count + leaf_count) * kLanes);
+  auto* partials = reinterpret_cast<typename Isa::V*>(scratch.leaves.data());
+  std::int64_t j = 0;
+  for (; j + 4 <= n; j += 4)
+    dot_group<kFlush, 4>(qt, keys + j * head_dim, head_dim, leaf, leaf_count, out + j * kLanes, partials);
+  for (; j < n; ++j)
+    dot_group<kFlush, 1>(qt, keys + j * head_dim, head_dim, leaf, leaf_count, out + j * kLanes, partials);
+}
+
+// The value chains of up to kRows rows (lanes l0 .. l0 + kRows - 1 of `weights`) for kCols vectors of
+// output columns starting at d0, keys [0, n).
+template <bool kFlush, int kRows, int kCols>
+void value_tile(const float* weights, const float* values, std::int64_t head_dim, std::int64_t n, int l0,
+                std::int64_t d0, float* const* out) {
+  using V = typename Isa::V;
+  V acc[kRows][kCols];
+  for (int g = 0; g < kRows; ++g)
+    for (int c = 0; c < kCols; ++c) acc[g][c] = Isa::zero();
+  for (std::int64_t j = 0; j < n; ++j) {
+    const float* row = values + j * head_dim + d0;
+    V v[kCols];
+    for (int c = 0; c < kCols; ++c) {
+      v[c] = Isa::load(row + c * kLanes);
+      if constexpr (kFlush) v[c] = Isa::flush(v[c]);
+    }
+    for (int g = 0; g < kRows; ++g) {
+      const V w = Isa::set1(weights[j * kLanes + l0 + g]);
+      for (int c = 0; c < kCols; ++c) {
+        acc[g][c] = Isa::fma(w, v[c], acc[g][c]);
+        if constexpr (kFlush) acc[g][c] = Isa::flush(acc[g][c]);
+      }
+    }
+  }
+  for (int g = 0; g < kRows; ++g)
+    for (int c = 0; c < kCols; ++c) Isa::store(out[g] + d0 + c * kLanes, Isa::flush(acc[g][c]));
+}
+
+template <bool kFlush, int kRows>
+void value_rows(const float* weights, const float* values, std::int64_t head_dim, std::int64_t n, int l0,
+                float* const* out) {
+  const std::int64_t vectors = head_dim / kLanes;
+  std::int64_t c = 0;
+  for (; c + 4 <= vectors; c += 4)
+    value_tile<kFlush, kRows, 4>(weights, values, head_dim, n, l0, c * kLanes, out);
+  switch (vectors - c) {
+    case 3:
+      value_tile<kFlush, kRows, 3>(weights, values, head_dim, n, l0, c * kLanes, out);
+      break;
+    case 2:
+      value_tile<kFlush, kRows, 2>(weights, values, head_dim, n, l0, c * kLanes, out);
+      break;
+    case 1:
+      value_tile<kFlush, kRows, 1>(weights, values, head_dim, n, l0, c * kLanes, out);
+      break;
+    default:
+      break;
+  }
+}
+
+template <bool kFlush>
+void value_chains(const float* weights, const float* values, std::int64_t head_dim, std::int64_t n, int rows,
+                  float* const* out) {
+  int l0 = 0;
+  for (; l0 + 4 <= rows; l0 += 4) value_rows<kFlush, 4>(weights, values, head_dim, n, l0, out + l0);
+  switch (rows - l0) {
+    case 3:
+      value_rows<kFlush, 3>(weights, values, head_dim, n, l0, out + l0);
+      break;
+    case 2:
+      value_rows<kFlush, 2>(weights, values, head_dim, n, l0, out + l0);
+      break;
+    case 1:
+      value_rows<kFlush, 1>(weights, values, head_dim, n, l0, out + l0);
+      break;
+    default:
+      break;
+  }
+}
+
+// Softmax steps 7-8 over cells[n][kLanes] (dots in, weights out); key jj of the block is span key
+// first + jj and lane l sees span keys [lo[l], hi[l]).
+void softmax_cells(float* cells, std::int64_t n, std::int64_t first, const std::int32_t* lo,
+                   const std::int32_t* hi, float scale) {
+  using V = typename Isa::V;
+  using I = typename Isa::I;
+  alignas(64) std::int32_t lo_minus_one[kLanes];
+  for (int l = 0; l < kLanes; ++l) lo_minus_one[l] = lo[l] - 1;
+  const I lo_v = *reinterpret_cast<const I*>(lo_minus_one);
+  const I hi_v = *reinterpret_cast<const I*>(hi);
+  const V scale_v = Isa::set1(scale);
+  const V hidden_fill = Isa::set1(samebits::fp::from_bits(kNegFltMaxBits));
+  const V zero = Isa::zero();
+  V mx = zero;
+  for (std::int64_t jj = 0; jj < n; ++jj) {
+    const V score = Isa::flush(Isa::mul(Isa::flush(Isa::load(cells + jj * kLanes)), scale_v));
+    const I key = Isa::set1i(static_cast<std::int32_t>(first + jj));
+    const typename Isa::M visible = Isa::mask_and(Isa::igt(key, lo_v), Isa::igt(hi_v, key));
+    const V masked = Isa::flush(Isa::add(Isa::flush(score), Isa::select(visible, hidden_fill, zero)));
+    Isa::store(cells + jj * kLanes, masked);
+    mx = jj == 0 ? masked : key_max(mx, masked);
+  }
+  mx = Isa::flush(mx);
+  for (std::int64_t jj = 0; jj < n; ++jj)
+    Isa::store(cells + jj * kLanes, Isa::flush(Isa::sub(Isa::flush(Isa::load(cells + jj * kLanes)), mx)));
+  samebits::vmath::exp(cells, cells, static_cast<std::size_t>(n * kLanes));
+  V acc = zero;
+  for (std::int64_t jj = 0; jj < n; ++jj) {
+    const V e = Isa::flush(Isa::load(cells + jj * kLanes));
+    Isa::store(cells + jj * kLanes, e);
+    acc = Isa::flush(Isa::add(Isa::flush(acc), e));
+  }
+  const V den = Isa::flush(acc);
+  for (std::int64_t jj = 0; jj < n; ++jj)
+    Isa::store(cells + jj * kLanes, Isa::flush(Isa::div(Isa::flush(Isa::load(cells + jj * kLanes)), den)));
+}
+
+bool all_finite(const float* data, std::int64_t count) { return max_abs_bits(data, count, 0) < kInfBits; }
+
+// Vector lanes test (bits & inf) == inf (NaN or infinity) and OR the verdicts, 4 vectors per step.
+bool all_finite_vector(const float* data, std::int64_t count) {
+  using I = typename Isa::I;
+  const I exponent = Isa::set1i(static_cast<std::int32_t>(kInfBits));
+  typename Isa::M bad = Isa::ieq(Isa::set1i(1), Isa::set1i(0));  // all false
+  std::int64_t i = 0;
+  for (; i + 4 * kLanes <= count; i += 4 * kLanes) {
+    for (int v = 0; v < 4; ++v) {
+      const I e = Isa::and_i(Isa::cast_i(Isa::load(data + i + v * kLanes)), exponent);
+      bad = Isa::mask_or(bad, Isa::ieq(e, exponent));
+    }
+  }
+  alignas(64) float flags[kLanes];
+  Isa::store(flags, Isa::select(bad, Isa::zero(), Isa::set1(1.0f)));
+  for (int l = 0; l < kLanes; ++l)
+    if (flags[l] != 0.0f) return false;
+  return all_finite(data + i, count - i);
+}
+
+void attend_fast(const Unit& u) {
+  const std::int64_t hd = u.head_dim;
+  const std::int64_t rows = u.queries * u.heads;
+  const std::int64_t s = u.span;
+  // Inputs this kernel cannot vouch for go to the twin: any non-finite query, key or value.
+  std::uint32_t q_max = 0;
+  for (std::int64_t i = 0; i < u.queries; ++i)
+    q_max = max_abs_bits(u.q + i * u.q_stride, u.heads * hd, q_max);
+  const std::int64_t unchecked_from = u.finite_keys < s ? u.finite_keys : s;
+  if (q_max >= kInfBits || !all_finite(u.keys + unchecked_from * hd, (s - unchecked_from) * hd) ||
+      !all_finite(u.values + unchecked_from * hd, (s - unchecked_from) * hd)) {
+    samebits::attention::detail::attend_reference_rows(u, 0, rows);
+    return;
+  }
+  // Whether hidden key runs may be skipped (every |q|, |k| < 2^40), decided on first need: a decode
+  // step's single query position sees its whole span, so it never scans the keys for it.
+  int may_skip = -1;
+
+  thread_local Scratch scratch;
+  Scratch::ensure(scratch.qt, hd * kLanes);
+  Scratch::ensure(scratch.cells, s * kLanes);
+  float* qt = scratch.qt.data();
+  float* cells = scratch.cells.data();
+  const float scale = samebits::attention::score_scale(hd);
+  MxcsrGuard mxcsr;
+
+  for (std::int64_t r0 = 0; r0 < rows; r0 += kLanes) {
+    const int active = static_cast<int>(rows - r0 < kLanes ? rows - r0 : kLanes);
+    alignas(64) std::int32_t lo[kLanes];
+    alignas(64) std::int32_t hi[kLanes];
+    float* out[kLanes];
+    std::int64_t first = s;
+    std::int64_t last = 0;
+    for (int l = 0; l < kLanes; ++l) {
+      // Idle lanes repeat the block's first row: finite, never stored.
+      const std::int64_t r = r0 + (l < active ? l : 0);
+      const std::int64_t i = r / u.heads;
+      const std::int64_t h = r % u.heads;
+      const std::int64_t p = u.pos0 + i;
+      const std::int64_t visible_lo =
+          u.window > 0 && p - u.window + 1 - u.key_lo > 0 ? p - u.window + 1 - u.key_lo : 0;
+      lo[l] = static_cast<std::int32_t>(visible_lo);
+      hi[l] = static_cast<std::int32_t>(p - u.key_lo + 1);
+      first = visible_lo < first ? visible_lo : first;
+      last = hi[l] > last ? hi[l] : last;
+      out[l] = u.ctx + i * u.ctx_stride + h * hd;
+      const float* q = u.q + i * u.q_stride + h * hd;
+      for (std::int64_t d = 0; d < hd; ++d) qt[d * kLanes + l] = q[d];
+    }
+    if (first > 0 || last < s) {
+      if (may_skip < 0) may_skip = q_max < kSkipBoundBits && max_abs_bits(u.keys, s * hd, 0) < kSkipBoundBits;
+      if (may_skip == 0) {
+        first = 0;
+        last = s;
+      }
+    }
+    const std::int64_t n = last - first;
+    const float* keys = u.keys + first * hd;
+    const float* values = u.values + first * hd;
+
+    mxcsr.clear();
+    dots<false>(qt, keys, hd, n, cells, scratch);
+    if (MxcsrGuard::subnormal_seen()) {
+      for (std::int64_t c = 0; c < hd * kLanes; ++c) qt[c] = samebits::fp::F(qt[c]);
+      dots<true>(qt, keys, hd, n, cells, scratch);
+    }
+    if (!all_finite(cells, n * kLanes)) {  // an overflowing score: the twin handles NaN and infinity
+      samebits::attention::detail::attend_reference_rows(u, r0, r0 + active);
+      continue;
+    }
+    softmax_cells(cells, n, first, lo, hi, scale);
+
+    const std::int64_t vector_cols = hd / kLanes * kLanes;
+    mxcsr.clear();
+    value_chains<false>(cells, values, hd, n, active, out);
+    if (MxcsrGuard::subnormal_seen()) value_chains<true>(cells, values, hd, n, active, out);
+    for (int l = 0; l < active; ++l) {
+      for (std::int64_t d = vector_cols; d < hd; ++d) {  // columns past the last full vector
+        float chain = 0.0f;
+        for (std::int64_t jj = 0; jj < n; ++jj)
+          chain = samebits::fp::F(samebits::fp::FMA(samebits::fp::F(cells[jj * kLanes + l]),
+                                                    samebits::fp::F(values[jj * hd + d]), chain));
+        out[l][d] = chain;
+      }
+      // Skipped trailing keys: a chain that ended at -0.0 picks up +0.0 from a value with a clear sign.
+      for (std::int64_t d = 0; d < hd && last < s; ++d) {
+        if (samebits::fp::bits(out[l][d]) != samebits::fp::kSignMask) continue;
+        for (std::int64_t j = last; j < s; ++j) {
+          if ((samebits::fp::bits(u.values[j * hd + d]) & samebits::fp::kSignMask) == 0) {
+            out[l][d] = 0.0f;
+            break;
+          }
+        }
+      }
+    }
+  }
+}
