@@ -3,6 +3,7 @@
 from importlib import metadata as _metadata
 
 from . import lowbit
+from ._mamba import Mamba1BlockInference, Mamba1State, Mamba2BlockInference, Mamba2State
 from ._mlp import MLPInference
 from ._samba_config import SambaConfig
 from ._transformer import TransformerBlockInference, TransformerState
@@ -15,6 +16,10 @@ except _metadata.PackageNotFoundError:  # running from a source tree
 
 __all__ = [
     "MLPInference",
+    "Mamba1BlockInference",
+    "Mamba1State",
+    "Mamba2BlockInference",
+    "Mamba2State",
     "SambaConfig",
     "TransformerBlockInference",
     "TransformerState",

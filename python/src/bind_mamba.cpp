@@ -1,0 +1,282 @@
+// Binding of Mamba1BlockInference / Mamba2BlockInference and their states: samebits/_mamba.py wraps these
+// engine objects. State pieces are writable numpy views of the engine's own memory, owned by the state's
+// Python object, so an edit through a view changes the next call.
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "api/mamba_inference.hpp"
+#include "array_convert.hpp"
+#include "bindings.hpp"
+
+namespace samebits::python {
+namespace {
+
+using FloatView = nb::ndarray<nb::numpy, float>;
+
+std::vector<std::size_t> sizes(std::initializer_list<std::int64_t> dims) {
+  std::vector<std::size_t> out;
+  for (auto d : dims) out.push_back(static_cast<std::size_t>(d));
+  return out;
+}
+
+// A writable view over engine memory whose owner is the Python object of `owner` (kept alive by it).
+template <typename Owner>
+FloatView view_over(Owner& owner, float* data, std::vector<std::size_t> shape) {
+  return FloatView(data, shape.size(), shape.data(), nb::find(&owner));
+}
+
+std::vector<std::size_t> shape_of(const TensorView& view) {
+  std::vector<std::size_t> shape;
+  for (auto d : view.shape) shape.push_back(static_cast<std::size_t>(d));
+  return shape;
+}
+
+NamedTensors named(const std::vector<std::string>& names, const std::vector<FloatArrayIn>& arrays) {
+  if (names.size() != arrays.size()) throw_value_error("Mamba engine: names and arrays differ in length");
+  NamedTensors weights;
+  for (std::size_t i = 0; i < names.size(); ++i) weights.emplace_back(names[i], view_of(arrays[i]));
+  return weights;
+}
+
+template <typename Table>
+FloatArrayOut weight_copy(const Table& specs, const std::vector<float>& values, int index) {
+  std::vector<std::size_t> shape;
+  for (auto d : specs[static_cast<std::size_t>(index)].shape) shape.push_back(static_cast<std::size_t>(d));
+  return to_numpy(std::vector<float>(values), shape);
+}
+
+// The Mamba-2 report handle Python keeps as the block's h_last_ source.
+struct Mamba2ReportHandle {
+  std::shared_ptr<Mamba2Report> report;
+  std::int64_t batch = 0, heads = 0;
+};
+
+FloatArrayOut run_mamba1(const Mamba1BlockInference& self, const FloatArrayIn& x, Mamba1State* state,
+                         bool step, bool reference) {
+  const TensorView view = view_of(x);
+  std::vector<float> y;
+  {
+    nb::gil_scoped_release release;
+    if (step)
+      y = reference ? self.step_reference(view, state) : self.step(view, state);
+    else
+      y = reference ? self.forward_reference(view, state) : self.forward(view, state);
+  }
+  return to_numpy(std::move(y), shape_of(view));
+}
+
+std::pair<FloatArrayOut, Mamba2ReportHandle> run_mamba2(const Mamba2BlockInference& self,
+                                                        const FloatArrayIn& x, Mamba2State* state, bool step,
+                                                        bool reference,
+                                                        const Mamba2ReportHandle* superseded) {
+  const Mamba2Report* previous = superseded ? superseded->report.get() : nullptr;
+  const TensorView view = view_of(x);
+  std::vector<float> y;
+  Mamba2ReportHandle handle;
+  handle.heads = self.nheads();
+  handle.batch = view.shape.empty() ? 0 : view.shape[0];
+  {
+    nb::gil_scoped_release release;
+    if (reference) {
+      std::vector<float> h_last;
+      y = step ? self.step_reference(view, state, &h_last) : self.forward_reference(view, state, &h_last);
+      handle.report = std::make_shared<Mamba2Report>(std::move(h_last));
+    } else {
+      y = step ? self.step(view, state, &handle.report, previous)
+               : self.forward(view, state, &handle.report, previous);
+    }
+  }
+  return {to_numpy(std::move(y), shape_of(view)), std::move(handle)};
+}
+
+}  // namespace
+
+void bind_mamba(nb::module_& m) {
+  using blocks::Mamba1Dims;
+  using blocks::Mamba2Dims;
+
+  nb::class_<Mamba1State>(m, "Mamba1StateEngine")
+      .def(
+          "__init__",
+          [](Mamba1State* self, std::int64_t batch, std::int64_t d_inner) {
+            new (self) Mamba1State(batch, d_inner);
+          },
+          nb::arg("batch"), nb::arg("d_inner"))
+      .def_prop_ro("batch_size", &Mamba1State::batch)
+      .def_prop_ro("d_inner", &Mamba1State::d_inner)
+      .def_prop_ro("conv_window",
+                   [](Mamba1State& s) {
+                     return view_over(s, s.conv_window(), sizes({s.batch(), s.d_inner(), Mamba1Dims::kConv}));
+                   })
+      .def_prop_ro("h",
+                   [](Mamba1State& s) {
+                     return view_over(s, s.h(), sizes({s.batch(), s.d_inner(), Mamba1Dims::kState}));
+                   })
+      .def("clone", &Mamba1State::clone);
+
+  nb::class_<Mamba2State>(m, "Mamba2StateEngine")
+      .def(
+          "__init__",
+          [](Mamba2State* self, std::int64_t batch, std::int64_t d_model) {
+            new (self) Mamba2State(batch, Mamba2Dims::for_d_model(d_model));
+          },
+          nb::arg("batch"), nb::arg("d_model"))
+      .def_prop_ro("batch_size", &Mamba2State::batch)
+      .def_prop_ro("d_model", [](const Mamba2State& s) { return s.dims().d_model; })
+      .def_prop_ro("nheads", [](const Mamba2State& s) { return s.dims().nheads; })
+      .def_prop_ro("conv_dim", [](const Mamba2State& s) { return s.dims().conv_dim; })
+      // Handing out a view settles a pending h_last report first, so edits through it cannot reach it.
+      .def_prop_ro(
+          "conv_window",
+          [](Mamba2State& s) {
+            s.settle_pending_report();
+            return view_over(s, s.conv_window(), sizes({s.batch(), s.dims().conv_dim, Mamba2Dims::kConv}));
+          })
+      .def_prop_ro("h",
+                   [](Mamba2State& s) {
+                     s.settle_pending_report();
+                     return view_over(
+                         s, s.h(),
+                         sizes({s.batch(), s.dims().nheads, Mamba2Dims::kHeadDim, Mamba2Dims::kState}));
+                   })
+      .def_prop_ro(
+          "buffer_xbc",
+          [](Mamba2State& s) {
+            s.settle_pending_report();
+            return view_over(s, s.buffer_xbc(), sizes({s.batch(), Mamba2Dims::kChunk, s.dims().conv_dim}));
+          })
+      .def_prop_ro(
+          "buffer_dtraw",
+          [](Mamba2State& s) {
+            s.settle_pending_report();
+            return view_over(s, s.buffer_dtraw(), sizes({s.batch(), Mamba2Dims::kChunk, s.dims().nheads}));
+          })
+      .def_prop_rw(
+          "buffered_tokens", [](const Mamba2State& s) { return s.buffered_tokens(); },
+          [](Mamba2State& s, std::int64_t value) {
+            s.settle_pending_report();
+            s.set_buffered_tokens(value);
+          })
+      .def("settle", &Mamba2State::settle_pending_report)
+      .def("clone", &Mamba2State::clone);
+
+  nb::class_<Mamba2ReportHandle>(m, "Mamba2ReportEngine")
+      .def("h_last",
+           [](Mamba2ReportHandle& self) {
+             std::vector<float> values;
+             {
+               nb::gil_scoped_release release;
+               values = self.report->h_last();
+             }
+             return to_numpy(std::move(values),
+                             sizes({self.batch, self.heads, Mamba2Dims::kHeadDim, Mamba2Dims::kState}));
+           })
+      .def_prop_ro("evaluated", [](Mamba2ReportHandle& self) { return self.report->evaluated(); });
+
+  nb::class_<Mamba1BlockInference>(m, "Mamba1Engine")
+      .def(
+          "__init__",
+          [](Mamba1BlockInference* self, const std::vector<std::string>& names,
+             const std::vector<FloatArrayIn>& arrays, const std::string& weight_format) {
+            new (self) Mamba1BlockInference(named(names, arrays), weight_format);
+          },
+          nb::arg("names"), nb::arg("arrays"), nb::arg("weight_format") = "float32")
+      .def_static("weight_names", &Mamba1BlockInference::weight_names)
+      .def_static("check_keys", &Mamba1BlockInference::check_keys)
+      .def_static("check_norm_weight", &Mamba1BlockInference::check_norm_weight)
+      .def_static("check_weight", &Mamba1BlockInference::check_weight)
+      .def(
+          "check_tokens",
+          [](const Mamba1BlockInference& self, const std::vector<std::int64_t>& shape, bool step,
+             const std::string& what) { mamba_api::check_tokens(what, shape, self.d_model(), step); },
+          nb::arg("shape"), nb::arg("step"), nb::arg("what"))
+      .def("allocate_state", &Mamba1BlockInference::allocate_state, nb::arg("batch_size"))
+      .def(
+          "forward",
+          [](const Mamba1BlockInference& self, const FloatArrayIn& x, Mamba1State* state, bool reference) {
+            return run_mamba1(self, x, state, false, reference);
+          },
+          nb::arg("x"), nb::arg("state").none(), nb::arg("reference") = false)
+      .def(
+          "step",
+          [](const Mamba1BlockInference& self, const FloatArrayIn& x, Mamba1State* state, bool reference) {
+            return run_mamba1(self, x, state, true, reference);
+          },
+          nb::arg("x"), nb::arg("state").none(), nb::arg("reference") = false)
+      .def("backward", &Mamba1BlockInference::backward)
+      .def("weight",
+           [](const Mamba1BlockInference& self, int index) {
+             if (index < 0 || index >= static_cast<int>(blocks::kMamba1TensorCount))
+               throw_value_error("Mamba1Engine: no weight index");
+             const auto specs = blocks::mamba1_tensors(Mamba1Dims::for_d_model(self.d_model()));
+             return weight_copy(specs, self.weights()[static_cast<std::size_t>(index)], index);
+           })
+      .def_prop_ro("d_model", &Mamba1BlockInference::d_model)
+      .def_prop_ro("d_inner", &Mamba1BlockInference::d_inner)
+      .def_prop_ro("dt_rank", &Mamba1BlockInference::dt_rank)
+      .def_prop_ro("weight_format", &Mamba1BlockInference::weight_format);
+
+  nb::class_<Mamba2BlockInference>(m, "Mamba2Engine")
+      .def(
+          "__init__",
+          [](Mamba2BlockInference* self, const std::vector<std::string>& names,
+             const std::vector<FloatArrayIn>& arrays, double dt_lo, double dt_hi,
+             const std::string& weight_format) {
+            new (self) Mamba2BlockInference(named(names, arrays), dt_lo, dt_hi, weight_format);
+          },
+          nb::arg("names"), nb::arg("arrays"), nb::arg("dt_lo"), nb::arg("dt_hi"),
+          nb::arg("weight_format") = "float32")
+      .def_static("weight_names", &Mamba2BlockInference::weight_names)
+      .def_static("check_keys", &Mamba2BlockInference::check_keys)
+      .def_static("check_norm_weight", &Mamba2BlockInference::check_norm_weight)
+      .def_static("check_weight", &Mamba2BlockInference::check_weight)
+      .def(
+          "check_tokens",
+          [](const Mamba2BlockInference& self, const std::vector<std::int64_t>& shape, bool step,
+             const std::string& what) { mamba_api::check_tokens(what, shape, self.d_model(), step); },
+          nb::arg("shape"), nb::arg("step"), nb::arg("what"))
+      .def("allocate_state", &Mamba2BlockInference::allocate_state, nb::arg("batch_size"))
+      .def(
+          "forward",
+          [](const Mamba2BlockInference& self, const FloatArrayIn& x, Mamba2State* state, bool reference,
+             const Mamba2ReportHandle* superseded) {
+            return run_mamba2(self, x, state, false, reference, superseded);
+          },
+          nb::arg("x"), nb::arg("state").none(), nb::arg("reference") = false,
+          nb::arg("superseded").none() = nb::none())
+      .def(
+          "step",
+          [](const Mamba2BlockInference& self, const FloatArrayIn& x, Mamba2State* state, bool reference,
+             const Mamba2ReportHandle* superseded) {
+            return run_mamba2(self, x, state, true, reference, superseded);
+          },
+          nb::arg("x"), nb::arg("state").none(), nb::arg("reference") = false,
+          nb::arg("superseded").none() = nb::none())
+      .def("backward", &Mamba2BlockInference::backward)
+      .def("weight",
+           [](const Mamba2BlockInference& self, int index) {
+             if (index < 0 || index >= static_cast<int>(blocks::kMamba2TensorCount))
+               throw_value_error("Mamba2Engine: no weight index");
+             const auto specs = blocks::mamba2_tensors(Mamba2Dims::for_d_model(self.d_model()));
+             return weight_copy(specs, self.weights()[static_cast<std::size_t>(index)], index);
+           })
+      .def_prop_ro("dt_limit", &Mamba2BlockInference::dt_limit)
+      .def_prop_ro("d_model", &Mamba2BlockInference::d_model)
+      .def_prop_ro("d_inner", &Mamba2BlockInference::d_inner)
+      .def_prop_ro("nheads", &Mamba2BlockInference::nheads)
+      .def_prop_ro("conv_dim", &Mamba2BlockInference::conv_dim)
+      .def_prop_ro("weight_format", &Mamba2BlockInference::weight_format);
+}
+
+namespace {
+const Registration kRegistration{&bind_mamba, 40};
+}  // namespace
+
+}  // namespace samebits::python

@@ -1,0 +1,350 @@
+// Mamba1BlockInference / Mamba2BlockInference: upstream's checks and wording around the exact blocks.
+#include "api/mamba_inference.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/errors.hpp"
+
+namespace samebits {
+namespace {
+
+constexpr const char* kPackage = "samebits ";
+
+// Python's repr of a str (the quote choice and escapes of CPython), for the key lists in messages.
+std::string py_repr(const std::string& text) {
+  const bool has_single = text.find('\'') != std::string::npos;
+  const bool has_double = text.find('"') != std::string::npos;
+  const char quote = has_single && !has_double ? '"' : '\'';
+  std::string out(1, quote);
+  for (unsigned char c : text) {
+    if (c == '\\' || c == static_cast<unsigned char>(quote)) {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7F) {
+      const char* hex = "0123456789abcdef";
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + quote;
+}
+
+std::string py_list(const std::vector<std::string>& names) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < names.size(); ++i) out += (i ? ", " : "") + py_repr(names[i]);
+  return out + "]";
+}
+
+template <std::size_t N>
+std::vector<std::string> names_of(const std::array<blocks::MambaTensor, N>& table) {
+  std::vector<std::string> names;
+  for (const auto& t : table) names.emplace_back(t.name);
+  return names;
+}
+
+template <std::size_t N>
+const blocks::MambaTensor& spec_named(const std::array<blocks::MambaTensor, N>& table,
+                                      const std::string& block, const std::string& name) {
+  for (const auto& t : table)
+    if (name == t.name) return t;
+  throw_value_error(kPackage + block + ": no weight named " + py_repr(name));
+}
+
+// Looks a name up in the caller's list (already checked to be exactly the table's key set).
+const TensorView& view_named(const NamedTensors& weights, const std::string& name) {
+  for (const auto& [key, view] : weights)
+    if (key == name) return view;
+  throw_value_error("missing weight " + name);
+}
+
+std::vector<float> copy_of(const TensorView& view) {
+  const std::int64_t count = view.elements();
+  if (count > 0 && view.data == nullptr) throw_value_error("a weight has no data");
+  return std::vector<float>(view.data, view.data + count);
+}
+
+std::vector<std::string> keys_of(const NamedTensors& weights) {
+  std::vector<std::string> keys;
+  for (const auto& entry : weights) keys.push_back(entry.first);
+  return keys;
+}
+
+constexpr const char* kBackwardSentence =
+    ".backward: inference is forward only; the backward pass runs on the GPU block class over a training "
+    "binding";
+
+}  // namespace
+
+namespace mamba_api {
+
+void check_weight_keys(const std::string& block, const std::vector<std::string>& expected,
+                       const std::vector<std::string>& given) {
+  std::vector<std::string> missing, unknown;
+  for (const auto& name : expected)
+    if (std::find(given.begin(), given.end(), name) == given.end()) missing.push_back(name);
+  for (const auto& name : given)
+    if (std::find(expected.begin(), expected.end(), name) == expected.end()) unknown.push_back(name);
+  if (missing.empty() && unknown.empty()) return;
+  std::string message = kPackage + block + ": weight dict mismatch";
+  if (!missing.empty()) message += "; missing " + py_list(missing);
+  if (!unknown.empty()) message += "; unknown " + py_list(unknown);
+  message +=
+      ". The exact key set is " + py_list(expected) + " -- the upstream (PyTorch-style) parameter names";
+  throw_value_error(message);
+}
+
+void check_weight_shape(const std::string& block, const blocks::MambaTensor& spec,
+                        const std::vector<std::int64_t>& shape) {
+  if (shape == spec.shape || (!spec.alt_shape.empty() && shape == spec.alt_shape)) return;
+  std::string message = kPackage + block + ": " + spec.name + " has shape " + shape_repr(shape) + ", want " +
+                        shape_repr(spec.shape);
+  if (!spec.alt_shape.empty()) message += " (or " + shape_repr(spec.alt_shape) + ")";
+  throw_value_error(message);
+}
+
+std::pair<std::int64_t, std::int64_t> check_tokens(const std::string& what,
+                                                   const std::vector<std::int64_t>& shape,
+                                                   std::int64_t d_model, bool step) {
+  std::vector<std::int64_t> s = shape;
+  if (step && s.size() == 2) s = {s[0], 1, s[1]};
+  if (s.size() != 3)
+    throw_value_error(kPackage + what + ": x must be (B, L, d_model)" +
+                      (step ? " -- or (B, d_model) for a step --" : "") + ", got " +
+                      std::to_string(shape.size()) + "-D shape " + shape_repr(shape));
+  if (s[2] != d_model)
+    throw_value_error(kPackage + what + ": x has d_model " + std::to_string(s[2]) + ", the weights have " +
+                      std::to_string(d_model));
+  if (step && s[1] != 1)
+    throw_value_error(kPackage + what + ": a decode step takes exactly one token per batch row, got L = " +
+                      std::to_string(s[1]) + "; use forward() for prefill");
+  if (s[0] < 1 || s[1] < 1) throw_value_error(kPackage + what + ": B and L must be positive");
+  return {s[0], s[1]};
+}
+
+void check_state_buffer(const std::string& what, const std::string& name,
+                        const std::vector<std::int64_t>& shape, const std::vector<std::int64_t>& want) {
+  if (shape != want)
+    throw_value_error(kPackage + what + ": state buffer " + name + " has shape " + shape_repr(shape) +
+                      ", want " + shape_repr(want));
+}
+
+}  // namespace mamba_api
+
+// ------------------------------------------------------------------------------------------ Mamba-1
+
+namespace {
+const char* kM1 = "Mamba1Block";
+const char* kM1StepRequired =
+    "samebits Mamba1Block.step: state is required (a decode step continues a sequence; allocate_state(B) "
+    "makes the "
+    "fresh one)";
+}  // namespace
+
+std::vector<std::string> Mamba1BlockInference::weight_names() {
+  return names_of(blocks::mamba1_tensors(blocks::Mamba1Dims::for_d_model(1)));
+}
+
+void Mamba1BlockInference::check_keys(const std::vector<std::string>& given) {
+  mamba_api::check_weight_keys(kM1, weight_names(), given);
+}
+
+std::int64_t Mamba1BlockInference::check_norm_weight(const std::vector<std::int64_t>& shape) {
+  if (shape.size() != 1 || shape[0] < 1)
+    throw_value_error(std::string(kPackage) + kM1 + ": norm.weight must be 1-D (d_model,), got shape " +
+                      shape_repr(shape));
+  return shape[0];
+}
+
+void Mamba1BlockInference::check_weight(const std::string& name, const std::vector<std::int64_t>& shape,
+                                        std::int64_t d_model) {
+  const auto table = blocks::mamba1_tensors(blocks::Mamba1Dims::for_d_model(d_model));
+  mamba_api::check_weight_shape(kM1, spec_named(table, kM1, name), shape);
+}
+
+Mamba1BlockInference::Mamba1BlockInference(const NamedTensors& weights, std::string weight_format)
+    : weight_format_(std::move(weight_format)) {
+  check_keys(keys_of(weights));
+  const std::int64_t d_model = check_norm_weight(view_named(weights, "norm.weight").shape);
+  const auto table = blocks::mamba1_tensors(blocks::Mamba1Dims::for_d_model(d_model));
+  blocks::Mamba1Weights values;
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    const TensorView& view = view_named(weights, table[i].name);
+    mamba_api::check_weight_shape(kM1, table[i], view.shape);
+    values[i] = copy_of(view);
+  }
+  block_ = std::make_shared<const blocks::Mamba1Block>(std::move(values));
+}
+
+Mamba1State Mamba1BlockInference::allocate_state(std::int64_t batch_size) const {
+  if (batch_size < 1)
+    throw_value_error(std::string(kPackage) + kM1 + ": batch_size must be positive, got " +
+                      std::to_string(batch_size));
+  return Mamba1State(batch_size, d_inner());
+}
+
+std::vector<float> Mamba1BlockInference::call(const TensorView& x, Mamba1State* state, bool step,
+                                              bool reference) const {
+  const std::string what = std::string(kM1) + (step ? ".step" : ".forward");
+  if (step && state == nullptr) throw_value_error(kM1StepRequired);
+  const auto [batch, length] = mamba_api::check_tokens(what, x.shape, d_model(), step);
+  std::optional<Mamba1State> fresh;
+  if (state == nullptr) state = &fresh.emplace(batch, d_inner());
+  mamba_api::check_state_buffer(what, "conv_window",
+                                {state->batch(), state->d_inner(), blocks::Mamba1Dims::kConv},
+                                {batch, d_inner(), blocks::Mamba1Dims::kConv});
+  mamba_api::check_state_buffer(what, "h", {state->batch(), state->d_inner(), blocks::Mamba1Dims::kState},
+                                {batch, d_inner(), blocks::Mamba1Dims::kState});
+  if (x.data == nullptr) throw_value_error(kPackage + what + ": x has no data");
+  std::vector<float> y(static_cast<std::size_t>(batch * length * d_model()));
+  const std::string entry = step ? "mamba1_decode_step" : "mamba1_forward";
+  if (reference)
+    block_->forward_reference(x.data, batch, length, *state, y.data(), entry);
+  else
+    block_->forward(x.data, batch, length, *state, y.data(), entry);
+  return y;
+}
+
+std::vector<float> Mamba1BlockInference::forward(const TensorView& x, Mamba1State* state) const {
+  return call(x, state, false, false);
+}
+std::vector<float> Mamba1BlockInference::step(const TensorView& x, Mamba1State* state) const {
+  return call(x, state, true, false);
+}
+std::vector<float> Mamba1BlockInference::forward_reference(const TensorView& x, Mamba1State* state) const {
+  return call(x, state, false, true);
+}
+std::vector<float> Mamba1BlockInference::step_reference(const TensorView& x, Mamba1State* state) const {
+  return call(x, state, true, true);
+}
+
+void Mamba1BlockInference::backward() const {
+  throw_not_implemented(std::string(kPackage) + "Mamba1BlockInference" + kBackwardSentence);
+}
+
+// ------------------------------------------------------------------------------------------ Mamba-2
+
+namespace {
+const char* kM2 = "Mamba2Block";
+const char* kM2StepRequired =
+    "samebits Mamba2Block.step: state is required (a decode step continues a sequence; allocate_state(B) "
+    "makes the "
+    "fresh one)";
+}  // namespace
+
+std::vector<std::string> Mamba2BlockInference::weight_names() {
+  return names_of(blocks::mamba2_tensors(blocks::Mamba2Dims::for_d_model(32)));
+}
+
+void Mamba2BlockInference::check_keys(const std::vector<std::string>& given) {
+  mamba_api::check_weight_keys(kM2, weight_names(), given);
+}
+
+std::int64_t Mamba2BlockInference::check_norm_weight(const std::vector<std::int64_t>& shape) {
+  if (shape.size() != 1 || shape[0] < 1)
+    throw_value_error(std::string(kPackage) + kM2 + ": block_norm.weight must be 1-D (d_model,), got shape " +
+                      shape_repr(shape));
+  const std::int64_t d_model = shape[0];
+  if (d_model % 32 != 0)
+    throw_value_error(
+        std::string(kPackage) + kM2 +
+        ": d_model must be a multiple of 32 so that nheads = 2*d_model/64 is whole (profile constants "
+        "headdim 64, expand 2); got " +
+        std::to_string(d_model));
+  return d_model;
+}
+
+void Mamba2BlockInference::check_weight(const std::string& name, const std::vector<std::int64_t>& shape,
+                                        std::int64_t d_model) {
+  const auto table = blocks::mamba2_tensors(blocks::Mamba2Dims::for_d_model(d_model));
+  mamba_api::check_weight_shape(kM2, spec_named(table, kM2, name), shape);
+}
+
+Mamba2BlockInference::Mamba2BlockInference(const NamedTensors& weights, double dt_lo, double dt_hi,
+                                           std::string weight_format)
+    : weight_format_(std::move(weight_format)) {
+  check_keys(keys_of(weights));
+  const std::int64_t d_model = check_norm_weight(view_named(weights, "block_norm.weight").shape);
+  const auto table = blocks::mamba2_tensors(blocks::Mamba2Dims::for_d_model(d_model));
+  blocks::Mamba2Weights values;
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    const TensorView& view = view_named(weights, table[i].name);
+    mamba_api::check_weight_shape(kM2, table[i], view.shape);
+    values[i] = copy_of(view);
+  }
+  // The limits go down unjudged (blocks.md 2.1): a float64 -> float32 conversion, round to nearest even.
+  block_ = std::make_shared<const blocks::Mamba2Block>(std::move(values), static_cast<float>(dt_lo),
+                                                       static_cast<float>(dt_hi));
+}
+
+Mamba2State Mamba2BlockInference::allocate_state(std::int64_t batch_size) const {
+  if (batch_size < 1)
+    throw_value_error(std::string(kPackage) + kM2 + ": batch_size must be positive, got " +
+                      std::to_string(batch_size));
+  return Mamba2State(batch_size, block_->dims());
+}
+
+std::vector<float> Mamba2BlockInference::call(const TensorView& x, Mamba2State* state, bool step,
+                                              bool reference, std::shared_ptr<Mamba2Report>* report,
+                                              std::vector<float>* h_last,
+                                              const Mamba2Report* superseded) const {
+  const std::string what = std::string(kM2) + (step ? ".step" : ".forward");
+  if (step && state == nullptr) throw_value_error(kM2StepRequired);
+  const auto [batch, length] = mamba_api::check_tokens(what, x.shape, d_model(), step);
+  std::optional<Mamba2State> fresh;
+  if (state == nullptr) state = &fresh.emplace(batch, block_->dims());
+  const blocks::Mamba2Dims& have = state->dims();
+  const std::int64_t cd = conv_dim(), H = nheads(), Q = blocks::Mamba2Dims::kChunk;
+  mamba_api::check_state_buffer(what, "conv_window",
+                                {state->batch(), have.conv_dim, blocks::Mamba2Dims::kConv},
+                                {batch, cd, blocks::Mamba2Dims::kConv});
+  mamba_api::check_state_buffer(
+      what, "h", {state->batch(), have.nheads, blocks::Mamba2Dims::kHeadDim, blocks::Mamba2Dims::kState},
+      {batch, H, blocks::Mamba2Dims::kHeadDim, blocks::Mamba2Dims::kState});
+  mamba_api::check_state_buffer(what, "buffer_xbc", {state->batch(), Q, have.conv_dim}, {batch, Q, cd});
+  mamba_api::check_state_buffer(what, "buffer_dtraw", {state->batch(), Q, have.nheads}, {batch, Q, H});
+  if (x.data == nullptr) throw_value_error(kPackage + what + ": x has no data");
+  std::vector<float> y(static_cast<std::size_t>(batch * length * d_model()));
+  const std::string entry = step ? "mamba2_decode_step" : "mamba2_forward";
+  if (reference) {
+    block_->forward_reference(x.data, batch, length, *state, y.data(), entry, h_last);
+  } else {
+    auto made = block_->forward(x.data, batch, length, *state, y.data(), entry, superseded);
+    if (report) *report = std::move(made);
+  }
+  return y;
+}
+
+std::vector<float> Mamba2BlockInference::forward(const TensorView& x, Mamba2State* state,
+                                                 std::shared_ptr<Mamba2Report>* report,
+                                                 const Mamba2Report* superseded) const {
+  return call(x, state, false, false, report, nullptr, superseded);
+}
+std::vector<float> Mamba2BlockInference::step(const TensorView& x, Mamba2State* state,
+                                              std::shared_ptr<Mamba2Report>* report,
+                                              const Mamba2Report* superseded) const {
+  return call(x, state, true, false, report, nullptr, superseded);
+}
+std::vector<float> Mamba2BlockInference::forward_reference(const TensorView& x, Mamba2State* state,
+                                                           std::vector<float>* h_last) const {
+  return call(x, state, false, true, nullptr, h_last, nullptr);
+}
+std::vector<float> Mamba2BlockInference::step_reference(const TensorView& x, Mamba2State* state,
+                                                        std::vector<float>* h_last) const {
+  return call(x, state, true, true, nullptr, h_last, nullptr);
+}
+
+void Mamba2BlockInference::backward() const {
+  throw_not_implemented(std::string(kPackage) + "Mamba2BlockInference" + kBackwardSentence);
+}
+
+}  // namespace samebits

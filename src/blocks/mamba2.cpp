@@ -1,0 +1,529 @@
+// Mamba-2 block (blocks.md 2): dims, weight table, state, the lazily evaluated report, and the fast
+// forward. The fast SSD core runs the chunk schedule of blocks.md 2.3 step 7 but computes only the rows
+// whose outputs the call returns: the open chunk's earlier rows enter through kept running sums (dacs,
+// the segment-sum column frontier) and through the state's own buffer, so a decode step costs O(chunk).
+#include "blocks/mamba2.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cstring>
+
+#include "blocks/block_support.hpp"
+#include "core/errors.hpp"
+#include "core/thread_pool.hpp"
+#include "numerics/fp.hpp"
+#include "numerics/primitives.hpp"
+#include "numerics/rmsnorm.hpp"
+#include "numerics/ssd.hpp"
+#include "numerics/vector_math.hpp"
+
+namespace samebits::blocks {
+
+using fp::F;
+using fp::MUL;
+
+namespace {
+
+constexpr float kNormEps = 1e-5f;
+static_assert(std::bit_cast<std::uint32_t>(kNormEps) == 0x3727C5ACu,
+              "Mamba RMSNorm eps differs from Appendix A");
+constexpr std::int64_t Q = Mamba2Dims::kChunk;
+constexpr std::int64_t P = Mamba2Dims::kHeadDim;
+constexpr std::int64_t N = Mamba2Dims::kState;
+// Output rows at or below this count use the single-row kernels (no operand packing); more use the
+// packed GEMM. Both give the profile's cells bit for bit.
+constexpr std::int64_t kFewRows = 2;
+
+std::atomic<std::uint64_t> g_next_block_id{1};
+
+std::int64_t grain_for(std::int64_t cells_per_item, std::int64_t work = 16384) {
+  return std::max<std::int64_t>(1, work / std::max<std::int64_t>(1, cells_per_item));
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------ dims, table, state
+
+Mamba2Dims Mamba2Dims::for_d_model(std::int64_t d_model) {
+  Mamba2Dims d;
+  d.d_model = d_model;
+  d.d_inner = 2 * d_model;
+  d.nheads = d.d_inner / kHeadDim;
+  d.conv_dim = d.d_inner + 2 * kState;
+  d.d_in_proj = 2 * d.d_inner + 2 * kState + d.nheads;
+  return d;
+}
+
+std::array<MambaTensor, kMamba2TensorCount> mamba2_tensors(const Mamba2Dims& d) {
+  const std::int64_t dm = d.d_model, di = d.d_inner, H = d.nheads, cd = d.conv_dim;
+  return {{{"block_norm.weight", {dm}, {}},
+           {"in_proj.weight", {d.d_in_proj, dm}, {}},
+           {"conv1d.weight", {cd, 1, Mamba2Dims::kConv}, {cd, Mamba2Dims::kConv}},
+           {"conv1d.bias", {cd}, {}},
+           {"dt_bias", {H}, {}},
+           {"A_log", {H}, {}},
+           {"D", {H}, {}},
+           {"norm.weight", {di}, {}},
+           {"out_proj.weight", {dm, di}, {}}}};
+}
+
+Mamba2State::Mamba2State(std::int64_t batch, const Mamba2Dims& dims)
+    : data_(std::make_shared<Mamba2StateData>()) {
+  data_->batch = batch;
+  data_->dims = dims;
+  data_->conv_window.assign_zero(static_cast<std::size_t>(conv_window_size()));
+  data_->h.assign_zero(static_cast<std::size_t>(h_size()));
+  data_->buffer_xbc.assign_zero(static_cast<std::size_t>(buffer_xbc_size()));
+  data_->buffer_dtraw.assign_zero(static_cast<std::size_t>(buffer_dtraw_size()));
+}
+
+Mamba2State Mamba2State::clone() const {
+  auto copy = std::make_shared<Mamba2StateData>();
+  copy->batch = data_->batch;
+  copy->dims = data_->dims;
+  copy->conv_window = data_->conv_window.clone();
+  copy->h = data_->h.clone();
+  copy->buffer_xbc = data_->buffer_xbc.clone();
+  copy->buffer_dtraw = data_->buffer_dtraw.clone();
+  copy->buffered_tokens = data_->buffered_tokens;
+  copy->open = data_->open;  // derived rows of identical buffers stay valid
+  return Mamba2State(std::move(copy));
+}
+
+void Mamba2State::settle_pending_report(const Mamba2Report* superseded) {
+  if (auto report = data_->pending_report.lock())
+    if (report.get() != superseded) report->h_last();
+  data_->pending_report.reset();
+}
+
+// ------------------------------------------------------------------------------------ the report
+
+Mamba2Report::Mamba2Report(std::shared_ptr<Mamba2StateData> source, std::vector<float> A,
+                           std::vector<float> dt_bias, float dt_lo, float dt_hi)
+    : source_(std::move(source)),
+      generation_(source_->generation),
+      A_(std::move(A)),
+      dt_bias_(std::move(dt_bias)),
+      dt_lo_(dt_lo),
+      dt_hi_(dt_hi) {}
+
+Mamba2Report::Mamba2Report(std::vector<float> h_last) : h_last_(std::move(h_last)), evaluated_(true) {}
+
+void Mamba2Report::evaluate_locked() {
+  if (evaluated_) return;
+  const Mamba2StateData& data = *source_;
+  h_last_.resize(static_cast<std::size_t>(data.batch * data.dims.nheads * P * N));
+  mamba2_detail::h_last_from_state(data, A_.data(), dt_bias_.data(), dt_lo_, dt_hi_, h_last_.data());
+  evaluated_ = true;
+  source_.reset();  // the state may now change freely
+}
+
+const std::vector<float>& Mamba2Report::h_last() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  evaluate_locked();
+  return h_last_;
+}
+
+bool Mamba2Report::evaluated() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return evaluated_;
+}
+
+namespace {
+
+// The chunk pass of blocks.md 2.3 step 7 for one head: h_out = F(FMA(F(expf(F(dl))), F(h_prev), F(cstate)))
+// with cstate = GEMM_TN(Xd, B_decay) (k = 256). It is formed as its transpose B_decay^T Xd: each cell is
+// the same serial chain of FMA(F(Xd[i][p]), F(Bd[i][n]), acc) (a fused product is exact, so the operand
+// order inside it cannot matter), B_decay is read in place and only Xd is packed. xd: [Q][P] with rows
+// >= real zero; B row i at b_rows + i * b_stride; dacs: the chunk's running sums.
+void chunk_pass_head(const float* xd, const float* b_rows, std::int64_t b_stride, std::int64_t real,
+                     const float* dacs, const float* h_prev, float* h_out) {
+  thread_local std::vector<float> dec, bd, ct, cstate;
+  dec.resize(static_cast<std::size_t>(Q));
+  bd.resize(static_cast<std::size_t>(Q * N));
+  ct.resize(static_cast<std::size_t>(N * P));
+  cstate.resize(static_cast<std::size_t>(P * N));
+  const float dl = dacs[real - 1];  // padded rows copy the last real value
+  for (std::int64_t i = 0; i < real; ++i) dec[i] = F(dl - dacs[i]);
+  vmath::exp(dec.data(), dec.data(), static_cast<std::size_t>(real));
+  vmath::flush(dec.data(), dec.data(), static_cast<std::size_t>(real));
+  for (std::int64_t i = 0; i < real; ++i) ssd::scale(b_rows + i * b_stride, dec[i], bd.data() + i * N, N);
+  std::fill(bd.begin() + real * N, bd.end(), 0.0f);
+  gemm::gemm_packed({bd.data(), 1, N}, N, gemm::PackedRhs::from_row_major(xd, Q, P), ct.data());
+  for (std::int64_t p = 0; p < P; ++p)
+    for (std::int64_t n = 0; n < N; ++n) cstate[p * N + n] = ct[n * P + p];
+  ssd::chunk_pass(F(prim::expf(F(dl))), h_prev, cstate.data(), h_out, P * N);
+}
+
+}  // namespace
+
+namespace mamba2_detail {
+
+float dt_of(float raw, float bias, float lo, float hi) {
+  return F(prim::clamp(F(prim::softplus(F(F(raw) + F(bias)))), lo, hi));
+}
+
+void h_last_from_state(const Mamba2StateData& data, const float* A, const float* dt_bias, float dt_lo,
+                       float dt_hi, float* h_last) {
+  const std::int64_t B = data.batch, H = data.dims.nheads, cd = data.dims.conv_dim, di = data.dims.d_inner;
+  const std::int64_t r = data.buffered_tokens;
+  const std::int64_t head_size = P * N;
+  if (r == 0) {  // the final chunk completed: h_last is the boundary itself
+    std::memcpy(h_last, data.h.data(), static_cast<std::size_t>(B * H * head_size) * sizeof(float));
+    return;
+  }
+  parallel_for(B * H, [&](std::int64_t begin, std::int64_t end) {
+    std::vector<float> xd(static_cast<std::size_t>(Q * P), 0.0f), dacs(static_cast<std::size_t>(Q));
+    for (std::int64_t task = begin; task < end; ++task) {
+      const std::int64_t b = task / H, h = task % H;
+      float run = 0.0f;
+      for (std::int64_t i = 0; i < r; ++i) {
+        const float dtv = F(dt_of(data.buffer_dtraw[(b * Q + i) * H + h], dt_bias[h], dt_lo, dt_hi));
+        const float dA = F(MUL(dtv, F(A[h])));
+        run = i == 0 ? F(dA) : F(run + dA);
+        dacs[i] = run;
+        ssd::scale(data.buffer_xbc.data() + (b * Q + i) * cd + h * P, dtv, xd.data() + i * P, P);
+      }
+      std::fill(xd.begin() + r * P, xd.end(), 0.0f);
+      chunk_pass_head(xd.data(), data.buffer_xbc.data() + b * Q * cd + di, cd, r, dacs.data(),
+                      data.h.data() + task * head_size, h_last + task * head_size);
+    }
+  });
+}
+
+}  // namespace mamba2_detail
+
+// ------------------------------------------------------------------------------------ the block
+
+namespace {
+Mamba2Dims dims_of(const Mamba2Weights& w) {
+  return Mamba2Dims::for_d_model(static_cast<std::int64_t>(w[kM2BlockNorm].size()));
+}
+}  // namespace
+
+Mamba2Block::Mamba2Block(Mamba2Weights weights, float dt_lo, float dt_hi)
+    : dims_(dims_of(weights)),
+      weights_(std::move(weights)),
+      dt_lo_(dt_lo),
+      dt_hi_(dt_hi),
+      id_(g_next_block_id.fetch_add(1)),
+      conv_(weights_[kM2ConvWeight].data(), weights_[kM2ConvBias].data(), dims_.conv_dim) {
+  if (dims_.d_model % 32 != 0 || dims_.d_model < 32)
+    throw_value_error("Mamba2Block: d_model must be a multiple of 32");
+  const auto tensors = mamba2_tensors(dims_);
+  for (std::size_t i = 0; i < kMamba2TensorCount; ++i) {
+    if (static_cast<std::int64_t>(weights_[i].size()) != tensors[i].elements())
+      throw_value_error(std::string("Mamba2Block: ") + tensors[i].name + " has the wrong element count");
+    if (!non_finite_weight_) {
+      for (float v : weights_[i]) {
+        if (!fp::is_finite(v)) {
+          non_finite_weight_ = i;
+          break;
+        }
+      }
+    }
+  }
+  A_.resize(static_cast<std::size_t>(dims_.nheads));
+  for (std::int64_t h = 0; h < dims_.nheads; ++h) A_[h] = -F(prim::expf(F(weights_[kM2ALog][h])));
+  in_proj_ = gemm::PackedRhs::from_transposed(weights_[kM2InProj].data(), dims_.d_in_proj, dims_.d_model);
+  out_proj_ = gemm::PackedRhs::from_transposed(weights_[kM2OutProj].data(), dims_.d_model, dims_.d_inner);
+}
+
+namespace {
+
+// True when every element is finite. The state is scanned whole on every call (blocks.md 2.3 step 1),
+// so this is a branch-free OR over bit patterns that compilers vectorize, split over threads when large:
+// (bits & 0x7FFFFFFF) + 0x00800000 reaches bit 31 exactly for the infinities and NaNs.
+bool all_finite(const float* data, std::int64_t count) {
+  constexpr std::int64_t kBlock = 1 << 14;
+  auto clean = [data](std::int64_t begin, std::int64_t end) {
+    std::uint32_t acc = 0;
+    for (std::int64_t i = begin; i < end; ++i)
+      acc |= (std::bit_cast<std::uint32_t>(data[i]) & 0x7FFFFFFFu) + 0x00800000u;
+    return (acc & 0x80000000u) == 0;
+  };
+  if (count <= 4 * kBlock) return clean(0, count);
+  std::atomic<bool> ok{true};
+  parallel_for((count + kBlock - 1) / kBlock, [&](std::int64_t begin, std::int64_t end) {
+    if (!clean(begin * kBlock, std::min(count, end * kBlock))) ok.store(false, std::memory_order_relaxed);
+  });
+  return ok.load();
+}
+
+// refuse_non_finite's message for the first offender, after the fast scan found one.
+void refuse(const float* data, std::int64_t count, const std::string& entry, const std::string& name) {
+  if (!all_finite(data, count)) refuse_non_finite(data, count, entry, name);
+}
+
+}  // namespace
+
+void Mamba2Block::refuse_inputs(const float* x, std::int64_t count, const Mamba2State& state,
+                                const std::string& entry) const {
+  const std::int64_t q0 = state.buffered_tokens();
+  if (q0 < 0 || q0 >= Q)
+    throw_value_error(entry + ": buf_len must be in [0, 256) (the rows of the open chunk), got " +
+                      std::to_string(q0));
+  refuse(x, count, entry, "x");
+  if (non_finite_weight_) {
+    const std::size_t i = *non_finite_weight_;
+    refuse_non_finite(weights_[i].data(), static_cast<std::int64_t>(weights_[i].size()), entry,
+                      mamba2_tensors(dims_)[i].name);
+  }
+  refuse(state.conv_window(), state.conv_window_size(), entry, "conv_window");
+  refuse(state.h(), state.h_size(), entry, "h");
+  refuse(state.buffer_xbc(), state.buffer_xbc_size(), entry, "buffer_xbc");
+  refuse(state.buffer_dtraw(), state.buffer_dtraw_size(), entry, "buffer_dtraw");
+}
+
+namespace {
+
+// Makes data.open describe the buffered rows for this block: kept when it was derived from exactly the
+// buffered raw dt rows by this block, rebuilt from the buffer otherwise (a foreign or edited state).
+void ensure_open_rows(Mamba2StateData& data, std::uint64_t owner, const float* A, const float* dt_bias,
+                      float lo, float hi) {
+  const std::int64_t B = data.batch, H = data.dims.nheads, q0 = data.buffered_tokens;
+  Mamba2OpenChunkRows& open = data.open;
+  const std::size_t per_head = static_cast<std::size_t>(B * H * Q);
+  bool valid = open.owner == owner && open.rows == q0 && open.dt.size() == per_head &&
+               open.dtraw.size() == static_cast<std::size_t>(B * Q * H);
+  for (std::int64_t b = 0; valid && b < B; ++b)
+    valid = std::memcmp(open.dtraw.data() + b * Q * H, data.buffer_dtraw.data() + b * Q * H,
+                        static_cast<std::size_t>(q0 * H) * sizeof(float)) == 0;
+  if (valid) return;
+  open.dt.assign(per_head, 0.0f);
+  open.dA.assign(per_head, 0.0f);
+  open.dacs.assign(per_head, 0.0f);
+  open.frontier.assign(per_head, 0.0f);
+  open.dtraw.assign(static_cast<std::size_t>(B * Q * H), 0.0f);
+  for (std::int64_t b = 0; b < B; ++b) {
+    std::memcpy(open.dtraw.data() + b * Q * H, data.buffer_dtraw.data() + b * Q * H,
+                static_cast<std::size_t>(q0 * H) * sizeof(float));
+    for (std::int64_t h = 0; h < H; ++h) {
+      const std::int64_t base = (b * H + h) * Q;
+      float* dt = open.dt.data() + base;
+      float* dA = open.dA.data() + base;
+      float* dacs = open.dacs.data() + base;
+      float* frontier = open.frontier.data() + base;
+      for (std::int64_t i = 0; i < q0; ++i) {
+        dt[i] = F(mamba2_detail::dt_of(data.buffer_dtraw[(b * Q + i) * H + h], dt_bias[h], lo, hi));
+        dA[i] = F(MUL(dt[i], F(A[h])));
+        dacs[i] = i == 0 ? F(dA[0]) : F(dacs[i - 1] + dA[i]);
+        if (i >= 1) {
+          for (std::int64_t j = 0; j + 1 < i; ++j) frontier[j] = F(frontier[j] + dA[i]);
+          frontier[i - 1] = F(0.0f + dA[i]);
+        }
+      }
+    }
+  }
+  open.owner = owner;
+  open.rows = q0;
+}
+
+// Per-thread scratch of one head's chunk work.
+struct HeadScratch {
+  std::vector<float> xd, mm, ydiag, ch, sc;
+  void size_for(std::int64_t rows) {
+    xd.resize(static_cast<std::size_t>(Q * P));
+    mm.resize(static_cast<std::size_t>(rows * Q));
+    ydiag.resize(static_cast<std::size_t>(rows * P));
+    ch.resize(static_cast<std::size_t>(rows * P));
+    sc.resize(static_cast<std::size_t>(Q));
+  }
+};
+
+}  // namespace
+
+void Mamba2Block::ssd_fast(Mamba2StateData& data, std::int64_t length, const float* xbc_new,
+                           const float* dtraw_new, std::int64_t dtraw_stride, float* y_ssd) const {
+  const std::int64_t B = data.batch, H = dims_.nheads, cd = dims_.conv_dim, di = dims_.d_inner;
+  const std::int64_t q0 = data.buffered_tokens;
+  const std::int64_t T = q0 + length;
+  const std::int64_t chunks = std::max<std::int64_t>(1, (T + Q - 1) / Q);
+  const float* dt_bias = weights_[kM2DtBias].data();
+  ensure_open_rows(data, id_, A_.data(), dt_bias, dt_lo_, dt_hi_);
+  Mamba2OpenChunkRows& open = data.open;
+
+  // Working row t of batch row b: the buffered rows first, then the new ones.
+  auto row_of = [&](std::int64_t b, std::int64_t t) -> const float* {
+    return t < q0 ? data.buffer_xbc.data() + (b * Q + t) * cd : xbc_new + (b * length + t - q0) * cd;
+  };
+  // dt of the new rows, dt_of's steps over the whole array (softplus in SIMD lanes, same bits).
+  std::vector<float> dt_new(static_cast<std::size_t>(B * length * H));
+  for (std::int64_t t = 0; t < B * length; ++t)
+    for (std::int64_t h = 0; h < H; ++h)
+      dt_new[t * H + h] = F(F(dtraw_new[t * dtraw_stride + h]) + F(dt_bias[h]));
+  vmath::softplus(dt_new.data(), dt_new.data(), dt_new.size());
+  for (float& v : dt_new) v = F(prim::clamp(F(v), dt_lo_, dt_hi_));
+
+  // Per batch row: B rows [Q][N], C rows [rows][N], G [rows][real]. Kept per calling thread (decode calls
+  // reuse them); the workers below reach them through these references, never through the thread_local.
+  thread_local std::vector<float> bc_storage, cc_storage, g_storage;
+  std::vector<float>& bc = bc_storage;
+  std::vector<float>& cc = cc_storage;
+  std::vector<float>& g = g_storage;
+  for (std::int64_t c = 0; c < chunks; ++c) {
+    const std::int64_t c0 = c * Q;
+    const std::int64_t real = std::min(Q, T - c0);
+    const std::int64_t first = c == 0 ? q0 : 0;  // earlier rows' outputs belong to earlier calls
+    const std::int64_t rows = real - first;
+    bc.resize(static_cast<std::size_t>(B * Q * N));
+    cc.resize(static_cast<std::size_t>(B * rows * N));
+    g.resize(static_cast<std::size_t>(B * rows * real));
+
+    // G = C B^T (k = 128, one leaf per cell) for the output rows, shared by every head.
+    parallel_for(B, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t b = begin; b < end; ++b) {
+        float* bb = bc.data() + b * Q * N;
+        float* cb = cc.data() + b * rows * N;
+        float* gb = g.data() + b * rows * real;
+        for (std::int64_t i = 0; i < real; ++i) {
+          const float* row = row_of(b, c0 + i);
+          std::memcpy(bb + i * N, row + di, N * sizeof(float));
+          if (i >= first) std::memcpy(cb + (i - first) * N, row + di + N, N * sizeof(float));
+        }
+        if (rows <= kFewRows) {
+          for (std::int64_t r = 0; r < rows; ++r)
+            ssd::row_gemm_nt(cb + r * N, bb, N, first + r + 1, N, gb + r * real);
+        } else {
+          gemm::gemm_packed({cb, N, 1}, rows, gemm::PackedRhs::from_transposed(bb, real, N), gb);
+        }
+      }
+    });
+
+    parallel_for(
+        B * H,
+        [&](std::int64_t begin, std::int64_t end) {
+          thread_local HeadScratch scratch;
+          HeadScratch& s = scratch;
+          s.size_for(rows);
+          for (std::int64_t task = begin; task < end; ++task) {
+            const std::int64_t b = task / H, h = task % H;
+            const std::int64_t base = task * Q;
+            float* dt = open.dt.data() + base;
+            float* dA = open.dA.data() + base;
+            float* dacs = open.dacs.data() + base;
+            float* frontier = open.frontier.data() + base;
+            const float Ah = F(A_[h]);
+            // New rows' dt, dA and running dacs (the earlier rows' are kept).
+            for (std::int64_t i = first; i < real; ++i) {
+              const float dtv = F(dt_new[(b * length + c0 + i - q0) * H + h]);
+              dt[i] = dtv;
+              dA[i] = F(MUL(dtv, Ah));
+              dacs[i] = i == 0 ? F(dA[0]) : F(dacs[i - 1] + dA[i]);
+            }
+            // Xd for every real row (padded rows +0.0).
+            for (std::int64_t i = 0; i < real; ++i)
+              ssd::scale(row_of(b, c0 + i) + h * P, dt[i], s.xd.data() + i * P, P);
+            std::fill(s.xd.begin() + real * P, s.xd.end(), 0.0f);
+            // Segment sums and M = G o L for the output rows, extending the kept column frontier.
+            const float* gb = g.data() + b * rows * real;
+            for (std::int64_t r = 0; r < rows; ++r)
+              ssd::segsum_row(frontier, first + r, dA[first + r], gb + r * real, s.mm.data() + r * Q, Q);
+            // Ydiag = M Xd (k = 256) and ch = C h_prev^T (k = 128).
+            float* h_prev = data.h.data() + task * P * N;
+            const float* cb = cc.data() + b * rows * N;
+            if (rows <= kFewRows) {
+              for (std::int64_t r = 0; r < rows; ++r) {
+                ssd::row_gemm_nn(s.mm.data() + r * Q, s.xd.data(), P, P, Q, s.ydiag.data() + r * P);
+                ssd::row_gemm_nt(cb + r * N, h_prev, N, P, N, s.ch.data() + r * P);
+              }
+            } else {
+              gemm::gemm_packed({s.mm.data(), Q, 1}, rows, gemm::PackedRhs::from_row_major(s.xd.data(), Q, P),
+                                s.ydiag.data());
+              gemm::gemm_packed({cb, N, 1}, rows, gemm::PackedRhs::from_transposed(h_prev, P, N),
+                                s.ch.data());
+            }
+            // y = Ydiag + F(MUL(ch, F(expf(dacs)))) for the output rows.
+            for (std::int64_t r = 0; r < rows; ++r) s.sc[r] = F(dacs[first + r]);
+            vmath::exp(s.sc.data(), s.sc.data(), static_cast<std::size_t>(rows));
+            for (std::int64_t r = 0; r < rows; ++r) {
+              const std::int64_t i = first + r;
+              const float sc = F(s.sc[r]);
+              float* y = y_ssd + (b * length + c0 + i - q0) * di + h * P;
+              for (std::int64_t p = 0; p < P; ++p)
+                y[p] = F(s.ydiag[r * P + p] + F(MUL(F(s.ch[r * P + p]), sc)));
+            }
+            // A completed chunk moves the boundary: h = F(FMA(F(expf(dl)), h, B_decay^T Xd)).
+            if (real == Q) {
+              chunk_pass_head(s.xd.data(), bc.data() + b * Q * N, N, Q, dacs, h_prev, h_prev);
+            }
+          }
+        },
+        grain_for(rows * Q * P + Q * P, 65536));
+  }
+
+  // The open chunk after the call: the last T mod 256 working rows (all new once a chunk completed).
+  const std::int64_t r = T % Q;
+  for (std::int64_t b = 0; b < B; ++b) {
+    const std::int64_t dst0 = T < Q ? q0 : 0;
+    const std::int64_t src0 = T < Q ? 0 : T - r - q0;  // index among the new rows
+    const std::int64_t count = T < Q ? length : r;
+    for (std::int64_t k = 0; k < count; ++k) {
+      std::memcpy(data.buffer_xbc.data() + (b * Q + dst0 + k) * cd, xbc_new + (b * length + src0 + k) * cd,
+                  static_cast<std::size_t>(cd) * sizeof(float));
+      for (std::int64_t h = 0; h < H; ++h)
+        data.buffer_dtraw[(b * Q + dst0 + k) * H + h] = dtraw_new[(b * length + src0 + k) * dtraw_stride + h];
+    }
+    std::memcpy(open.dtraw.data() + b * Q * H, data.buffer_dtraw.data() + b * Q * H,
+                static_cast<std::size_t>(r * H) * sizeof(float));
+  }
+  open.rows = r;
+  data.buffered_tokens = r;
+}
+
+std::shared_ptr<Mamba2Report> Mamba2Block::forward(const float* x, std::int64_t batch, std::int64_t length,
+                                                   Mamba2State& state, float* y, const std::string& entry,
+                                                   const Mamba2Report* superseded) const {
+  const std::int64_t dm = dims_.d_model, di = dims_.d_inner, cd = dims_.conv_dim, dip = dims_.d_in_proj;
+  const std::int64_t H = dims_.nheads;
+  const std::int64_t M = batch * length;
+  refuse_inputs(x, M * dm, state, entry);
+  state.settle_pending_report(superseded);
+  Mamba2StateData& data = *state.data();
+
+  std::vector<float> normed(static_cast<std::size_t>(M * dm));
+  norm::rmsnorm(x, weights_[kM2BlockNorm].data(), normed.data(), M, dm, kNormEps);
+  std::vector<float> proj(static_cast<std::size_t>(M * dip));  // z | xBC | dt_raw
+  gemm::gemm_packed({normed.data(), dm, 1}, M, in_proj_, proj.data());
+  std::vector<float> xbc(static_cast<std::size_t>(M * cd));
+  conv_.run(proj.data() + di, dip, batch, length, data.conv_window.data(), xbc.data());
+
+  std::vector<float> gated(
+      static_cast<std::size_t>(M * di));  // the SSD output y, then the gate, then the norm
+  ssd_fast(data, length, xbc.data(), proj.data() + di + cd, dip, gated.data());
+
+  // skip = F(y + F(MUL(F(x), F(D[h])))); g = F(MUL(F(skip), F(silu(F(z))))).
+  const float* D = weights_[kM2D].data();
+  parallel_for(
+      M,
+      [&](std::int64_t begin, std::int64_t end) {
+        std::vector<float> gate(static_cast<std::size_t>(di));
+        for (std::int64_t t = begin; t < end; ++t) {
+          vmath::flush(proj.data() + t * dip, gate.data(), static_cast<std::size_t>(di));
+          vmath::silu(gate.data(), gate.data(), static_cast<std::size_t>(di));
+          float* row = gated.data() + t * di;
+          const float* xrow = xbc.data() + t * cd;
+          for (std::int64_t h = 0; h < H; ++h) {
+            const float Dh = F(D[h]);
+            for (std::int64_t p = 0; p < P; ++p) {
+              const std::int64_t j = h * P + p;
+              const float skip = F(row[j] + F(MUL(F(xrow[j]), Dh)));
+              row[j] = F(MUL(F(skip), F(gate[j])));
+            }
+          }
+        }
+      },
+      grain_for(di));
+  norm::rmsnorm(gated.data(), weights_[kM2GatedNorm].data(), gated.data(), M, di, kNormEps);
+  std::vector<float> out(static_cast<std::size_t>(M * dm));
+  gemm::gemm_packed({gated.data(), di, 1}, M, out_proj_, out.data());
+  for (std::int64_t i = 0; i < M * dm; ++i) y[i] = F(F(x[i]) + out[i]);
+
+  ++data.generation;
+  auto report = std::make_shared<Mamba2Report>(state.data(), A_, weights_[kM2DtBias], dt_lo_, dt_hi_);
+  data.pending_report = report;
+  return report;
+}
+
+}  // namespace samebits::blocks

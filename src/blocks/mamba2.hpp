@@ -1,0 +1,195 @@
+// Mamba2Block, profile mojolearn.identical.mamba2.fp32.v1 (blocks.md 2): weights table, the state with its
+// open chunk, the lazily evaluated h_last report, and the one forward function (prefill, carried prefill
+// and decode step). The fast path keeps per-state rows derived from the open chunk so that a decode step
+// costs O(chunk), not O(chunk^2), while giving exactly the bits of re-running the open chunk.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "blocks/causal_conv.hpp"
+#include "blocks/mamba1.hpp"
+#include "core/aligned_buffer.hpp"
+#include "numerics/gemm.hpp"
+
+namespace samebits::blocks {
+
+struct Mamba2Dims {
+  static constexpr std::int64_t kState = 128;   // N
+  static constexpr std::int64_t kHeadDim = 64;  // P
+  static constexpr std::int64_t kChunk = 256;   // Q, part of the arithmetic
+  static constexpr std::int64_t kConv = 4;
+  std::int64_t d_model = 0;
+  std::int64_t d_inner = 0;                             // 2 * d_model
+  std::int64_t nheads = 0;                              // d_inner / 64
+  std::int64_t conv_dim = 0;                            // d_inner + 256: x | B | C
+  std::int64_t d_in_proj = 0;                           // 2 * d_inner + 256 + nheads: z | xBC | dt_raw
+  static Mamba2Dims for_d_model(std::int64_t d_model);  // d_model must be a multiple of 32
+};
+
+inline constexpr std::size_t kMamba2TensorCount = 9;
+enum Mamba2Tensor : std::size_t {
+  kM2BlockNorm,
+  kM2InProj,
+  kM2ConvWeight,
+  kM2ConvBias,
+  kM2DtBias,
+  kM2ALog,
+  kM2D,
+  kM2GatedNorm,
+  kM2OutProj,
+};
+std::array<MambaTensor, kMamba2TensorCount> mamba2_tensors(const Mamba2Dims& dims);
+
+using Mamba2Weights = std::array<std::vector<float>, kMamba2TensorCount>;
+
+class Mamba2Report;
+
+// Rows derived from the open chunk's raw dt, kept between calls so a step extends them instead of
+// recomputing them (not part of the public state layout). Valid only for the block `owner` and while the
+// state's buffered raw dt rows equal `dtraw`; otherwise rebuilt from the buffer.
+struct Mamba2OpenChunkRows {
+  std::uint64_t owner = 0;      // block id; 0 = empty
+  std::int64_t rows = 0;        // buffered rows covered
+  std::vector<float> dtraw;     // [B][256][H] copy of the raw dt rows the rest derives from
+  std::vector<float> dt;        // [B][H][256]  F(dt) of each row
+  std::vector<float> dA;        // [B][H][256]  F(MUL(F(dt), F(A)))
+  std::vector<float> dacs;      // [B][H][256]  running cumulative dA
+  std::vector<float> frontier;  // [B][H][256]  acc_j of every segment-sum column j < rows - 1
+};
+
+// What the per-sequence state holds (blocks.md 2.2); shared with a pending report so the report can be
+// evaluated later from the state the call left.
+struct Mamba2StateData {
+  std::int64_t batch = 0;
+  Mamba2Dims dims;
+  AlignedBuffer<float> conv_window;   // [B, CD, 4]
+  AlignedBuffer<float> h;             // [B, H, 64, 128]
+  AlignedBuffer<float> buffer_xbc;    // [B, 256, CD]
+  AlignedBuffer<float> buffer_dtraw;  // [B, 256, H]
+  std::int64_t buffered_tokens = 0;
+  std::uint64_t generation = 0;  // bumped by every block call that updates the state
+  Mamba2OpenChunkRows open;
+  std::weak_ptr<Mamba2Report> pending_report;
+};
+
+class Mamba2State {
+ public:
+  Mamba2State(std::int64_t batch, const Mamba2Dims& dims);
+  Mamba2State clone() const;
+
+  std::int64_t batch() const { return data_->batch; }
+  const Mamba2Dims& dims() const { return data_->dims; }
+  float* conv_window() { return data_->conv_window.data(); }
+  const float* conv_window() const { return data_->conv_window.data(); }
+  float* h() { return data_->h.data(); }
+  const float* h() const { return data_->h.data(); }
+  float* buffer_xbc() { return data_->buffer_xbc.data(); }
+  const float* buffer_xbc() const { return data_->buffer_xbc.data(); }
+  float* buffer_dtraw() { return data_->buffer_dtraw.data(); }
+  const float* buffer_dtraw() const { return data_->buffer_dtraw.data(); }
+  std::int64_t buffered_tokens() const { return data_->buffered_tokens; }
+  // Any value is stored; a block call refuses one outside [0, 256).
+  void set_buffered_tokens(std::int64_t value) { data_->buffered_tokens = value; }
+
+  std::int64_t conv_window_size() const { return batch() * dims().conv_dim * Mamba2Dims::kConv; }
+  std::int64_t h_size() const { return batch() * dims().nheads * Mamba2Dims::kHeadDim * Mamba2Dims::kState; }
+  std::int64_t buffer_xbc_size() const { return batch() * Mamba2Dims::kChunk * dims().conv_dim; }
+  std::int64_t buffer_dtraw_size() const { return batch() * Mamba2Dims::kChunk * dims().nheads; }
+
+  // Evaluates a pending report of the last call on this state now (before the state changes: the next
+  // block call, or a caller about to edit the arrays through writable views). A report the caller
+  // declares `superseded` (it will drop it unread) is left unevaluated.
+  void settle_pending_report(const Mamba2Report* superseded = nullptr);
+
+  const std::shared_ptr<Mamba2StateData>& data() const { return data_; }
+
+ private:
+  explicit Mamba2State(std::shared_ptr<Mamba2StateData> data) : data_(std::move(data)) {}
+  std::shared_ptr<Mamba2StateData> data_;
+};
+
+// The report of one block call: h_last [B, H, 64, 128], the state after the final (padded) chunk, which
+// is not the resumption state kept in h. It is a pure function of the state the call left (boundary h
+// and the open chunk's buffer), so it is evaluated on first read; the next block call on the same state
+// evaluates it first if it is still pending.
+class Mamba2Report {
+ public:
+  Mamba2Report(std::shared_ptr<Mamba2StateData> source, std::vector<float> A, std::vector<float> dt_bias,
+               float dt_lo, float dt_hi);
+  // Immediately available (a call whose final chunk completed, or the twin).
+  explicit Mamba2Report(std::vector<float> h_last);
+
+  const std::vector<float>& h_last();
+  bool evaluated();
+
+ private:
+  void evaluate_locked();
+
+  std::mutex mutex_;
+  std::shared_ptr<Mamba2StateData> source_;
+  std::uint64_t generation_ = 0;
+  std::vector<float> A_;
+  std::vector<float> dt_bias_;
+  float dt_lo_ = 0.0f;
+  float dt_hi_ = 0.0f;
+  std::vector<float> h_last_;
+  bool evaluated_ = false;
+};
+
+// Immutable block: weights copied (shapes already validated), GEMM weights packed once.
+class Mamba2Block {
+ public:
+  Mamba2Block(Mamba2Weights weights, float dt_lo, float dt_hi);
+
+  // x [batch, length, d_model] -> y; the state is read and updated in place. Returns the call's report.
+  // `entry` names the call in refusals. buffered_tokens outside [0, 256) and non-finite x, weights or
+  // state are refused before any arithmetic. The state's batch and widths must already match.
+  // `superseded` is the caller's previous report, which it drops unread once this call succeeds: it is
+  // not evaluated even if it is still pending on this state (a decode loop never pays for h_last).
+  std::shared_ptr<Mamba2Report> forward(const float* x, std::int64_t batch, std::int64_t length,
+                                        Mamba2State& state, float* y, const std::string& entry,
+                                        const Mamba2Report* superseded = nullptr) const;
+  // The scalar twin: blocks.md 2.3 literally (the open chunk re-run from the buffer, every product through
+  // gemm_reference); h_last is computed eagerly into *h_last when given.
+  void forward_reference(const float* x, std::int64_t batch, std::int64_t length, Mamba2State& state,
+                         float* y, const std::string& entry, std::vector<float>* h_last) const;
+
+  const Mamba2Dims& dims() const { return dims_; }
+  const Mamba2Weights& weights() const { return weights_; }
+  std::pair<float, float> dt_limit() const { return {dt_lo_, dt_hi_}; }
+
+ private:
+  void refuse_inputs(const float* x, std::int64_t count, const Mamba2State& state,
+                     const std::string& entry) const;
+  void ssd_fast(Mamba2StateData& data, std::int64_t length, const float* xbc_new, const float* dtraw_new,
+                std::int64_t dtraw_stride, float* y_ssd) const;
+
+  Mamba2Dims dims_;
+  Mamba2Weights weights_;
+  float dt_lo_;
+  float dt_hi_;
+  std::uint64_t id_;
+  std::optional<std::size_t> non_finite_weight_;
+  std::vector<float> A_;  // -F(expf(F(A_log))), [H]
+  CausalConv conv_;
+  gemm::PackedRhs in_proj_;
+  gemm::PackedRhs out_proj_;
+};
+
+namespace mamba2_detail {
+// dt = F(clamp(F(softplus(F(F(raw) + F(bias)))), lo, hi)) (blocks.md 2.3 step 5).
+float dt_of(float raw, float bias, float lo, float hi);
+// h_last of the final partial chunk from a state: rows [0, buffered_tokens) of the buffer after the
+// boundary h (blocks.md 2.3 step 7 for one chunk). With no buffered rows it is h itself.
+void h_last_from_state(const Mamba2StateData& data, const float* A, const float* dt_bias, float dt_lo,
+                       float dt_hi, float* h_last);
+}  // namespace mamba2_detail
+
+}  // namespace samebits::blocks

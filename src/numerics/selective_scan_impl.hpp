@@ -1,0 +1,69 @@
+// SIMD kernels of the causal conv and the Mamba-1 scan, shared by the AVX2 and AVX-512 TUs.
+//
+// Include only inside a TU-unique (anonymous) namespace, after "numerics/vector_math_impl.hpp" (which
+// brings Isa, V, flush and exp_lanes / silu_lanes). Lanes are CHANNELS: every chain (the conv's four
+// taps, the scan's recurrence over t and its y sum over s) runs serially inside its own lane, in the
+// twin's order, so each lane computes exactly the scalar twin's value.
+
+inline V flushed(V x) { return Isa::flush(x); }
+
+std::int64_t conv4_silu_lanes(const samebits::sscan::Conv4Args& a, std::int64_t c0, std::int64_t c1) {
+  constexpr std::int64_t kLanes = Isa::kLanes;
+  constexpr std::int64_t kTaps = samebits::sscan::kConvTaps;
+  const std::int64_t end = c0 + (c1 - c0) / kLanes * kLanes;
+  for (std::int64_t t = 0; t < a.rows; ++t) {
+    const float* rows[kTaps];
+    for (std::int64_t k = 0; k < kTaps; ++k) {
+      const std::int64_t r = t + k - (kTaps - 1);
+      rows[k] = r < 0 ? a.head + (r + kTaps - 1) * a.channels : a.body + r * a.body_stride;
+    }
+    float* out = a.out + t * a.out_stride;
+    for (std::int64_t c = c0; c < end; c += kLanes) {
+      V acc = flushed(Isa::load(a.bias + c));
+      for (std::int64_t k = 0; k < kTaps; ++k) {
+        const V w = flushed(Isa::load(a.weight_t + k * a.channels + c));
+        acc = flushed(Isa::fma(w, flushed(Isa::load(rows[k] + c)), acc));
+      }
+      Isa::store(out + c, flushed(silu_lanes(acc)));
+    }
+  }
+  return end;
+}
+
+std::int64_t selective_scan_lanes(const samebits::sscan::ScanArgs& a, std::int64_t c0, std::int64_t c1) {
+  constexpr std::int64_t kLanes = Isa::kLanes;
+  constexpr int kStates = static_cast<int>(samebits::sscan::kScanStates);
+  const std::int64_t end = c0 + (c1 - c0) / kLanes * kLanes;
+  const auto state_offsets = Isa::lane_offsets(kStates);  // lane l reads channel d0 + l
+  for (std::int64_t d0 = c0; d0 < end; d0 += kLanes) {
+    V A[kStates];
+    V h[kStates];
+    for (int s = 0; s < kStates; ++s) {
+      A[s] = flushed(Isa::gather(a.A + d0 * kStates + s, state_offsets));
+      h[s] = flushed(Isa::gather(a.h + d0 * kStates + s, state_offsets));
+    }
+    for (std::int64_t t = 0; t < a.rows; ++t) {
+      const V uv = flushed(Isa::load(a.u + t * a.u_stride + d0));
+      const V dl = flushed(Isa::load(a.delta + t * a.delta_stride + d0));
+      const float* brow = a.B + t * a.bc_stride;
+      const float* crow = a.C + t * a.bc_stride;
+      for (int s = 0; s < kStates; ++s) {
+        const V dA = flushed(exp_lanes(flushed(Isa::mul(dl, A[s]))));
+        const V dB = flushed(Isa::mul(dl, Isa::set1(samebits::fp::F(brow[s]))));
+        const V dBu = flushed(Isa::mul(dB, uv));
+        h[s] = flushed(Isa::fma(dA, h[s], dBu));
+      }
+      V y = Isa::zero();
+      for (int s = 0; s < kStates; ++s) y = flushed(Isa::fma(Isa::set1(samebits::fp::F(crow[s])), h[s], y));
+      Isa::store(a.y + t * a.y_stride + d0, y);
+    }
+    alignas(64) float lanes[kLanes];
+    for (int s = 0; s < kStates; ++s) {
+      Isa::store(lanes, h[s]);
+      for (std::int64_t l = 0; l < kLanes; ++l) a.h[(d0 + l) * kStates + s] = lanes[l];
+    }
+  }
+  return end;
+}
+
+const samebits::sscan::detail::ScanKernels kScanKernels{&conv4_silu_lanes, &selective_scan_lanes};
