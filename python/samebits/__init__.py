@@ -4,10 +4,12 @@ from importlib import metadata as _metadata
 
 from . import lowbit
 from ._mamba import Mamba1BlockInference, Mamba1State, Mamba2BlockInference, Mamba2State
+from ._mamba3 import Mamba3BlockInference, Mamba3State
 from ._mlp import MLPInference
+from ._native import native as _native
+from ._samba import SambaInference, SambaState
 from ._samba_config import SambaConfig
 from ._transformer import TransformerBlockInference, TransformerState
-from ._native import native as _native
 
 try:
     __version__ = _metadata.version("samebits")
@@ -20,7 +22,11 @@ __all__ = [
     "Mamba1State",
     "Mamba2BlockInference",
     "Mamba2State",
+    "Mamba3BlockInference",
+    "Mamba3State",
     "SambaConfig",
+    "SambaInference",
+    "SambaState",
     "TransformerBlockInference",
     "TransformerState",
     "lowbit",

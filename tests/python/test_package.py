@@ -32,9 +32,12 @@ def test_import_does_not_load_the_native_library():
 
 
 def test_public_names():
-    for name in ("MLPInference", "lowbit", "set_num_threads", "get_num_threads", "__version__"):
+    for name in samebits.__all__:
         assert hasattr(samebits, name)
     assert samebits.lowbit.FORMATS == ("float32", "bfloat16", "int8")
+    for name in ("MLPInference", "TransformerBlockInference", "Mamba1BlockInference", "Mamba2BlockInference",
+                 "Mamba3BlockInference", "SambaInference", "SambaConfig", "SambaState"):
+        assert name in samebits.__all__
 
 
 def test_thread_count_from_environment():

@@ -1,0 +1,342 @@
+"""Mamba3BlockInference and Mamba3State: the forward-only Mamba-3 (SISO) block on the CPU, bit-exact.
+
+The reports after a call (h_last_, k_last_, v_last_, theta_last_) are a pure function of the state the call
+left behind. A block therefore computes them when they are first read, from that state, as long as nothing
+could have changed it since: anything that might (a piece view handed out, a piece or scalar assigned,
+Input_States, the next call on the state) first makes every block with reports pending on that state
+compute them. A call made while views of its state are alive computes its reports at once.
+"""
+
+import weakref
+
+import numpy as np
+
+from . import _buffers
+from . import lowbit as _lowbit
+from ._blocks import PACKAGE, float32_strict, ragged_forward
+from ._native import native
+
+_BLOCK = "Mamba3Block"
+_DTYPE_SENTENCE = (
+    "this surface is float32 ONLY (the fp32 Mamba profiles). bfloat16 and float16 are refused BY NAME: "
+    "a reduced-precision run mixes cast boundaries and is a different profile; float64 is refused rather "
+    "than downcast, so the bits that ran are bits you made. Convert yourself and pass float32."
+)
+_PIECES = (
+    "theta", "h", "buffer_qrot", "buffer_krot", "buffer_v",
+    "buffer_dt", "buffer_sig", "buffer_adt", "pending_k", "pending_v",
+)
+_CHUNK, _STATE_DIM, _HEAD_DIM, _ANGLES = 64, 128, 64, 32
+
+
+def _piece_shapes(batch, heads):
+    b, h, q = batch, heads, _CHUNK
+    return {
+        "theta": (b, h, _ANGLES),
+        "h": (b, h, _HEAD_DIM, _STATE_DIM),
+        "buffer_qrot": (b, q, h, _STATE_DIM),
+        "buffer_krot": (b, q, h, _STATE_DIM),
+        "buffer_v": (b, q, h, _HEAD_DIM),
+        "buffer_dt": (b, q, h),
+        "buffer_sig": (b, q, h),
+        "buffer_adt": (b, q, h),
+        "pending_k": (b, h, _STATE_DIM),
+        "pending_v": (b, h, _HEAD_DIM),
+    }
+
+
+def _state_piece(value, what, name, shape):
+    """`value` checked as one state piece (float32, exact shape) for a copy into the engine's memory."""
+    try:
+        view = _buffers.probe(value)
+    except TypeError:
+        raise TypeError(
+            f"{PACKAGE} {what}: state buffer {name} must be a float32 array, got {type(value).__name__}"
+        ) from None
+    if not _buffers.is_float32(view):
+        raise TypeError(
+            f"{PACKAGE} {what}: state buffer {name} has dtype {np.asarray(value).dtype.name}, want float32 "
+            "(the state is part of the fp32 profile and must round-trip bit for bit)"
+        )
+    array = _buffers.contiguous_float32(value)
+    if tuple(array.shape) != tuple(shape):
+        raise ValueError(f"{PACKAGE} {what}: state buffer {name} has shape {tuple(array.shape)}, want {tuple(shape)}")
+    return array
+
+
+class Mamba3State:
+    """The carried Mamba-3 state (ten float32 pieces, `buffered_tokens`, `pending`), in the engine's memory.
+
+    With H = 2 * d_model / 64 heads: `theta` (B, H, 32) the angles; `h` (B, H, 64, 128) the sealed
+    chunk-boundary state (entering the last working chunk); the open chunk's rows `buffer_qrot`,
+    `buffer_krot` (B, 64, H, 128), `buffer_v` (B, 64, H, 64), `buffer_dt`, `buffer_sig`, `buffer_adt`
+    (B, 64, H); the Input_States pair `pending_k` (B, H, 128) and `pending_v` (B, H, 64);
+    `buffered_tokens` in [1, 64] after any call (0 only before the first token) and `pending`.
+
+    Every piece is a writable zero-copy numpy view of the memory the engine reads and writes: editing
+    a cell through it changes the next call. Assigning a whole piece copies the given bits in.
+    `allocate_state(B)` makes a zero state; `Mamba3State(theta, h, ..., pending_v, buffered_tokens,
+    pending)` builds one from arrays (e.g. rows sliced out of other states)."""
+
+    def __init__(self, theta, h, buffer_qrot, buffer_krot, buffer_v, buffer_dt, buffer_sig, buffer_adt,
+                 pending_k, pending_v, buffered_tokens=0, pending=False):
+        what = "Mamba3State"
+        theta_array = _state_piece(theta, what, "theta", np.shape(theta))
+        if theta_array.ndim != 3 or theta_array.shape[2] != _ANGLES or min(theta_array.shape) < 1:
+            raise ValueError(f"{PACKAGE} {what}: theta must be (B, H, {_ANGLES}), got shape {theta_array.shape}")
+        batch, heads = int(theta_array.shape[0]), int(theta_array.shape[1])
+        values = (theta, h, buffer_qrot, buffer_krot, buffer_v, buffer_dt, buffer_sig, buffer_adt, pending_k,
+                  pending_v)
+        shapes = _piece_shapes(batch, heads)
+        arrays = [_state_piece(v, what, n, shapes[n]) for v, n in zip(values, _PIECES)]
+        self._native = native().Mamba3StateEngine(batch, heads)
+        self._track()
+        for index, array in enumerate(arrays):
+            np.copyto(self._native.piece(index), array, casting="no")
+        self.buffered_tokens = buffered_tokens
+        self.pending = pending
+
+    @classmethod
+    def _adopt(cls, engine_state):
+        state = cls.__new__(cls)
+        state._native = engine_state
+        state._track()
+        return state
+
+    def _track(self):
+        self._views = []  # weak references to the piece views handed out
+        self._readers = weakref.WeakSet()  # blocks whose reports are still to be computed from this state
+
+    def _before_change(self, caller=None):
+        """Something may change the state: blocks reading their reports from it compute them now. A block
+        about to call on this state (`caller`) is skipped: the call replaces its reports (and a refused call
+        changes nothing, so its pending reports stay valid)."""
+        for block in list(self._readers):
+            if block is not caller:
+                block._settle_reports()
+                self._readers.discard(block)
+
+    def _views_alive(self):
+        self._views = [ref for ref in self._views if ref() is not None]
+        return bool(self._views)
+
+    def _piece_view(self, index):
+        self._before_change()  # the view may be written at any time from now on
+        view = self._native.piece(index)
+        self._views.append(weakref.ref(view))
+        return view
+
+    @property
+    def batch_size(self):
+        return self._native.batch_size
+
+    @property
+    def nheads(self):
+        return self._native.heads
+
+    @property
+    def buffered_tokens(self):
+        """Valid rows of the open-chunk buffer (the native layer refuses a value outside [0, 64])."""
+        return self._native.buffered_tokens
+
+    @buffered_tokens.setter
+    def buffered_tokens(self, value):
+        self._before_change()
+        self._native.buffered_tokens = int(value)
+
+    @property
+    def pending(self):
+        """True while theta / h / pending_k / pending_v hold an Input_States continuation."""
+        return self._native.pending
+
+    @pending.setter
+    def pending(self, value):
+        self._before_change()
+        self._native.pending = bool(value)
+
+    def set_input_states(self, theta, h, k, v):
+        """Upstream's four-piece Input_States continuation: copies the given float32 bits into theta, h,
+        pending_k and pending_v and marks them pending. Only a fresh state may carry it; the next call
+        refuses a mid-sequence state (as upstream's native layer does)."""
+        what = "Mamba3State.set_input_states"
+        shapes = _piece_shapes(self.batch_size, self.nheads)
+        arrays = []
+        for name, value, piece in (("theta", theta, "theta"), ("h", h, "h"), ("k", k, "pending_k"),
+                                   ("v", v, "pending_v")):
+            array = float32_strict(value, what, name, _DTYPE_SENTENCE)
+            if tuple(array.shape) != shapes[piece]:
+                raise ValueError(f"{PACKAGE} {what}: {name} has shape {tuple(array.shape)}, want {shapes[piece]}")
+            arrays.append(array)
+        self._before_change()
+        self._native.set_input_states(*arrays)
+
+    def copy(self):
+        """An independent state with the same bits."""
+        return Mamba3State._adopt(self._native.clone())
+
+    def __repr__(self):
+        return (f"Mamba3State(batch_size={self.batch_size}, nheads={self.nheads}, "
+                f"buffered_tokens={self.buffered_tokens}, pending={self.pending})")
+
+
+def _piece_property(index, name):
+    def getter(self):
+        return self._piece_view(index)
+
+    def setter(self, value):
+        shape = _piece_shapes(self.batch_size, self.nheads)[name]
+        array = _state_piece(value, "Mamba3State", name, shape)
+        self._before_change()
+        np.copyto(self._native.piece(index), array, casting="no")
+
+    return property(getter, setter, doc=f"The {name} piece: a writable view of the engine's memory.")
+
+
+for _index, _name in enumerate(_PIECES):
+    setattr(Mamba3State, _name, _piece_property(_index, _name))
+del _index, _name
+
+
+class Mamba3BlockInference:
+    """Forward-only Mamba-3 (SISO) block (profile mojolearn.identical.mamba3.siso.fp32.v1) on the CPU.
+
+    Takes the nine named weights of `Mamba3Block` (block_norm.weight, in_proj.weight, dt_bias,
+    B_norm.weight, C_norm.weight, B_bias, C_bias, D, out_proj.weight); d_model must be a multiple of 32.
+    Weights may be packed by `samebits.lowbit`; they are materialized exactly to float32, copied, and
+    `weight_format` records the format given. `forward(x, lengths=None)` runs from a zero state;
+    `allocate_state(B)`, `forward(x, state)` and `step(x, state)` carry a `Mamba3State`, and decoding one
+    token at a time gives the same bits as one forward pass over the whole sequence. After every call
+    `h_last_`, `k_last_`, `v_last_` and `theta_last_` hold the reports. `backward` is refused."""
+
+    def __init__(self, weights):
+        weights, weight_format = _lowbit.unpack(weights, "weights")
+        engine_type = native().Mamba3Engine
+        names = engine_type.weight_names()
+        if not hasattr(weights, "keys"):
+            raise TypeError(
+                f"{PACKAGE} {_BLOCK}: weights must be a dict of float32 arrays keyed by the upstream parameter "
+                f"names {names}"
+            )
+        engine_type.check_keys([k if isinstance(k, str) else repr(k) for k in weights.keys()])
+        arrays = []
+        d_model = None
+        for name in names:
+            array = float32_strict(weights[name], _BLOCK, name, _DTYPE_SENTENCE)
+            if d_model is None:
+                d_model = engine_type.check_norm_weight(list(array.shape))
+            else:
+                engine_type.check_weight(name, list(array.shape), d_model)
+            arrays.append(array)
+        self._engine = engine_type(names, arrays, weight_format)
+        self.weight_format = weight_format
+        self.d_model = self._engine.d_model
+        self.d_inner = self._engine.d_inner
+        self.nheads = self._engine.nheads
+        self.d_in_proj = self._engine.d_in_proj
+
+    def allocate_state(self, batch_size):
+        """A zero `Mamba3State` for `batch_size` rows; `set_input_states` on it starts from Input_States."""
+        return Mamba3State._adopt(self._engine.allocate_state(int(batch_size)))
+
+    def forward(self, x, state=None, *, lengths=None):
+        """(B, L, d_model) float32 in, the block output (B, L, d_model) out. `state=None` runs from zeros
+        and discards the final state; a `Mamba3State` is read and updated in place. `lengths` runs a
+        ragged right-padded batch (stateless only)."""
+        what = f"{_BLOCK}.forward"
+        x = float32_strict(x, what, "x", _DTYPE_SENTENCE)
+        self._engine.check_tokens(list(x.shape), False)
+        if lengths is not None:
+            return ragged_forward(lambda padded: self._call(padded, None, False), x, state, lengths, what)
+        return self._call(x, state, False)
+
+    __call__ = forward
+
+    def step(self, x, state):
+        """One decode token per batch row: x (B, 1, d_model) or (B, d_model); the output has x's shape."""
+        if state is None:
+            raise ValueError(
+                f"{PACKAGE} {_BLOCK}.step: state is required (a decode step continues a sequence; "
+                "allocate_state(B) makes the fresh one)"
+            )
+        x = float32_strict(x, f"{_BLOCK}.step", "x", _DTYPE_SENTENCE)
+        self._engine.check_tokens(list(x.shape), True)
+        return self._call(x, state, True)
+
+    def backward(self, x, grad_output):
+        self._engine.backward()
+
+    def _call(self, x, state, step):
+        if state is not None and not isinstance(state, Mamba3State):
+            what = f"{_BLOCK}.step" if step else f"{_BLOCK}.forward"
+            raise TypeError(
+                f"{PACKAGE} {what}: state must be a Mamba3State (allocate_state(B) makes one), "
+                f"got {type(state).__name__}"
+            )
+        call = self._engine.step if step else self._engine.forward
+        if state is None:  # the zero state is discarded, so its reports are taken now
+            y, reports = call(x, None)
+            self._set_reports(reports)
+            return y
+        state._before_change(caller=self)
+        now = state._views_alive()  # a live view could change the state before the reports are read
+        y, reports = call(x, state._native, reports=now)
+        if self._pending_on() is not None:
+            self._pending_on()._readers.discard(self)
+        if now:
+            self._set_reports(reports)
+        else:
+            self._set_reports(None)
+            self._reports_from = state
+            state._readers.add(self)
+        return y
+
+    def _pending_on(self):
+        return getattr(self, "_reports_from", None)
+
+    def _set_reports(self, reports):
+        self._reports = reports
+        self._reports_from = None
+
+    def _settle_reports(self):
+        """Computes the pending reports from the state the last call left (still unchanged)."""
+        if getattr(self, "_reports_from", None) is not None:
+            self._set_reports(self._engine.reports(self._reports_from._native))
+
+    def _report(self, index, name):
+        self._settle_reports()
+        reports = getattr(self, "_reports", None)
+        if reports is None:
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}' (no call has run yet)")
+        return reports[index]
+
+    @property
+    def h_last_(self):
+        """(B, H, 64, 128): h after the final working chunk of the last call."""
+        return self._report(0, "h_last_")
+
+    @property
+    def k_last_(self):
+        """(B, H, 128): the rotated, pre-scale k of the last call's last working row."""
+        return self._report(1, "k_last_")
+
+    @property
+    def v_last_(self):
+        """(B, H, 64): the raw v of the last call's last working row."""
+        return self._report(2, "v_last_")
+
+    @property
+    def theta_last_(self):
+        """(B, H, 32): the angles after the last call's last token."""
+        return self._report(3, "theta_last_")
+
+    def _reference(self, x, state=None, step=False):
+        """The scalar twin's output for the same call (tests and cross-checks)."""
+        engine_state = None if state is None else state._native
+        call = self._engine.step if step else self._engine.forward
+        if state is not None:
+            state._before_change()
+        y, _ = call(float32_strict(x, f"{_BLOCK}.forward", "x", _DTYPE_SENTENCE), engine_state, True, False)
+        return y
+
+    def __repr__(self):
+        return f"Mamba3BlockInference(d_model={self.d_model}, nheads={self.nheads}, weight_format={self.weight_format!r})"

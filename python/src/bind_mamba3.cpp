@@ -1,0 +1,168 @@
+// Binding of Mamba3BlockInference and its state: samebits/_mamba3.py wraps these engine objects. State
+// pieces are returned as writable numpy views of the engine's own memory, owned by the state object.
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstring>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "api/mamba3_inference.hpp"
+#include "array_convert.hpp"
+#include "bindings.hpp"
+
+namespace samebits::python {
+namespace {
+
+using FloatView = nb::ndarray<nb::numpy, float>;
+
+// A writable view of one state piece whose owner is the state's Python object (kept alive by the view).
+FloatView piece_view(Mamba3State& state, int piece) {
+  nb::object owner = nb::find(&state);
+  std::vector<std::size_t> shape;
+  for (auto d : state.piece_shape(piece)) shape.push_back(static_cast<std::size_t>(d));
+  return FloatView(state.piece(piece), shape.size(), shape.data(), owner);
+}
+
+std::vector<std::size_t> sizes(std::initializer_list<std::int64_t> dims) {
+  std::vector<std::size_t> out;
+  for (auto d : dims) out.push_back(static_cast<std::size_t>(d));
+  return out;
+}
+
+using ReportArrays = std::tuple<FloatArrayOut, FloatArrayOut, FloatArrayOut, FloatArrayOut>;
+
+ReportArrays report_arrays(Mamba3Reports&& r, std::int64_t B, std::int64_t H) {
+  using namespace blocks::mamba3;
+  return {to_numpy(std::move(r.h_last), sizes({B, H, kHeadDim, kStateDim})),
+          to_numpy(std::move(r.k_last), sizes({B, H, kStateDim})),
+          to_numpy(std::move(r.v_last), sizes({B, H, kHeadDim})),
+          to_numpy(std::move(r.theta_last), sizes({B, H, kAngles}))};
+}
+
+// One call: y with the input's shape, plus the four reports when asked for (None otherwise).
+std::pair<FloatArrayOut, std::optional<ReportArrays>> run(const Mamba3BlockInference& self,
+                                                          const FloatArrayIn& x, Mamba3State* state,
+                                                          bool step, bool reference, bool want_reports) {
+  const TensorView view = view_of(x);
+  Mamba3Reports reports;
+  Mamba3Reports* wanted = want_reports ? &reports : nullptr;
+  std::vector<float> y;
+  {
+    nb::gil_scoped_release release;
+    if (step)
+      y = reference ? self.step_reference(view, state, wanted) : self.step(view, state, wanted);
+    else
+      y = reference ? self.forward_reference(view, state, wanted) : self.forward(view, state, wanted);
+  }
+  std::vector<std::size_t> shape;
+  for (auto d : view.shape) shape.push_back(static_cast<std::size_t>(d));
+  std::optional<ReportArrays> out;
+  if (want_reports) out = report_arrays(std::move(reports), view.shape[0], self.dims().heads);
+  return {to_numpy(std::move(y), shape), std::move(out)};
+}
+
+}  // namespace
+
+void bind_mamba3(nb::module_& m) {
+  nb::class_<Mamba3State>(m, "Mamba3StateEngine")
+      .def(
+          "__init__",
+          [](Mamba3State* self, std::int64_t batch, std::int64_t heads) {
+            new (self) Mamba3State(batch, heads);
+          },
+          nb::arg("batch"), nb::arg("heads"))
+      .def_prop_ro("batch_size", &Mamba3State::batch)
+      .def_prop_ro("heads", &Mamba3State::heads)
+      .def_static("piece_names",
+                  [] {
+                    std::vector<std::string> names;
+                    for (int p = 0; p < Mamba3State::kPieceCount; ++p)
+                      names.emplace_back(Mamba3State::piece_name(p));
+                    return names;
+                  })
+      .def(
+          "piece", [](Mamba3State& self, int piece) { return piece_view(self, piece); }, nb::arg("index"))
+      .def_rw("buffered_tokens", &Mamba3State::buffered_tokens)
+      .def_rw("pending", &Mamba3State::pending)
+      .def(
+          "set_input_states",
+          [](Mamba3State& self, const FloatArrayIn& theta, const FloatArrayIn& h, const FloatArrayIn& k,
+             const FloatArrayIn& v) {
+            const int pieces[4] = {0, 1, 8, 9};
+            const FloatArrayIn* given[4] = {&theta, &h, &k, &v};
+            for (int i = 0; i < 4; ++i)
+              if (static_cast<std::int64_t>(given[i]->size()) != self.piece_elements(pieces[i]))
+                throw_value_error(std::string("Mamba3State.set_input_states: ") +
+                                  Mamba3State::piece_name(pieces[i]) + " has the wrong size");
+            self.set_input_states(theta.data(), h.data(), k.data(), v.data());
+          },
+          nb::arg("theta"), nb::arg("h"), nb::arg("k"), nb::arg("v"))
+      .def("clone", &Mamba3State::clone);
+
+  nb::class_<Mamba3BlockInference>(m, "Mamba3Engine")
+      .def(
+          "__init__",
+          [](Mamba3BlockInference* self, const std::vector<std::string>& names,
+             const std::vector<FloatArrayIn>& arrays, const std::string& weight_format) {
+            if (names.size() != arrays.size())
+              throw_value_error("Mamba3Engine: names and arrays differ in length");
+            std::vector<std::pair<std::string, TensorView>> weights;
+            for (std::size_t i = 0; i < names.size(); ++i) weights.emplace_back(names[i], view_of(arrays[i]));
+            new (self) Mamba3BlockInference(weights, weight_format);
+          },
+          nb::arg("names"), nb::arg("arrays"), nb::arg("weight_format") = "float32")
+      .def_static("weight_names", &Mamba3BlockInference::weight_names)
+      .def_static("check_keys", &Mamba3BlockInference::check_keys)
+      .def_static("check_norm_weight", &Mamba3BlockInference::check_norm_weight)
+      .def_static("check_weight", &Mamba3BlockInference::check_weight)
+      .def("check_tokens", &Mamba3BlockInference::check_tokens, nb::arg("shape"), nb::arg("step"))
+      .def("allocate_state", &Mamba3BlockInference::allocate_state, nb::arg("batch_size"))
+      .def(
+          "forward",
+          [](const Mamba3BlockInference& self, const FloatArrayIn& x, Mamba3State* state, bool reference,
+             bool reports) { return run(self, x, state, false, reference, reports); },
+          nb::arg("x"), nb::arg("state").none(), nb::arg("reference") = false, nb::arg("reports") = true)
+      .def(
+          "step",
+          [](const Mamba3BlockInference& self, const FloatArrayIn& x, Mamba3State* state, bool reference,
+             bool reports) { return run(self, x, state, true, reference, reports); },
+          nb::arg("x"), nb::arg("state").none(), nb::arg("reference") = false, nb::arg("reports") = true)
+      .def(
+          "reports",
+          [](const Mamba3BlockInference& self, const Mamba3State& state) {
+            Mamba3Reports reports;
+            {
+              nb::gil_scoped_release release;
+              reports = self.reports_of(state);
+            }
+            return report_arrays(std::move(reports), state.batch(), state.heads());
+          },
+          nb::arg("state"))
+      .def("backward", &Mamba3BlockInference::backward)
+      .def("weight",
+           [](const Mamba3BlockInference& self, int index) {
+             const auto specs = blocks::mamba3_tensors(self.dims());
+             if (index < 0 || index >= blocks::kMamba3TensorCount)
+               throw_value_error("Mamba3Engine: no weight index");
+             std::vector<std::size_t> shape;
+             for (auto d : specs[index].shape) shape.push_back(static_cast<std::size_t>(d));
+             return to_numpy(std::vector<float>(self.weights().tensors[index]), shape);
+           })
+      .def_prop_ro("d_model", [](const Mamba3BlockInference& self) { return self.dims().d_model; })
+      .def_prop_ro("d_inner", [](const Mamba3BlockInference& self) { return self.dims().d_inner; })
+      .def_prop_ro("nheads", [](const Mamba3BlockInference& self) { return self.dims().heads; })
+      .def_prop_ro("d_in_proj", [](const Mamba3BlockInference& self) { return self.dims().d_in_proj; })
+      .def_prop_ro("weight_format", [](const Mamba3BlockInference& self) { return self.weight_format(); });
+}
+
+namespace {
+const Registration kRegistration{&bind_mamba3, 50};
+}  // namespace
+
+}  // namespace samebits::python

@@ -1,0 +1,208 @@
+// Mamba3BlockInference: upstream's checks and wording around the exact Mamba-3 block.
+#include "api/mamba3_inference.hpp"
+
+#include <algorithm>
+
+#include "core/errors.hpp"
+
+namespace samebits {
+namespace {
+
+constexpr const char* kBlock = "samebits Mamba3Block";
+
+// Python's repr of a str, for the key lists in messages.
+std::string py_repr(const std::string& text) {
+  const bool single = text.find('\'') != std::string::npos, dbl = text.find('"') != std::string::npos;
+  const char quote = single && !dbl ? '"' : '\'';
+  std::string out(1, quote);
+  for (unsigned char c : text) {
+    if (c == '\\' || c == static_cast<unsigned char>(quote)) {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7F) {
+      static const char* hex = "0123456789abcdef";
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + quote;
+}
+
+std::string py_list(const std::vector<std::string>& names) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < names.size(); ++i) out += (i ? ", " : "") + py_repr(names[i]);
+  return out + "]";
+}
+
+// d_model 32 sizes every table lookup that does not depend on it (the names, and the shapes for a
+// tensor check at the caller's d_model).
+std::vector<blocks::Mamba3TensorSpec> table_for(std::int64_t d_model) {
+  return blocks::mamba3_tensors(blocks::Mamba3Dims::of(d_model));
+}
+
+}  // namespace
+
+std::vector<std::string> Mamba3BlockInference::weight_names() {
+  std::vector<std::string> names;
+  for (const auto& spec : table_for(blocks::mamba3::kDModelStep)) names.emplace_back(spec.name);
+  return names;
+}
+
+void Mamba3BlockInference::check_keys(const std::vector<std::string>& given) {
+  const std::vector<std::string> expected = weight_names();
+  std::vector<std::string> missing, unknown;
+  for (const auto& name : expected)
+    if (std::find(given.begin(), given.end(), name) == given.end()) missing.push_back(name);
+  for (const auto& name : given)
+    if (std::find(expected.begin(), expected.end(), name) == expected.end()) unknown.push_back(name);
+  if (missing.empty() && unknown.empty()) return;
+  std::string message = std::string(kBlock) + ": weight dict mismatch";
+  if (!missing.empty()) message += "; missing " + py_list(missing);
+  if (!unknown.empty()) message += "; unknown " + py_list(unknown);
+  message +=
+      ". The exact key set is " + py_list(expected) + " -- the upstream (PyTorch-style) parameter names";
+  throw_value_error(message);
+}
+
+std::int64_t Mamba3BlockInference::check_norm_weight(const std::vector<std::int64_t>& shape) {
+  if (shape.size() != 1 || shape[0] < 1)
+    throw_value_error(std::string(kBlock) + ": block_norm.weight must be 1-D (d_model,), got shape " +
+                      shape_repr(shape));
+  const std::int64_t d_model = shape[0];
+  if (d_model % blocks::mamba3::kDModelStep != 0)
+    throw_value_error(
+        std::string(kBlock) +
+        ": d_model must be a multiple of 32 so that nheads = 2*d_model/64 is whole (head dim 64, "
+        "expand 2: the profile's constants); got " +
+        std::to_string(d_model));
+  return d_model;
+}
+
+void Mamba3BlockInference::check_weight(const std::string& name, const std::vector<std::int64_t>& shape,
+                                        std::int64_t d_model) {
+  for (const auto& spec : table_for(d_model)) {
+    if (name != spec.name) continue;
+    if (shape != spec.shape)
+      throw_value_error(std::string(kBlock) + ": " + name + " has shape " + shape_repr(shape) + ", want " +
+                        shape_repr(spec.shape));
+    return;
+  }
+  throw_value_error(std::string(kBlock) + ": no weight named " + py_repr(name));
+}
+
+Mamba3BlockInference::Mamba3BlockInference(const std::vector<std::pair<std::string, TensorView>>& weights,
+                                           std::string weight_format)
+    : weight_format_(std::move(weight_format)) {
+  if (weight_format_ != "float32" && weight_format_ != "bfloat16" && weight_format_ != "int8")
+    throw_value_error(std::string(kBlock) + ": unknown weight format " + py_repr(weight_format_));
+  std::vector<std::string> keys;
+  for (const auto& entry : weights) keys.push_back(entry.first);
+  check_keys(keys);
+  auto view_named = [&](const std::string& name) -> const TensorView& {
+    for (const auto& [key, view] : weights)
+      if (key == name) return view;
+    throw_value_error(std::string(kBlock) + ": missing weight " + py_repr(name));
+  };
+  const std::int64_t d_model = check_norm_weight(view_named("block_norm.weight").shape);
+  blocks::Mamba3Weights copied;
+  const auto specs = table_for(d_model);
+  for (int i = 0; i < blocks::kMamba3TensorCount; ++i) {
+    const TensorView& view = view_named(specs[i].name);
+    check_weight(specs[i].name, view.shape, d_model);
+    if (view.data == nullptr && specs[i].elements() > 0)
+      throw_value_error(std::string(kBlock) + ": " + specs[i].name + " has no data");
+    copied.tensors[i].assign(view.data, view.data + specs[i].elements());
+  }
+  block_ = std::make_shared<const blocks::Mamba3Block>(std::move(copied));
+}
+
+void Mamba3BlockInference::check_tokens(const std::vector<std::int64_t>& shape, bool step) const {
+  const std::string what = std::string(kBlock) + (step ? ".step" : ".forward");
+  std::vector<std::int64_t> s = shape;
+  if (step && s.size() == 2) s = {s[0], 1, s[1]};
+  if (s.size() != 3)
+    throw_value_error(what + ": x must be (B, L, d_model)" +
+                      (step ? " -- or (B, d_model) for a step --" : "") + ", got " +
+                      std::to_string(shape.size()) + "-D shape " + shape_repr(shape));
+  if (s[2] != dims().d_model)
+    throw_value_error(what + ": x has d_model " + std::to_string(s[2]) + ", the weights have " +
+                      std::to_string(dims().d_model));
+  if (step && s[1] != 1)
+    throw_value_error(what + ": a decode step takes exactly one token per batch row, got L = " +
+                      std::to_string(s[1]) + "; use forward() for prefill");
+}
+
+Mamba3State Mamba3BlockInference::allocate_state(std::int64_t batch_size) const {
+  if (batch_size < 1)
+    throw_value_error(std::string(kBlock) + ": batch_size must be positive, got " +
+                      std::to_string(batch_size));
+  return block_->allocate_state(batch_size);
+}
+
+std::vector<float> Mamba3BlockInference::call(const TensorView& x, Mamba3State* state, Mamba3Reports* reports,
+                                              bool step, bool reference) const {
+  const std::string what = std::string(kBlock) + (step ? ".step" : ".forward");
+  if (step && state == nullptr)
+    throw_value_error(
+        what +
+        ": state is required (a decode step continues a sequence; allocate_state(B) makes the fresh "
+        "one)");
+  check_tokens(x.shape, step);
+  const std::int64_t B = x.shape[0], L = x.shape.size() == 2 ? 1 : x.shape[1];
+  if (state != nullptr) {
+    for (int p = 0; p < Mamba3State::kPieceCount; ++p) {
+      const auto want = Mamba3State::piece_shape_for(p, B, dims().heads);
+      if (state->piece_shape(p) != want)
+        throw_value_error(what + ": state buffer " + Mamba3State::piece_name(p) + " has shape " +
+                          shape_repr(state->piece_shape(p)) + ", want " + shape_repr(want));
+    }
+  }
+  if (B < 1 || L < 1) throw_value_error("mamba3: B and L must be positive");
+  const char* entry =
+      state == nullptr ? "mamba3_forward_fresh" : (step ? "mamba3_decode_step" : "mamba3_forward");
+  std::vector<float> y(static_cast<std::size_t>(B * L * dims().d_model));
+  Mamba3State fresh;
+  Mamba3State& target = state != nullptr ? *state : (fresh = block_->allocate_state(B));
+  if (reference)
+    block_->forward_reference(x.data, B, L, target, y.data(), reports, entry);
+  else
+    block_->forward(x.data, B, L, target, y.data(), reports, entry);
+  return y;
+}
+
+std::vector<float> Mamba3BlockInference::forward(const TensorView& x, Mamba3State* state,
+                                                 Mamba3Reports* reports) const {
+  return call(x, state, reports, false, false);
+}
+
+std::vector<float> Mamba3BlockInference::step(const TensorView& x, Mamba3State* state,
+                                              Mamba3Reports* reports) const {
+  return call(x, state, reports, true, false);
+}
+
+std::vector<float> Mamba3BlockInference::forward_reference(const TensorView& x, Mamba3State* state,
+                                                           Mamba3Reports* reports) const {
+  return call(x, state, reports, false, true);
+}
+
+std::vector<float> Mamba3BlockInference::step_reference(const TensorView& x, Mamba3State* state,
+                                                        Mamba3Reports* reports) const {
+  return call(x, state, reports, true, true);
+}
+
+void Mamba3BlockInference::backward() const {
+  throw_not_implemented(
+      "samebits Mamba3BlockInference.backward: inference is forward only; the backward pass runs on the GPU "
+      "block class over a training binding");
+}
+
+}  // namespace samebits

@@ -1,0 +1,79 @@
+// Mamba-3 block construction and the refusals every call runs before any arithmetic.
+#include "blocks/mamba3_block.hpp"
+
+#include <string>
+#include <utility>
+
+#include "blocks/block_support.hpp"
+#include "core/errors.hpp"
+#include "numerics/mamba3_kernels.hpp"
+
+namespace samebits::blocks {
+
+using namespace mamba3;
+
+namespace {
+
+// The first non-finite element as "NaN in <name> at flat index <i> REFUSED", or empty.
+std::string non_finite_message(const float* data, std::int64_t count, const std::string& name) {
+  if (!mamba3_kernels::any_non_finite(data, count)) return {};
+  try {
+    refuse_non_finite(data, count, "", name);
+  } catch (const Error& e) {
+    return std::string(e.what()).substr(2);  // drop the empty "<what>: " prefix
+  }
+  return {};
+}
+
+// Refuses the first non-finite element by name; the fast scan keeps the common all-finite case cheap.
+void refuse_array(const float* data, std::int64_t count, const char* entry, const std::string& name) {
+  if (mamba3_kernels::any_non_finite(data, count)) refuse_non_finite(data, count, entry, name);
+}
+
+}  // namespace
+
+Mamba3Block::Mamba3Block(Mamba3Weights weights) : weights_(std::move(weights)) {
+  const std::int64_t d_model = static_cast<std::int64_t>(weights_.block_norm().size());
+  dims_ = Mamba3Dims::of(d_model);
+  const auto specs = mamba3_tensors(dims_);
+  for (int i = 0; i < kMamba3TensorCount; ++i) {
+    if (static_cast<std::int64_t>(weights_.tensors[i].size()) != specs[i].elements())
+      throw_value_error(std::string("Mamba3Block: ") + specs[i].name + " holds " +
+                        std::to_string(weights_.tensors[i].size()) + " values, want " +
+                        std::to_string(specs[i].elements()));
+  }
+  for (int i = 0; i < kMamba3TensorCount && weight_refusal_.empty(); ++i)
+    weight_refusal_ = non_finite_message(weights_.tensors[i].data(), specs[i].elements(), specs[i].name);
+  packed_in_proj_ = gemm::PackedRhs::from_transposed(weights_.in_proj().data(), dims_.d_in_proj, d_model);
+  packed_out_proj_ = gemm::PackedRhs::from_transposed(weights_.out_proj().data(), d_model, dims_.d_inner);
+}
+
+void Mamba3Block::refuse(const float* x, std::int64_t B, std::int64_t L, const Mamba3State& state,
+                         const char* entry) const {
+  const std::string where = entry;
+  if (state.heads() != dims_.heads || state.batch() != B)
+    throw_value_error(where + ": the state holds batch " + std::to_string(state.batch()) + " x " +
+                      std::to_string(state.heads()) + " heads but the call has B = " + std::to_string(B) +
+                      " x " + std::to_string(dims_.heads) + " heads");
+  const std::int64_t q0 = state.buffered_tokens;
+  if (q0 < 0 || q0 > kChunk)
+    throw_value_error(
+        "mamba3: buf_len must be in [0, 64] (inclusive: the buffer holds 1..64 rows after any call "
+        "and 0 only before the first token), got " +
+        std::to_string(q0) + "; the state and this call disagree");
+  if (B < 1 || L < 1) throw_value_error("mamba3: B and L must be positive");
+  if (state.pending && q0 != 0)
+    throw_value_error("Mamba3State.set_input_states: the state is mid-sequence (buf_len = " +
+                      std::to_string(q0) + "); Input_States only has upstream meaning on a fresh state");
+  refuse_array(x, B * L * dims_.d_model, entry, "x");
+  if (!weight_refusal_.empty()) throw_value_error(where + ": " + weight_refusal_);
+  for (int p = 0; p < 8; ++p)
+    refuse_array(state.piece(p), state.piece_elements(p), entry,
+                 std::string("state.") + Mamba3State::piece_name(p));
+  if (state.pending)
+    for (int p = 8; p < 10; ++p)
+      refuse_array(state.piece(p), state.piece_elements(p), entry,
+                   std::string("state.") + Mamba3State::piece_name(p));
+}
+
+}  // namespace samebits::blocks

@@ -1,0 +1,454 @@
+// Mamba-3 fast path: blocks.md 3.3 with the same bits as the twin, computing only what the call emits.
+//
+// The literal schedule re-runs the whole last working chunk on every call. Here the rows that emit
+// outputs are the only rows whose attention (S, Lseg, Yi) and state read-out are computed; buffered rows
+// contribute their kept values (rotated k, v, dt, sig, adt from the state) and the open chunk's running
+// sums (dacs, the Lseg column sums) from the state's decode cache, which is re-derived whenever the
+// buffer's adt rows no longer match it. A decode step therefore costs O(chunk) per head, flat in the
+// position, except once every 64 tokens when the full chunk is sealed into h.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "blocks/mamba3_block.hpp"
+#include "blocks/mamba3_chunk.hpp"
+#include "blocks/mamba3_scalar.hpp"
+#include "core/aligned_buffer.hpp"
+#include "core/thread_pool.hpp"
+#include "numerics/fp.hpp"
+#include "numerics/gemm.hpp"
+#include "numerics/mamba3_kernels.hpp"
+#include "numerics/primitives.hpp"
+#include "numerics/rmsnorm.hpp"
+#include "numerics/vector_math.hpp"
+
+namespace samebits::blocks {
+
+using namespace mamba3;
+using fp::F;
+using fp::MUL;
+
+namespace {
+
+using namespace mamba3_chunk;
+// Up to this many output rows in a chunk run row by row through the chain kernels (no packing); more
+// rows run as packed GEMMs. Both give the GEMM profile's cells.
+constexpr std::int64_t kKernelRows = 4;
+
+// Sizes a per-thread array for this call (contents are overwritten before they are read).
+void sized(std::vector<float>& values, std::int64_t count) { values.resize(static_cast<std::size_t>(count)); }
+
+// One call's arrays, kept per thread between calls so a large prefill does not fault in fresh pages.
+struct CallArrays {
+  std::vector<float> normed, proj, dt, sig, adt, gamma, pre_dt, pre_sig, bn, cn, rate, angle, theta_after,
+      cosines, sines, rotq, rotk, qb, kb, qkdot, gate, out;
+};
+
+CallArrays& call_arrays() {
+  thread_local CallArrays arrays;
+  return arrays;
+}
+
+// One call of the block: the per-token stages, the per-(b, h) chunk schedule, the buffer update.
+class ForwardCall {
+ public:
+  ForwardCall(const Mamba3Block& block, const gemm::PackedRhs& in_proj, const gemm::PackedRhs& out_proj,
+              const float* x, std::int64_t B, std::int64_t L, Mamba3State& state, float* y)
+      : d_(block.dims()),
+        w_(block.weights()),
+        in_proj_(in_proj),
+        out_proj_(out_proj),
+        x_(x),
+        B_(B),
+        L_(L),
+        M_(B * L),
+        H_(d_.heads),
+        state_(state),
+        y_(y),
+        q0_(state.buffered_tokens),
+        T_(q0_ + L),
+        nc_(std::max<std::int64_t>(1, (T_ + Q - 1) / Q)) {}
+
+  void run() {
+    token_stage();
+    angle_stage();
+    rotation_stage();
+    prepare_open_chunk_cache();
+    sized(gate_, M_ * d_.d_inner);
+    parallel_for(B_ * H_, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t bh = begin; bh < end; ++bh) head_schedule(bh / H_, bh % H_);
+    });
+    if (state_.pending) {
+      state_.pending = false;
+      std::fill_n(state_.pending_k(), state_.piece_elements(8), 0.0f);
+      std::fill_n(state_.pending_v(), state_.piece_elements(9), 0.0f);
+    }
+    output_stage();
+    update_buffer();
+  }
+
+ private:
+  // Working-row accessors for (b, t, h): buffered rows t < q0 live in the state, new rows in this call.
+  std::int64_t new_row(std::int64_t b, std::int64_t t) const { return b * L_ + (t - q0_); }
+  std::int64_t buf_row(std::int64_t b, std::int64_t t, std::int64_t h) const { return (b * Q + t) * H_ + h; }
+  float dt_at(std::int64_t b, std::int64_t t, std::int64_t h) const {
+    return t < q0_ ? state_.buffer_dt()[buf_row(b, t, h)] : dt_[new_row(b, t) * H_ + h];
+  }
+  float sig_at(std::int64_t b, std::int64_t t, std::int64_t h) const {
+    return t < q0_ ? state_.buffer_sig()[buf_row(b, t, h)] : sig_[new_row(b, t) * H_ + h];
+  }
+  float adt_at(std::int64_t b, std::int64_t t, std::int64_t h) const {
+    return t < q0_ ? state_.buffer_adt()[buf_row(b, t, h)] : adt_[new_row(b, t) * H_ + h];
+  }
+  const float* rotk_at(std::int64_t b, std::int64_t t, std::int64_t h) const {
+    return t < q0_ ? state_.buffer_krot() + buf_row(b, t, h) * N
+                   : rotk_.data() + (new_row(b, t) * H_ + h) * N;
+  }
+  const float* v_at(std::int64_t b, std::int64_t t, std::int64_t h) const {
+    return t < q0_ ? state_.buffer_v() + buf_row(b, t, h) * P
+                   : proj_.data() + new_row(b, t) * d_.d_in_proj + d_.col_x() + h * P;
+  }
+  // Step 7: scale_t = gamma_t + beta'_t, beta' from the next working row when it exists.
+  float scale_at(std::int64_t b, std::int64_t t, std::int64_t h) const {
+    const float gamma = gamma_of(dt_at(b, t, h), sig_at(b, t, h));
+    const float beta = t + 1 < T_ ? beta_prime_of(dt_at(b, t + 1, h), sig_at(b, t + 1, h)) : 0.0f;
+    return F(gamma + beta);
+  }
+
+  // Steps 2-4 and 6 for the new tokens, vectorized over tokens and heads.
+  void token_stage() {
+    const std::int64_t dm = d_.d_model, dip = d_.d_in_proj;
+    std::vector<float>& normed = a_.normed;
+    sized(normed, M_ * dm);
+    norm::rmsnorm(x_, w_.block_norm().data(), normed.data(), M_, dm, kNormEps);
+    sized(proj_, M_ * dip);
+    gemm::gemm_packed({normed.data(), dm, 1}, M_, in_proj_, proj_.data());
+
+    sized(dt_, M_ * H_);
+    sized(sig_, M_ * H_);
+    sized(adt_, M_ * H_);
+    sized(gamma_, M_ * H_);
+    std::vector<float>&pre_dt = a_.pre_dt, &pre_sig = a_.pre_sig;
+    sized(pre_dt, M_ * H_);
+    sized(pre_sig, M_ * H_);
+    for (std::int64_t m = 0; m < M_; ++m)
+      for (std::int64_t h = 0; h < H_; ++h) {
+        const float* row = proj_.data() + m * dip;
+        pre_dt[m * H_ + h] = F(F(row[d_.col_dt() + h]) + F(w_.dt_bias()[h]));
+        pre_sig[m * H_ + h] = F(row[d_.col_trap() + h]);
+      }
+    vmath::softplus(pre_dt.data(), dt_.data(), dt_.size());
+    vmath::sigmoid(pre_sig.data(), sig_.data(), sig_.size());
+    for (std::int64_t m = 0; m < M_; ++m)
+      for (std::int64_t h = 0; h < H_; ++h) {
+        const std::int64_t i = m * H_ + h;
+        dt_[i] = F(dt_[i]);
+        sig_[i] = F(sig_[i]);
+        const float a = heavy_tail_a(proj_[m * dip + d_.col_a() + h]);
+        adt_[i] = F(MUL(F(a), F(dt_[i])));
+        gamma_[i] = gamma_of(dt_[i], sig_[i]);
+      }
+
+    // Step 4: B / C RMSNorm over the 128 columns of each token.
+    sized(bn_, M_ * N);
+    sized(cn_, M_ * N);
+    for (std::int64_t m = 0; m < M_; ++m) {
+      std::memcpy(bn_.data() + m * N, proj_.data() + m * dip + d_.col_b(), N * sizeof(float));
+      std::memcpy(cn_.data() + m * N, proj_.data() + m * dip + d_.col_c(), N * sizeof(float));
+    }
+    norm::rmsnorm(bn_.data(), w_.b_norm().data(), bn_.data(), M_, N, kNormEps);
+    norm::rmsnorm(cn_.data(), w_.c_norm().data(), cn_.data(), M_, N, kNormEps);
+
+    // Step 8's per-token rate a = tanh(angle_raw) * pi, shared by every head.
+    sized(rate_, M_ * R);
+    for (std::int64_t m = 0; m < M_; ++m)
+      for (std::int64_t r = 0; r < R; ++r) rate_[m * R + r] = F(proj_[m * dip + d_.col_angle() + r]);
+    vmath::tanh(rate_.data(), rate_.data(), rate_.size());
+    for (float& v : rate_) v = F(MUL(v, kPi));
+  }
+
+  // Step 8: the serial angle recurrence per (b, h), vectorized over its 32 angles.
+  void angle_stage() {
+    sized(angle_, M_ * H_ * R);
+    sized(theta_after_, B_ * H_ * R);
+    parallel_for(B_ * H_, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t bh = begin; bh < end; ++bh) {
+        const std::int64_t b = bh / H_, h = bh % H_;
+        float* run = theta_after_.data() + bh * R;
+        for (std::int64_t r = 0; r < R; ++r) run[r] = F(state_.theta()[bh * R + r]);
+        mamba3_kernels::angle_scan(run, R, rate_.data() + b * L_ * R, R, dt_.data() + b * L_ * H_ + h, H_, L_,
+                                   angle_.data() + (b * L_ * H_ + h) * R, H_ * R);
+      }
+    });
+  }
+
+  // Steps 9-10: biased q / k, the interleaved rotation of the first 32 pairs, and the diagonal q.k.
+  void rotation_stage() {
+    const std::int64_t rows = M_ * H_;
+    std::vector<float>&cosines = a_.cosines, &sines = a_.sines;
+    sized(cosines, rows * R);
+    sized(sines, rows * R);
+    vmath::cos(angle_.data(), cosines.data(),
+               cosines.size());  // F(angle) is the identity: angles are flushed
+    vmath::sin(angle_.data(), sines.data(), sines.size());
+    sized(rotq_, rows * N);
+    sized(rotk_, rows * N);
+    std::vector<float>&qb = a_.qb, &kb = a_.kb;
+    sized(qb, rows * N);
+    sized(kb, rows * N);
+    parallel_for(
+        rows,
+        [&](std::int64_t begin, std::int64_t end) {
+          for (std::int64_t i = begin; i < end; ++i) {
+            const std::int64_t m = i / H_, h = i % H_;
+            mamba3_kernels::bias_rotate(bn_.data() + m * N, w_.b_bias().data() + h * N,
+                                        cosines.data() + i * R, sines.data() + i * R, R, N, kb.data() + i * N,
+                                        rotk_.data() + i * N);
+            mamba3_kernels::bias_rotate(cn_.data() + m * N, w_.c_bias().data() + h * N,
+                                        cosines.data() + i * R, sines.data() + i * R, R, N, qb.data() + i * N,
+                                        rotq_.data() + i * N);
+          }
+        },
+        64);
+    sized(qkdot_, rows);
+    mamba3_kernels::dot_chains(qb.data(), N, kb.data(), N, rows, N, qkdot_.data());
+    for (std::int64_t i = 0; i < rows; ++i) qkdot_[i] = F(MUL(F(qkdot_[i]), gamma_[i]));
+  }
+
+  // The open chunk's running sums are taken from the decode cache when it still describes the buffer;
+  // otherwise they are rebuilt from buffer_adt (steps 12-13 over the buffered rows).
+  void prepare_open_chunk_cache() {
+    auto& cache = state_.open_chunk_cache();
+    if (q0_ == 0) return;
+    bool current = cache.valid && cache.rows == q0_;
+    for (std::int64_t bh = 0; current && bh < B_ * H_; ++bh)
+      for (std::int64_t t = 0; t < q0_; ++t)
+        if (fp::bits(cache.adt[bh * Q + t]) != fp::bits(state_.buffer_adt()[buf_row(bh / H_, t, bh % H_)])) {
+          current = false;
+          break;
+        }
+    if (current) return;
+    for (std::int64_t bh = 0; bh < B_ * H_; ++bh) {
+      const std::int64_t b = bh / H_, h = bh % H_;
+      float* adt = cache.adt.data() + bh * Q;
+      float* dacs = cache.dacs.data() + bh * Q;
+      float* colacc = cache.colacc.data() + bh * Q;
+      for (std::int64_t t = 0; t < q0_; ++t) {
+        adt[t] = state_.buffer_adt()[buf_row(b, t, h)];
+        extend_open_chunk(dacs, colacc, t, F(adt[t]));
+      }
+    }
+    cache.valid = true;
+    cache.rows = q0_;
+  }
+
+  // Steps 11-16 for one (batch row, head), chunk by chunk. h_enter is the state entering the current chunk:
+  // state.h itself for chunk 0, then the scratch copy each fold produces.
+  void head_schedule(std::int64_t b, std::int64_t h) {
+    HeadScratch& s = head_scratch();
+    const std::int64_t bh = b * H_ + h;
+    float* h_state = state_.h() + bh * P * N;
+    if (state_.pending) apply_pending(b, h, h_state);
+    const float* h_enter = h_state;
+    auto& cache = state_.open_chunk_cache();
+    if (q0_ > 0) {
+      std::memcpy(s.dacs, cache.dacs.data() + bh * Q, q0_ * sizeof(float));
+      std::memcpy(s.colacc, cache.colacc.data() + bh * Q, q0_ * sizeof(float));
+    }
+    for (std::int64_t c = 0; c < nc_; ++c) {
+      const std::int64_t c0 = c * Q, real = std::min(Q, T_ - c0), first = c == 0 ? q0_ : 0;
+      const bool fold = c + 1 < nc_;  // the last chunk is folded only for the reports (reports_of)
+      const bool packed = real - first > kKernelRows;
+      // The sealed boundary: the state entering the last working chunk.
+      if (c > 0 && c + 1 == nc_) std::memcpy(h_state, h_enter, P * N * sizeof(float));
+      // Step 7's scales of the chunk's rows; step 11's scaled k rows are stored only for the packed
+      // products and the fold (row-by-row outputs scale k inside their chains).
+      for (std::int64_t i = 0; i < real; ++i) s.scale[i] = scale_at(b, c0 + i, h);
+      if (packed || fold) {  // (rows past `real` are read only by the packed S product)
+        for (std::int64_t i = 0; i < real; ++i)
+          mamba3_kernels::scaled_copy(rotk_at(b, c0 + i, h), s.scale[i], s.kscale.data() + i * N, N);
+        std::memset(s.kscale.data() + real * N, 0, (Q - real) * N * sizeof(float));
+      }
+      // Steps 12-13 for the rows this call adds; Lseg rows only for rows that emit outputs.
+      for (std::int64_t i = first; i < real; ++i) {
+        extend_open_chunk(s.dacs, s.colacc, i, F(adt_at(b, c0 + i, h)));
+        float* lrow = s.lseg.data() + (i - first) * Q;
+        std::memcpy(lrow, s.colacc, i * sizeof(float));
+        vmath::exp(lrow, lrow, static_cast<std::size_t>(i));
+      }
+      for (std::int64_t i = real; i < Q; ++i) s.dacs[i] = s.dacs[real - 1];
+      if (real > first) {
+        if (packed)
+          packed_chunk_outputs(b, h, c0, first, real, h_enter, s);
+        else
+          row_chunk_outputs(b, h, c0, first, real, h_enter, s);
+        chunk_epilogue(b, h, c0, first, real, s);
+      }
+      if (fold) {
+        if (h_enter != s.h_run.data()) std::memcpy(s.h_run.data(), h_enter, P * N * sizeof(float));
+        fold_chunk(b, h, c0, real, s);
+        h_enter = s.h_run.data();
+      }
+    }
+    // The last working chunk is the open chunk of the next call: keep its running sums.
+    const std::int64_t keep = T_ - (nc_ - 1) * Q;
+    for (std::int64_t i = 0; i < keep; ++i) cache.adt[bh * Q + i] = adt_at(b, (nc_ - 1) * Q + i, h);
+    std::memcpy(cache.dacs.data() + bh * Q, s.dacs, keep * sizeof(float));
+    std::memcpy(cache.colacc.data() + bh * Q, s.colacc, keep * sizeof(float));
+  }
+
+  // Step 14: the pending Input_States correction (only on a fresh state, so row 0 is a new token).
+  void apply_pending(std::int64_t b, std::int64_t h, float* h_state) const {
+    const std::int64_t bh = b * H_ + h;
+    const float csc = beta_prime_of(dt_at(b, 0, h), sig_at(b, 0, h));
+    for (std::int64_t p = 0; p < P; ++p) {
+      const float pv = F(state_.pending_v()[bh * P + p]);
+      for (std::int64_t n = 0; n < N; ++n) {
+        float& cell = h_state[p * N + n];
+        cell = F(F(cell) + F(MUL(F(MUL(pv, F(state_.pending_k()[bh * N + n]))), csc)));
+      }
+    }
+  }
+
+  // Step 16's products for the chunk's rows [first, real) as packed GEMMs (prefill-sized row counts):
+  // S = rotq kscale^T, the masked decay Mm, Yi = Mm V, and the state read-out rotq h_enter^T.
+  void packed_chunk_outputs(std::int64_t b, std::int64_t h, std::int64_t c0, std::int64_t first,
+                            std::int64_t real, const float* h_enter, HeadScratch& s) {
+    const std::int64_t rows = real - first;
+    const gemm::LhsView q_rows{rotq_.data() + (new_row(b, c0 + first) * H_ + h) * N, H_ * N, 1};
+    const gemm::PackedRhs k_packed = gemm::PackedRhs::from_transposed(s.kscale.data(), Q, N);
+    gemm::gemm_packed(q_rows, rows, k_packed, s.scores.data());
+    for (std::int64_t r = 0; r < rows; ++r)
+      mask_decay(first + r, s.scores.data() + r * Q, s.lseg.data() + r * Q, s.mixed.data() + r * Q);
+    for (std::int64_t i = 0; i < Q; ++i) {
+      float* dst = s.v_chunk.data() + i * P;
+      if (i < real)
+        std::memcpy(dst, v_at(b, c0 + i, h), P * sizeof(float));
+      else
+        std::memset(dst, 0, P * sizeof(float));
+    }
+    const gemm::PackedRhs v_packed = gemm::PackedRhs::from_row_major(s.v_chunk.data(), Q, P);
+    gemm::gemm_packed({s.mixed.data(), Q, 1}, rows, v_packed, s.y_intra.data());
+    const gemm::PackedRhs h_packed = gemm::PackedRhs::from_transposed(h_enter, P, N);
+    gemm::gemm_packed(q_rows, rows, h_packed, s.y_state.data());
+  }
+
+  // The same cells one row at a time (decode-sized row counts): the rows of S below the diagonal, the
+  // full 64-step Yi chains (padding included, as the GEMM runs them) and the state read-out.
+  void row_chunk_outputs(std::int64_t b, std::int64_t h, std::int64_t c0, std::int64_t first,
+                         std::int64_t real, const float* h_enter, HeadScratch& s) {
+    alignas(64) static const float zero_row[P] = {};
+    const float* v_rows[Q];
+    for (std::int64_t j = 0; j < Q; ++j) v_rows[j] = j < real ? v_at(b, c0 + j, h) : zero_row;
+    for (std::int64_t r = 0; r < real - first; ++r) {
+      const std::int64_t i = first + r;
+      const float* q = rotq_.data() + (new_row(b, c0 + i) * H_ + h) * N;
+      // S[i][j] for j < i: the buffered rows (state) and the new rows (this call) are two strided runs.
+      const std::int64_t buffered = std::min(i, std::max<std::int64_t>(q0_ - c0, 0));
+      if (buffered > 0)
+        mamba3_kernels::scaled_dot_chains(q, rotk_at(b, c0, h), H_ * N, s.scale, buffered, N,
+                                          s.scores.data());
+      if (i > buffered)
+        mamba3_kernels::scaled_dot_chains(q, rotk_at(b, c0 + buffered, h), H_ * N, s.scale + buffered,
+                                          i - buffered, N, s.scores.data() + buffered);
+      float* mixed = s.mixed.data() + r * Q;
+      mask_decay(i, s.scores.data(), s.lseg.data() + r * Q, mixed);
+      mamba3_kernels::axpy_chains(mixed, 1, v_rows, Q, P, s.y_intra.data() + r * P);
+      mamba3_kernels::dot_chains(q, 0, h_enter, N, P, N, s.y_state.data() + r * P);
+    }
+  }
+
+  // Mm[i][j] = F(MUL(F(S[i][j]), F(Lseg[i][j]))) below the diagonal, +0.0 elsewhere.
+  static void mask_decay(std::int64_t i, const float* score, const float* lrow, float* mixed) {
+    for (std::int64_t j = 0; j < i; ++j) mixed[j] = F(MUL(F(score[j]), F(lrow[j])));
+    std::fill(mixed + i, mixed + Q, 0.0f);
+  }
+
+  // Step 16's tail for rows [first, real): state term, D skip and the SiLU gate.
+  void chunk_epilogue(std::int64_t b, std::int64_t h, std::int64_t c0, std::int64_t first, std::int64_t real,
+                      HeadScratch& s) {
+    const std::int64_t rows = real - first, m0 = new_row(b, c0 + first), dip = d_.d_in_proj;
+    for (std::int64_t r = 0; r < rows; ++r) s.e_row[r] = F(s.dacs[first + r]);
+    vmath::exp(s.e_row.data(), s.e_row.data(), static_cast<std::size_t>(rows));
+    for (std::int64_t r = 0; r < rows; ++r)
+      vmath::flush(proj_.data() + (m0 + r) * dip + d_.col_z() + h * P, s.z.data() + r * P, P);
+    vmath::silu(s.z.data(), s.silu_z.data(), static_cast<std::size_t>(rows * P));
+    const float d_skip = F(w_.d_skip()[h]);
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const std::int64_t m = m0 + r;
+      const float e = F(s.e_row[r]);
+      const float tv = F(d_skip + qkdot_[m * H_ + h]);
+      mamba3_kernels::gate_row(s.y_state.data() + r * P, s.y_intra.data() + r * P, e, tv,
+                               proj_.data() + m * dip + d_.col_x() + h * P, s.silu_z.data() + r * P,
+                               gate_.data() + m * d_.d_inner + h * P, P);
+    }
+  }
+
+  // Step 15 for one chunk of this call's working rows.
+  void fold_chunk(std::int64_t b, std::int64_t h, std::int64_t c0, std::int64_t real, HeadScratch& s) {
+    const float* v_rows[Q];
+    for (std::int64_t i = 0; i < real; ++i) v_rows[i] = v_at(b, c0 + i, h);
+    fold_rows(s, v_rows, real);
+  }
+
+  // Step 17: out_proj and the residual.
+  void output_stage() {
+    const std::int64_t dm = d_.d_model;
+    std::vector<float>& out = a_.out;
+    sized(out, M_ * dm);
+    gemm::gemm_packed({gate_.data(), d_.d_inner, 1}, M_, out_proj_, out.data());
+    for (std::int64_t i = 0; i < M_ * dm; ++i) y_[i] = F(F(x_[i]) + out[i]);
+  }
+
+  // Step 18: theta, and the last working chunk's rows (only new rows change: when no chunk was sealed
+  // the buffered rows stay where they are).
+  void update_buffer() {
+    std::memcpy(state_.theta(), theta_after_.data(), theta_after_.size() * sizeof(float));
+    const std::int64_t start = (nc_ - 1) * Q;
+    for (std::int64_t b = 0; b < B_; ++b)
+      for (std::int64_t t = std::max(start, q0_); t < T_; ++t) {
+        const std::int64_t m = new_row(b, t), slot = t - start;
+        std::memcpy(state_.buffer_qrot() + buf_row(b, slot, 0) * N, rotq_.data() + m * H_ * N,
+                    H_ * N * sizeof(float));
+        std::memcpy(state_.buffer_krot() + buf_row(b, slot, 0) * N, rotk_.data() + m * H_ * N,
+                    H_ * N * sizeof(float));
+        for (std::int64_t h = 0; h < H_; ++h) {
+          std::memcpy(state_.buffer_v() + buf_row(b, slot, h) * P, v_at(b, t, h), P * sizeof(float));
+          state_.buffer_dt()[buf_row(b, slot, h)] = dt_[m * H_ + h];
+          state_.buffer_sig()[buf_row(b, slot, h)] = sig_[m * H_ + h];
+          state_.buffer_adt()[buf_row(b, slot, h)] = adt_[m * H_ + h];
+        }
+      }
+    state_.buffered_tokens = T_ - start;
+    auto& cache = state_.open_chunk_cache();
+    cache.valid = true;
+    cache.rows = state_.buffered_tokens;
+  }
+
+  const Mamba3Dims& d_;
+  const Mamba3Weights& w_;
+  const gemm::PackedRhs& in_proj_;
+  const gemm::PackedRhs& out_proj_;
+  const float* x_;
+  const std::int64_t B_, L_, M_, H_;
+  Mamba3State& state_;
+  float* y_;
+  const std::int64_t q0_, T_, nc_;
+
+  CallArrays& a_ = call_arrays();
+  std::vector<float>&proj_ = a_.proj, &dt_ = a_.dt, &sig_ = a_.sig, &adt_ = a_.adt, &gamma_ = a_.gamma;
+  std::vector<float>&bn_ = a_.bn, &cn_ = a_.cn, &rate_ = a_.rate, &angle_ = a_.angle,
+  &theta_after_ = a_.theta_after;
+  std::vector<float>&rotq_ = a_.rotq, &rotk_ = a_.rotk, &qkdot_ = a_.qkdot, &gate_ = a_.gate;
+};
+
+}  // namespace
+
+void Mamba3Block::forward(const float* x, std::int64_t B, std::int64_t L, Mamba3State& state, float* y,
+                          Mamba3Reports* reports, const char* entry) const {
+  refuse(x, B, L, state, entry);
+  ForwardCall(*this, packed_in_proj_, packed_out_proj_, x, B, L, state, y).run();
+  if (reports != nullptr) *reports = reports_of(state);
+}
+
+}  // namespace samebits::blocks

@@ -1,0 +1,141 @@
+// Mamba-3 dims, the weight table and the carried state (allocation, clone, Input_States).
+#include <cstring>
+
+#include "blocks/mamba3_block.hpp"
+#include "core/errors.hpp"
+
+namespace samebits::blocks {
+
+using namespace mamba3;
+
+Mamba3Dims Mamba3Dims::of(std::int64_t d_model) {
+  if (d_model < kDModelStep || d_model % kDModelStep != 0)
+    throw_value_error("Mamba3Dims: d_model must be a positive multiple of 32, got " +
+                      std::to_string(d_model));
+  Mamba3Dims dims;
+  dims.d_model = d_model;
+  dims.d_inner = 2 * d_model;
+  dims.heads = dims.d_inner / kHeadDim;
+  dims.d_in_proj = 2 * dims.d_inner + 2 * kStateDim + 3 * dims.heads + kAngles;
+  return dims;
+}
+
+std::int64_t Mamba3TensorSpec::elements() const {
+  std::int64_t count = 1;
+  for (auto d : shape) count *= d;
+  return count;
+}
+
+std::vector<Mamba3TensorSpec> mamba3_tensors(const Mamba3Dims& dims) {
+  const std::int64_t dm = dims.d_model, H = dims.heads;
+  return {{"block_norm.weight", {dm}},
+          {"in_proj.weight", {dims.d_in_proj, dm}},
+          {"dt_bias", {H}},
+          {"B_norm.weight", {kStateDim}},
+          {"C_norm.weight", {kStateDim}},
+          {"B_bias", {H, kStateDim}},
+          {"C_bias", {H, kStateDim}},
+          {"D", {H}},
+          {"out_proj.weight", {dm, dims.d_inner}}};
+}
+
+namespace {
+void zeros(AlignedBuffer<float>& buffer, std::int64_t count) {
+  buffer.assign_zero(static_cast<std::size_t>(count));
+}
+}  // namespace
+
+Mamba3State::Mamba3State(std::int64_t batch, std::int64_t heads) : batch_(batch), heads_(heads) {
+  if (batch < 1) throw_value_error("Mamba3State: batch_size must be positive, got " + std::to_string(batch));
+  if (heads < 1) throw_value_error("Mamba3State: heads must be positive, got " + std::to_string(heads));
+  for (int p = 0; p < kPieceCount; ++p) zeros(*buffer_of(p), piece_elements(p));
+  const std::int64_t per_head = batch * heads * kChunk;
+  zeros(cache_.adt, per_head);
+  zeros(cache_.dacs, per_head);
+  zeros(cache_.colacc, per_head);
+}
+
+Mamba3State Mamba3State::clone() const {
+  Mamba3State copy;
+  copy.batch_ = batch_;
+  copy.heads_ = heads_;
+  copy.buffered_tokens = buffered_tokens;
+  copy.pending = pending;
+  copy.theta_ = theta_.clone();
+  copy.h_ = h_.clone();
+  copy.buffer_qrot_ = buffer_qrot_.clone();
+  copy.buffer_krot_ = buffer_krot_.clone();
+  copy.buffer_v_ = buffer_v_.clone();
+  copy.buffer_dt_ = buffer_dt_.clone();
+  copy.buffer_sig_ = buffer_sig_.clone();
+  copy.buffer_adt_ = buffer_adt_.clone();
+  copy.pending_k_ = pending_k_.clone();
+  copy.pending_v_ = pending_v_.clone();
+  copy.cache_.valid = cache_.valid;
+  copy.cache_.rows = cache_.rows;
+  copy.cache_.adt = cache_.adt.clone();
+  copy.cache_.dacs = cache_.dacs.clone();
+  copy.cache_.colacc = cache_.colacc.clone();
+  return copy;
+}
+
+const char* Mamba3State::piece_name(int piece) {
+  static const char* const names[kPieceCount] = {"theta",     "h",         "buffer_qrot", "buffer_krot",
+                                                 "buffer_v",  "buffer_dt", "buffer_sig",  "buffer_adt",
+                                                 "pending_k", "pending_v"};
+  return names[piece];
+}
+
+std::vector<std::int64_t> Mamba3State::piece_shape_for(int piece, std::int64_t B, std::int64_t H) {
+  switch (piece) {
+    case 0:
+      return {B, H, kAngles};
+    case 1:
+      return {B, H, kHeadDim, kStateDim};
+    case 2:
+    case 3:
+      return {B, kChunk, H, kStateDim};
+    case 4:
+      return {B, kChunk, H, kHeadDim};
+    case 5:
+    case 6:
+    case 7:
+      return {B, kChunk, H};
+    case 8:
+      return {B, H, kStateDim};
+    case 9:
+      return {B, H, kHeadDim};
+    default:
+      throw_value_error("Mamba3State: no piece " + std::to_string(piece));
+  }
+}
+
+std::int64_t Mamba3State::piece_elements(int piece) const {
+  std::int64_t count = 1;
+  for (auto d : piece_shape(piece)) count *= d;
+  return count;
+}
+
+AlignedBuffer<float>* Mamba3State::buffer_of(int piece) {
+  AlignedBuffer<float>* const buffers[kPieceCount] = {&theta_,     &h_,         &buffer_qrot_, &buffer_krot_,
+                                                      &buffer_v_,  &buffer_dt_, &buffer_sig_,  &buffer_adt_,
+                                                      &pending_k_, &pending_v_};
+  if (piece < 0 || piece >= kPieceCount) throw_value_error("Mamba3State: no piece " + std::to_string(piece));
+  return buffers[piece];
+}
+
+float* Mamba3State::piece(int piece) { return buffer_of(piece)->data(); }
+
+const float* Mamba3State::piece(int piece) const {
+  return const_cast<Mamba3State*>(this)->buffer_of(piece)->data();
+}
+
+void Mamba3State::set_input_states(const float* theta, const float* h, const float* k, const float* v) {
+  std::memcpy(theta_.data(), theta, theta_.size() * sizeof(float));
+  std::memcpy(h_.data(), h, h_.size() * sizeof(float));
+  std::memcpy(pending_k_.data(), k, pending_k_.size() * sizeof(float));
+  std::memcpy(pending_v_.data(), v, pending_v_.size() * sizeof(float));
+  pending = true;
+}
+
+}  // namespace samebits::blocks

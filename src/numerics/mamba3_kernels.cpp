@@ -1,0 +1,172 @@
+// Scalar definitions of the Mamba-3 array kernels and their dispatch to the active SIMD target.
+#include "numerics/mamba3_kernels.hpp"
+
+#include <bit>
+
+#include "numerics/fp.hpp"
+#include "numerics/primitives.hpp"
+#include "numerics/simd_target.hpp"
+
+namespace samebits::mamba3_kernels {
+
+using fp::F;
+
+namespace {
+
+constexpr float kTwoPi = std::bit_cast<float>(0x40C90FDBu);
+
+bool any_non_finite_scalar(const float* x, std::int64_t n) {
+  // A branch-free OR per block lets the compiler vectorize; the early exit is per block.
+  constexpr std::int64_t kBlock = 256;
+  for (std::int64_t begin = 0; begin < n; begin += kBlock) {
+    const std::int64_t end = begin + kBlock < n ? begin + kBlock : n;
+    std::uint32_t bad = 0;
+    for (std::int64_t i = begin; i < end; ++i)
+      bad |= static_cast<std::uint32_t>((fp::bits(x[i]) & fp::kAbsMask) >= fp::kInfBits);
+    if (bad) return true;
+  }
+  return false;
+}
+
+const detail::Kernels& active() {
+#if defined(SAMEBITS_HAVE_SIMD) && (defined(__x86_64__) || defined(__i386__))
+  switch (simd::active_target()) {
+    case simd::Target::Avx512:
+      return detail::avx512_kernels();
+    case simd::Target::Avx2:
+      return detail::avx2_kernels();
+    case simd::Target::Scalar:
+      break;
+  }
+#endif
+  return detail::scalar_kernels();
+}
+
+}  // namespace
+
+void dot_chains_reference(const float* a, std::int64_t a_stride, const float* b, std::int64_t b_stride,
+                          std::int64_t rows, std::int64_t len, float* out) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* ar = a + r * a_stride;
+    const float* br = b + r * b_stride;
+    float acc = 0.0f;
+    for (std::int64_t p = 0; p < len; ++p) acc = F(fp::FMA(F(ar[p]), F(br[p]), acc));
+    out[r] = F(acc);
+  }
+}
+
+void scaled_dot_chains_reference(const float* a, const float* b, std::int64_t b_stride, const float* b_scale,
+                                 std::int64_t rows, std::int64_t len, float* out) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* br = b + r * b_stride;
+    float acc = 0.0f;
+    for (std::int64_t p = 0; p < len; ++p) acc = F(fp::FMA(F(a[p]), F(fp::MUL(F(br[p]), b_scale[r])), acc));
+    out[r] = F(acc);
+  }
+}
+
+void axpy_chains_reference(const float* x, std::int64_t x_stride, const float* const* rows, std::int64_t k,
+                           std::int64_t n, float* out) {
+  for (std::int64_t c = 0; c < n; ++c) {
+    float acc = 0.0f;
+    for (std::int64_t p = 0; p < k; ++p) acc = F(fp::FMA(F(x[p * x_stride]), F(rows[p][c]), acc));
+    out[c] = F(acc);
+  }
+}
+
+void angle_scan_reference(float* run, std::int64_t lanes, const float* rates, std::int64_t rate_stride,
+                          const float* dt, std::int64_t dt_stride, std::int64_t steps, float* out,
+                          std::int64_t out_stride) {
+  for (std::int64_t s = 0; s < steps; ++s) {
+    const float dts = F(dt[s * dt_stride]);
+    for (std::int64_t r = 0; r < lanes; ++r) {
+      const float inc = F(fp::MUL(rates[s * rate_stride + r], dts));
+      const float v = F(run[r] + inc);
+      run[r] = F(fp::FMA(-kTwoPi, prim::detail::floor(fp::DIV(v, kTwoPi)), v));
+      out[s * out_stride + r] = run[r];
+    }
+  }
+}
+
+void scaled_copy_reference(const float* src, float scale, float* dst, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) dst[i] = F(fp::MUL(F(src[i]), scale));
+}
+
+void gate_row_reference(const float* y_state, const float* y_intra, float e, float tv, const float* v,
+                        const float* silu_z, float* gate, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float ys = F(fp::MUL(F(y_state[i]), e));
+    const float y0 = F(ys + y_intra[i]);
+    const float skip = F(y0 + F(fp::MUL(tv, F(v[i]))));
+    gate[i] = F(fp::MUL(F(skip), F(silu_z[i])));
+  }
+}
+
+void bias_rotate_reference(const float* normed, const float* bias, const float* cosines, const float* sines,
+                           std::int64_t pairs, std::int64_t n, float* biased, float* rotated) {
+  for (std::int64_t i = 0; i < n; ++i) biased[i] = F(F(normed[i]) + F(bias[i]));
+  for (std::int64_t j = 0; j < pairs; ++j) {
+    const float c = F(cosines[j]), s = F(sines[j]);
+    const float v0 = biased[2 * j], v1 = biased[2 * j + 1];
+    rotated[2 * j] = F(F(fp::MUL(v0, c)) - F(fp::MUL(v1, s)));
+    rotated[2 * j + 1] = F(F(fp::MUL(v0, s)) + F(fp::MUL(v1, c)));
+  }
+  for (std::int64_t i = 2 * pairs; i < n; ++i) rotated[i] = biased[i];
+}
+
+void decay_accumulate_reference(float* h, float decay, const float* inc, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) h[i] = F(fp::FMA(decay, F(h[i]), F(inc[i])));
+}
+
+namespace detail {
+
+const Kernels& scalar_kernels() {
+  static const Kernels kernels{&any_non_finite_scalar, &dot_chains_reference,  &scaled_dot_chains_reference,
+                               &axpy_chains_reference, &angle_scan_reference,  &scaled_copy_reference,
+                               &gate_row_reference,    &bias_rotate_reference, &decay_accumulate_reference};
+  return kernels;
+}
+
+}  // namespace detail
+
+bool any_non_finite(const float* x, std::int64_t n) { return active().any_non_finite(x, n); }
+
+void dot_chains(const float* a, std::int64_t a_stride, const float* b, std::int64_t b_stride,
+                std::int64_t rows, std::int64_t len, float* out) {
+  active().dot_chains(a, a_stride, b, b_stride, rows, len, out);
+}
+
+void scaled_dot_chains(const float* a, const float* b, std::int64_t b_stride, const float* b_scale,
+                       std::int64_t rows, std::int64_t len, float* out) {
+  active().scaled_dot_chains(a, b, b_stride, b_scale, rows, len, out);
+}
+
+void axpy_chains(const float* x, std::int64_t x_stride, const float* const* rows, std::int64_t k,
+                 std::int64_t n, float* out) {
+  active().axpy_chains(x, x_stride, rows, k, n, out);
+}
+
+void angle_scan(float* run, std::int64_t lanes, const float* rates, std::int64_t rate_stride, const float* dt,
+                std::int64_t dt_stride, std::int64_t steps, float* out, std::int64_t out_stride) {
+  active().angle_scan(run, lanes, rates, rate_stride, dt, dt_stride, steps, out, out_stride);
+}
+
+void scaled_copy(const float* src, float scale, float* dst, std::int64_t n) {
+  active().scaled_copy(src, scale, dst, n);
+}
+
+void gate_row(const float* y_state, const float* y_intra, float e, float tv, const float* v,
+              const float* silu_z, float* gate, std::int64_t n) {
+  active().gate_row(y_state, y_intra, e, tv, v, silu_z, gate, n);
+}
+
+void bias_rotate(const float* normed, const float* bias, const float* cosines, const float* sines,
+                 std::int64_t pairs, std::int64_t n, float* biased, float* rotated) {
+  active().bias_rotate(normed, bias, cosines, sines, pairs, n, biased, rotated);
+}
+
+void decay_accumulate(float* h, float decay, const float* inc, std::int64_t n) {
+  active().decay_accumulate(h, decay, inc, n);
+}
+
+}  // namespace samebits::mamba3_kernels
