@@ -12,6 +12,7 @@
 
 #include "array_convert.hpp"
 #include "bindings.hpp"
+#include "samba_convert.hpp"
 #include "core/errors.hpp"
 #include "io/json.hpp"
 #include "io/samba_checkpoint.hpp"
@@ -104,10 +105,6 @@ nb::object parsed_or_none(const std::string& canonical) {
   return canonical.empty() ? nb::none() : to_python(json::parse(canonical));
 }
 
-models::SambaConfig config_of(const nb::dict& fields) {
-  return io::samba_config_from_json(to_value(fields, 0));
-}
-
 nb::tuple shape_tuple(const std::vector<std::int64_t>& shape) {
   nb::list dims;
   for (std::int64_t d : shape) dims.append(nb::int_(d));
@@ -168,20 +165,22 @@ nb::dict weight_dict(io::SambaCheckpoint& checkpoint) {
 
 }  // namespace
 
+models::SambaConfig samba_config_of(const nb::dict& fields) { return io::samba_config_from_json(to_value(fields, 0)); }
+
 void bind_samba_io(nb::module_& m) {
   // The SambaConfig rules. `fields` holds the constructor's ten values after Python's int()/str()/bool()
   // /float() (samebits/_samba_config.py does those); the result is to_dict() of the validated config.
   m.def("samba_config_validate",
-        [](const nb::dict& fields) { return to_python(io::samba_config_to_json(config_of(fields))); });
+        [](const nb::dict& fields) { return to_python(io::samba_config_to_json(samba_config_of(fields))); });
   m.def("samba_config_registry", [](const nb::dict& fields) {
-    models::SambaRegistry registry = config_of(fields).registry();
+    models::SambaRegistry registry = samba_config_of(fields).registry();
     if (!registry.exact)
       throw_value_error("samebits.SambaConfig: the registry's sizes do not fit 64-bit integers");
     return registry_list(registry);
   });
   m.def("samba_config_block_shapes", [](const nb::dict& fields, const std::string& kind) {
     nb::list out;
-    for (const models::TensorSpec& spec : config_of(fields).block_shapes(kind)) {
+    for (const models::TensorSpec& spec : samba_config_of(fields).block_shapes(kind)) {
       out.append(nb::make_tuple(spec.name, shape_tuple(spec.shape)));
     }
     return out;

@@ -39,6 +39,24 @@ std::int64_t TensorView::elements() const {
   return count;
 }
 
+void check_ragged_lengths(const std::vector<std::int64_t>& lengths, std::int64_t batch, std::int64_t length,
+                          const std::string& what) {
+  if (static_cast<std::int64_t>(lengths.size()) != batch)
+    throw_value_error(what + ": lengths has " + std::to_string(lengths.size()) + " entries but the batch has B = " +
+                      std::to_string(batch));
+  for (std::size_t i = 0; i < lengths.size(); ++i)
+    if (lengths[i] < 1 || lengths[i] > length)
+      throw_value_error(what + ": lengths[" + std::to_string(i) + "] = " + std::to_string(lengths[i]) +
+                        " is outside [1, L = " + std::to_string(length) +
+                        "] (right padding: a row has at least one real position and at most L)");
+}
+
+std::string python_name_list(const std::vector<std::string>& names) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < names.size(); ++i) text += (i ? ", '" : "'") + names[i] + "'";
+  return text + "]";
+}
+
 std::string shape_repr(const std::vector<std::int64_t>& shape) {
   std::string text = "(";
   for (std::size_t i = 0; i < shape.size(); ++i) {

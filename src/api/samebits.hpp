@@ -32,6 +32,14 @@ struct TensorView {
 // "(16, 8)" / "(16,)": Python's repr of a shape tuple, as upstream messages print it.
 std::string shape_repr(const std::vector<std::int64_t>& shape);
 
+// Ragged-batch lengths (api.md 11): `batch` entries, each in [1, length]; refused by name with `what`
+// ("samebits TransformerBlock.forward") otherwise.
+void check_ragged_lengths(const std::vector<std::int64_t>& lengths, std::int64_t batch, std::int64_t length,
+                          const std::string& what);
+
+// Python's repr of a list of names: "['a', 'b']".
+std::string python_name_list(const std::vector<std::string>& names);
+
 // Forward-only SmallMLPTrainer network (api.md 1). Immutable after construction; copies share the model.
 class MLPInference {
  public:

@@ -1,0 +1,67 @@
+// Argument helpers of the command-line tool: options anywhere after the command, checked numbers.
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <fstream>
+
+#include "cli.hpp"
+#include "io/samba_checkpoint.hpp"
+
+namespace samebits::cli {
+
+std::optional<std::string> take_option(std::vector<std::string>& args, const std::string& name) {
+  const auto it = std::find(args.begin(), args.end(), name);
+  if (it == args.end()) return std::nullopt;
+  if (it + 1 == args.end()) throw UsageError{name + " needs a value"};
+  std::string value = *(it + 1);
+  args.erase(it, it + 2);
+  return value;
+}
+
+bool take_flag(std::vector<std::string>& args, const std::string& name) {
+  const auto it = std::find(args.begin(), args.end(), name);
+  if (it == args.end()) return false;
+  args.erase(it);
+  return true;
+}
+
+std::int64_t parse_int(const std::string& text, const std::string& option, std::int64_t lo, std::int64_t hi) {
+  char* end = nullptr;
+  errno = 0;
+  const long long value = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || end == text.c_str() || *end != '\0' || errno != 0 || value < lo || value > hi)
+    throw UsageError{option + " must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                     "], got '" + text + "'"};
+  return value;
+}
+
+double parse_double(const std::string& text, const std::string& option, double lo, double hi) {
+  char* end = nullptr;
+  errno = 0;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || end == text.c_str() || *end != '\0' || errno != 0 || !(value >= lo && value <= hi))
+    throw UsageError{option + " must be a number in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got '" +
+                     text + "'"};
+  return value;
+}
+
+CheckpointKind sniff_checkpoint(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return CheckpointKind::Mlp;  // the reader reports the open failure in its own words
+  std::string head(17, '\0');
+  file.read(head.data(), 17);
+  head.resize(static_cast<std::size_t>(file.gcount()));
+  // Any file that starts like the archive magic goes to the Samba reader, which judges the magic itself.
+  if (head.rfind(io::kSambaStreamMagic.substr(0, 15), 0) == 0) return CheckpointKind::Samba;
+  // Both JSON formats end with their schema (canonical key order puts "schema" last).
+  file.clear();
+  file.seekg(0, std::ios::end);
+  const std::streamoff size = file.tellg();
+  const std::streamoff tail = std::min<std::streamoff>(size, 256);
+  std::string end(static_cast<std::size_t>(tail), '\0');
+  file.seekg(size - tail);
+  file.read(end.data(), tail);
+  return end.find("samba-stack") != std::string::npos ? CheckpointKind::Samba : CheckpointKind::Mlp;
+}
+
+}  // namespace samebits::cli

@@ -1,0 +1,31 @@
+// Shared pieces of the samebits command-line tool: the commands and their argument helpers.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace samebits::cli {
+
+// A usage problem: printed as one line plus the usage text, exit code 2.
+struct UsageError {
+  std::string message;
+};
+
+// Pops "--name VALUE" pairs from args (anywhere after the command); returns the value if present.
+std::optional<std::string> take_option(std::vector<std::string>& args, const std::string& name);
+bool take_flag(std::vector<std::string>& args, const std::string& name);
+std::int64_t parse_int(const std::string& text, const std::string& option, std::int64_t lo, std::int64_t hi);
+double parse_double(const std::string& text, const std::string& option, double lo, double hi);
+
+// What kind of checkpoint a file is, judged from its first and last bytes (no full parse).
+enum class CheckpointKind { Mlp, Samba };
+CheckpointKind sniff_checkpoint(const std::string& path);
+
+int command_info(const std::string& path);
+int command_mlp_predict(std::vector<std::string> args);
+int command_generate(std::vector<std::string> args);
+int command_verify(std::vector<std::string> args);
+
+}  // namespace samebits::cli

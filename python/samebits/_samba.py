@@ -1,0 +1,199 @@
+"""SambaInference: the forward-only Samba language model (embedding, Mamba-3 and attention blocks, final
+RMSNorm, tied or untied head) over token ids, bit-exact on the CPU; SambaState carries decoding."""
+
+import os
+
+import numpy as np
+
+from . import _blocks
+from . import lowbit as _lowbit
+from ._mamba3 import Mamba3State
+from ._native import native
+from ._samba_config import SambaConfig, read_samba_checkpoint
+from ._transformer import TransformerState, _state_buffer
+
+PACKAGE = _blocks.PACKAGE
+_CLASS = f"{PACKAGE}.SambaInference"
+_DTYPE_SENTENCE = (
+    "this surface is float32 ONLY (the fp32 profile mojolearn.samba-stack.fp32.v1). bfloat16 and float16 are "
+    "refused BY NAME: a reduced-precision run is not this profile. float64 is refused rather than downcast so "
+    "the bits that ran are the bits you passed. Convert yourself and pass float32."
+)
+
+
+class SambaState:
+    """A decode state: `batch_size`, `max_tokens` and one block state per layer in stack order
+    (`Mamba3State` for a mamba3 layer, `TransformerState` for an attention layer)."""
+
+    def __init__(self, batch_size, max_tokens, layers):
+        self.batch_size = int(batch_size)
+        self.max_tokens = int(max_tokens)
+        self.layers = list(layers)
+
+    def __repr__(self):
+        return f"SambaState(batch_size={self.batch_size}, max_tokens={self.max_tokens}, layers={len(self.layers)})"
+
+
+def _ids(inputs, what, ndims):
+    """Token ids as an integer numpy array of one of the ranks in `ndims` (any integer dtype; the range is
+    checked on the original values before any conversion)."""
+    try:
+        array = np.asarray(memoryview(inputs))
+    except TypeError:
+        array = np.asarray(inputs) if isinstance(inputs, (list, tuple)) else None
+    if array is None or not np.issubdtype(array.dtype, np.integer):
+        kind = type(inputs).__name__ if array is None else array.dtype.name
+        raise TypeError(f"{PACKAGE} {what}: inputs must be integer token ids, got {kind}")
+    if array.ndim not in ndims:
+        raise ValueError(
+            f"{_CLASS}.step: inputs must be (B,) or (B, 1) integer ids"
+            if 1 in ndims
+            else f"{_CLASS}: inputs must be (B, L) integer ids"
+        )
+    return array
+
+
+class SambaInference:
+    """Forward-only Samba language model on the CPU: (B, L) integer ids -> (B, L, vocab) float32 logits.
+
+    Build it from a SambaStack checkpoint with `from_checkpoint`, or from a `SambaConfig` and a dict of
+    weights keyed by the config's registry names (float32, or packed by `samebits.lowbit`; packed weights
+    are materialized exactly). `allocate_state`, `forward(ids, state)` and `step` carry a decode state;
+    a step's logits equal the one-shot forward's at that position, bit for bit.
+    """
+
+    def __init__(self, config, weights):
+        if not isinstance(config, SambaConfig):
+            raise TypeError(f"{_CLASS}: config must be a SambaConfig")
+        if not hasattr(weights, "keys"):
+            raise TypeError(f"{_CLASS}: weights must be a dict keyed by the registry names")
+        weights, self.weight_format = _lowbit.unpack(weights, "SambaInference")
+        registry = config.registry()
+        names = [name for name, _ in registry]
+        missing = [n for n in names if n not in weights]
+        unknown = [n for n in weights if n not in set(names)]
+        if missing or unknown:
+            raise ValueError(f"{_CLASS}: weight dict mismatch; missing {missing!r}, unknown {unknown!r}")
+        arrays = []
+        for name, shape in registry:
+            array = _blocks.float32_strict(weights[name], "SambaInference", name, _DTYPE_SENTENCE)
+            if tuple(array.shape) != tuple(shape):
+                raise ValueError(f"{_CLASS}: {name} has shape {tuple(array.shape)!r}, want {tuple(shape)!r}")
+            if not np.isfinite(array).all():
+                raise ValueError(f"{_CLASS}: {name} is not finite")
+            arrays.append(array)
+        self.config = config
+        self._engine = native().SambaEngine(config.to_dict(), names, arrays, self.weight_format)
+
+    @classmethod
+    def from_checkpoint(cls, path):
+        """Build from a SambaStack checkpoint: the streamed v2 archive or the legacy JSON. Every integrity
+        check runs; schema, profile and registry must match the config. Every refusal is a ValueError."""
+        config, weights, _ = read_samba_checkpoint(os.fsdecode(os.fspath(path)))
+        return cls(config, weights)
+
+    def parameters(self):
+        """An independent copy of every weight, keyed by registry name."""
+        return {name: self._engine.parameter(name) for name, _ in self.config.registry()}
+
+    def allocate_state(self, batch_size, max_tokens):
+        """A zero SambaState for `batch_size` sequences of up to `max_tokens` positions."""
+        b, smax = int(batch_size), int(max_tokens)
+        if b < 1 or smax < 1:
+            raise ValueError(f"{_CLASS}.allocate_state: batch_size and max_tokens must be positive")
+        c = self.config
+        layers = []
+        for i, kind in enumerate(c.layers):
+            if kind == "mamba3":
+                heads = self._engine.mamba3_heads(i)
+                layers.append(Mamba3State._adopt(native().Mamba3StateEngine(b, heads)))
+            else:
+                floats = b * c.n_kv_heads * smax * c.head_dim
+                k = np.zeros(floats, np.float32)
+                v = np.zeros(floats, np.float32)
+                layers.append(TransformerState(b, c.n_kv_heads, c.head_dim, smax, k, v, 0, 0))
+        return SambaState(b, smax, layers)
+
+    def _layers(self, state, what, batch):
+        if not isinstance(state, SambaState):
+            raise TypeError(f"{PACKAGE} {what}: state must be a SambaState (allocate_state)")
+        if state.batch_size != batch or len(state.layers) != len(self.config.layers):
+            raise ValueError(
+                f"{PACKAGE} {what}: the state holds {state.batch_size} rows and {len(state.layers)} layers, "
+                f"the call has B = {batch} and the stack {len(self.config.layers)} layers"
+            )
+        handles = []
+        for i, (kind, layer) in enumerate(zip(self.config.layers, state.layers)):
+            if kind == "mamba3":
+                if not isinstance(layer, Mamba3State):
+                    raise TypeError(f"{PACKAGE} {what}: state.layers[{i}] must be a Mamba3State")
+                handles.append(layer._native)
+            else:
+                if not isinstance(layer, TransformerState) or layer.window != 0:
+                    raise TypeError(f"{PACKAGE} {what}: state.layers[{i}] must be a full-causal TransformerState")
+                n = layer.batch_size * layer.n_kv_heads * layer.max_tokens * layer.head_dim
+                k = _state_buffer(layer.k_cache, what, "k_cache", (n,))
+                v = _state_buffer(layer.v_cache, what, "v_cache", (n,))
+                handles.append((k, v, layer.batch_size, layer.max_tokens, layer.cached_tokens))
+        return handles
+
+    def _run(self, ids, state, step, what, reference=False):
+        batch, length = int(ids.shape[0]), int(ids.shape[1])
+        if batch < 1 or length < 1:
+            raise ValueError(f"{PACKAGE} {what}: B and L must be positive")
+        if ids.min() < 0 or ids.max() >= self.config.vocab:
+            raise ValueError(f"{PACKAGE} {what}: inputs must be in [0, vocab)")
+        ids32 = np.ascontiguousarray(ids, dtype=np.int32)
+        handles = None if state is None else self._layers(state, what, batch)
+        logits, cached = self._engine.run(ids32, handles, step, reference)
+        if state is not None:
+            for layer, tokens in zip(state.layers, cached):
+                if tokens is not None:
+                    layer.cached_tokens = int(tokens)
+        return logits
+
+    def forward(self, inputs, state=None, *, lengths=None):
+        """(B, L) integer ids in [0, vocab) -> (B, L, vocab) float32 logits. With `state` every block's
+        state is read and updated in place; `lengths` (stateless only) makes the batch ragged."""
+        what = "SambaInference.forward"
+        ids = _ids(inputs, what, (2,))
+        if lengths is not None:
+            if state is not None:
+                raise ValueError(f"{PACKAGE} {what}: lengths= applies to the stateless forward only; pass state=None")
+            # Padding ids (any junk, even out of range) become id 0; padding logits become +0.0.
+            return _blocks.ragged_forward(lambda padded: self._run(padded, None, False, what), ids, None, lengths, what)
+        return self._run(ids, state, False, what)
+
+    logits = forward
+    __call__ = forward
+
+    def step(self, inputs, state):
+        """Decode one token per row: ids (B,) or (B, 1) -> (B, vocab) logits; `state` is required."""
+        what = "SambaInference.step"
+        if state is None:
+            raise ValueError(f"{_CLASS}.step: state is required (allocate_state(B, max_tokens) makes the fresh one)")
+        ids = _ids(inputs, what, (1, 2))
+        if ids.ndim == 2 and ids.shape[1] != 1:
+            raise ValueError(f"{_CLASS}.step: inputs must be (B,) or (B, 1) integer ids")
+        rows = int(ids.shape[0])
+        out = self._run(ids.reshape(rows, 1), state, True, what)
+        return out.reshape(rows, self.config.vocab)
+
+    def _forward_reference(self, inputs, state=None):
+        """The engine's scalar twin (for cross-checks): the same refusals, the same bits."""
+        return self._run(_ids(inputs, "SambaInference.forward", (2,)), state, False, "SambaInference.forward", True)
+
+    def _refuse(self, name):
+        raise NotImplementedError(
+            f"{PACKAGE} SambaInference.{name}: inference is forward only; losses, backward and training run "
+            "on mojolearn's SambaStack"
+        )
+
+    def loss(self, inputs, targets):
+        self._refuse("loss")
+
+    def train_step(self, inputs, targets):
+        self._refuse("train_step")
+
+    def __repr__(self):
+        return repr(self._engine)

@@ -1,0 +1,116 @@
+// Binding of SambaInference: the engine over borrowed per-layer states (Mamba-3 engine states and KV
+// caches in the caller's numpy buffers); the Python classes live in samebits/_samba.py.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "api/samba_inference.hpp"
+#include "array_convert.hpp"
+#include "bindings.hpp"
+#include "samba_convert.hpp"
+
+namespace samebits::python {
+namespace {
+
+using IdsArrayIn = nb::ndarray<const std::int32_t, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
+using FloatArrayInOut = nb::ndarray<float, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+
+// Python's per-layer state handles: a Mamba3StateEngine, or (k_cache, v_cache, batch, max_tokens,
+// cached_tokens) for an attention layer whose buffers the engine reads and writes in place.
+struct BorrowedLayers {
+  std::vector<blocks::KvCache> caches;
+  std::vector<models::SambaLayerState> refs;
+};
+
+BorrowedLayers borrow(const SambaInference& self, const nb::list& layers) {
+  BorrowedLayers out;
+  out.caches.resize(layers.size());
+  out.refs.resize(layers.size());
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    nb::handle layer = layers[i];
+    if (nb::isinstance<blocks::Mamba3State>(layer)) {
+      out.refs[i].mamba3 = &nb::cast<blocks::Mamba3State&>(layer);
+      continue;
+    }
+    const auto items = nb::cast<nb::tuple>(layer);
+    auto k = nb::cast<FloatArrayInOut>(items[0]);
+    auto v = nb::cast<FloatArrayInOut>(items[1]);
+    blocks::KvCache& kv = out.caches[i];
+    kv.k = k.data();
+    kv.v = v.data();
+    kv.batch = nb::cast<std::int64_t>(items[2]);
+    kv.max_tokens = nb::cast<std::int64_t>(items[3]);
+    kv.cached_tokens = nb::cast<std::int64_t>(items[4]);
+    const bool attention = static_cast<std::int64_t>(i) < self.model().layer_count() &&
+                           self.model().layer_kind(static_cast<std::int64_t>(i)) == models::SambaLayerKind::Attention;
+    if (!attention || kv.batch < 1 || kv.max_tokens < 1 || kv.cached_tokens < 0 ||
+        static_cast<std::int64_t>(k.shape(0)) != kv.floats(self.model().attention(static_cast<std::int64_t>(i)).dims()) ||
+        k.shape(0) != v.shape(0))
+      throw_value_error("samebits SambaInference: layer " + std::to_string(i) +
+                        " of the state does not match the stack (allocate_state makes a matching one)");
+    out.refs[i].kv = &kv;
+  }
+  return out;
+}
+
+nb::tuple run(const SambaInference& self, const IdsArrayIn& ids, const nb::object& layers, bool step, bool reference) {
+  const IdsView view{ids.data(), static_cast<std::int64_t>(ids.shape(0)), static_cast<std::int64_t>(ids.shape(1))};
+  const std::string what = std::string("samebits SambaInference.") + (step ? "step" : "forward");
+  std::vector<float> logits;
+  nb::list cached;
+  if (layers.is_none()) {
+    nb::gil_scoped_release release;
+    logits = reference ? self.forward_reference(view) : self.forward(view);
+  } else {
+    BorrowedLayers borrowed = borrow(self, nb::cast<nb::list>(layers));
+    {
+      nb::gil_scoped_release release;
+      logits = self.run_borrowed(view, borrowed.refs, what, reference);
+    }
+    for (const auto& ref : borrowed.refs) cached.append(ref.kv ? nb::cast(ref.kv->cached_tokens) : nb::none());
+  }
+  const auto vocab = static_cast<std::size_t>(self.config().vocab());
+  return nb::make_tuple(
+      to_numpy(std::move(logits), {static_cast<std::size_t>(view.batch), static_cast<std::size_t>(view.length), vocab}),
+      cached);
+}
+
+void bind_samba(nb::module_& m) {
+  nb::class_<SambaInference>(m, "SambaEngine")
+      .def(
+          "__init__",
+          [](SambaInference* self, const nb::dict& config, const std::vector<std::string>& names,
+             const std::vector<FloatArrayIn>& arrays, const std::string& weight_format) {
+            SambaInference::NamedWeights weights;
+            for (std::size_t i = 0; i < names.size() && i < arrays.size(); ++i)
+              weights.emplace_back(names[i], view_of(arrays[i]));
+            new (self) SambaInference(samba_config_of(config), weights, weight_format);
+          },
+          nb::arg("config"), nb::arg("names"), nb::arg("arrays"), nb::arg("weight_format"))
+      .def("run", &run, nb::arg("ids"), nb::arg("layers").none(), nb::arg("step"), nb::arg("reference") = false)
+      .def("parameter",
+           [](const SambaInference& self, const std::string& name) {
+             const auto& registry = self.model().registry();
+             const std::size_t index = registry.index_of(name);
+             if (index == models::SambaRegistry::npos) throw_value_error("samebits.SambaInference: no tensor " + name);
+             const auto& entry = registry.entries[index];
+             const auto* begin = self.model().parameters().data() + entry.offset;
+             std::vector<std::size_t> shape(entry.shape.begin(), entry.shape.end());
+             return to_numpy(std::vector<float>(begin, begin + entry.size), shape);
+           })
+      .def("mamba3_heads", [](const SambaInference& self, std::int64_t layer) {
+        return self.model().mamba3(layer).dims().heads;
+      })
+      .def_prop_ro("weight_format", [](const SambaInference& self) { return self.weight_format(); })
+      .def("__repr__", &SambaInference::repr);
+}
+
+const Registration kRegistration{&bind_samba, 70};
+
+}  // namespace
+}  // namespace samebits::python

@@ -1,0 +1,13 @@
+// Conversions shared by the Samba binding files.
+#pragma once
+
+#include <nanobind/nanobind.h>
+
+#include "models/samba_config.hpp"
+
+namespace samebits::python {
+
+// A SambaConfig from its to_dict() form (the ten keys), validated; refusals are ValueError.
+models::SambaConfig samba_config_of(const nanobind::dict& fields);
+
+}  // namespace samebits::python

@@ -1,0 +1,223 @@
+// SambaInference: weight and call validation with upstream wording, then the Samba stack.
+#include "api/samba_inference.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "io/samba_checkpoint.hpp"
+#include "numerics/fp.hpp"
+
+namespace samebits {
+namespace {
+
+const std::string kClass = "samebits.SambaInference";
+
+std::string what_of(const char* method) { return std::string("samebits SambaInference.") + method; }
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------- state
+
+void SambaState::add_mamba3(blocks::Mamba3State state) {
+  layers_.push_back({std::make_unique<blocks::Mamba3State>(std::move(state)), nullptr});
+}
+
+void SambaState::add_attention(TransformerState state) {
+  layers_.push_back({nullptr, std::make_unique<TransformerState>(std::move(state))});
+}
+
+SambaState SambaState::clone() const {
+  SambaState copy(batch_size_, max_tokens_);
+  for (const Layer& layer : layers_) {
+    if (layer.mamba3)
+      copy.add_mamba3(layer.mamba3->clone());
+    else
+      copy.add_attention(layer.attention->clone());
+  }
+  return copy;
+}
+
+// ---------------------------------------------------------------------------------------- model
+
+SambaInference::SambaInference(models::SambaConfig config, std::vector<float> parameters, std::string weight_format)
+    : weight_format_(std::move(weight_format)) {
+  model_ = std::make_shared<const models::SambaModel>(std::move(config), std::move(parameters));
+}
+
+namespace {
+std::vector<float> flat_parameters(const models::SambaConfig& config, const SambaInference::NamedWeights& weights) {
+  const models::SambaRegistry registry = config.registry();
+  std::vector<std::string> missing, unknown;
+  std::set<std::string> given;
+  for (const auto& [name, view] : weights) {
+    given.insert(name);
+    if (registry.index_of(name) == models::SambaRegistry::npos) unknown.push_back(name);
+  }
+  for (const auto& entry : registry.entries)
+    if (!given.count(entry.name)) missing.push_back(entry.name);
+  if (!missing.empty() || !unknown.empty())
+    throw_value_error(kClass + ": weight dict mismatch; missing " + python_name_list(missing) + ", unknown " +
+                      python_name_list(unknown));
+  std::vector<float> flat(static_cast<std::size_t>(registry.total));
+  for (const auto& entry : registry.entries) {
+    const auto it = std::find_if(weights.begin(), weights.end(), [&](const auto& w) { return w.first == entry.name; });
+    const TensorView& view = it->second;
+    if (view.shape != entry.shape)
+      throw_value_error(kClass + ": " + entry.name + " has shape " + shape_repr(view.shape) + ", want " +
+                        shape_repr(entry.shape));
+    for (std::int64_t i = 0; i < entry.size; ++i)
+      if (!fp::is_finite(view.data[i])) throw_value_error(kClass + ": " + entry.name + " is not finite");
+    std::copy(view.data, view.data + entry.size, flat.begin() + entry.offset);
+  }
+  return flat;
+}
+}  // namespace
+
+SambaInference::SambaInference(models::SambaConfig config, const NamedWeights& weights, std::string weight_format)
+    : SambaInference(config, flat_parameters(config, weights), std::move(weight_format)) {}
+
+SambaInference SambaInference::from_checkpoint(const std::string& path) {
+  io::SambaCheckpoint checkpoint = io::read_samba_checkpoint(path);
+  return SambaInference(std::move(checkpoint.config), std::move(checkpoint.parameters));
+}
+
+std::string SambaInference::repr() const {
+  return "SambaInference(layers=" + python_name_list(config().layers()) + ", d_model=" +
+         std::to_string(config().d_model()) + ", vocab=" + std::to_string(config().vocab()) + ")";
+}
+
+SambaState SambaInference::allocate_state(std::int64_t batch_size, std::int64_t max_tokens) const {
+  if (batch_size < 1 || max_tokens < 1)
+    throw_value_error(kClass + ".allocate_state: batch_size and max_tokens must be positive");
+  SambaState state(batch_size, max_tokens);
+  for (std::int64_t i = 0; i < model_->layer_count(); ++i) {
+    if (model_->layer_kind(i) == models::SambaLayerKind::Mamba3) {
+      state.add_mamba3(model_->mamba3(i).allocate_state(batch_size));
+    } else {
+      const auto& dims = model_->attention(i).dims();
+      state.add_attention(TransformerState(batch_size, dims.n_kv_heads, dims.head_dim, max_tokens, 0));
+    }
+  }
+  return state;
+}
+
+void SambaInference::check_ids(const IdsView& ids, const std::string& what) const {
+  if (ids.batch < 1 || ids.length < 1) throw_value_error(what + ": B and L must be positive");
+  const std::int64_t vocab = config().vocab();
+  for (std::int64_t i = 0; i < ids.batch * ids.length; ++i)
+    if (ids.data[i] < 0 || ids.data[i] >= vocab) throw_value_error(what + ": inputs must be in [0, vocab)");
+}
+
+void SambaInference::check_state(const SambaState& state, std::int64_t batch, const std::string& what) const {
+  if (state.batch_size() != batch || state.layer_count() != model_->layer_count())
+    throw_value_error(what + ": the state holds " + std::to_string(state.batch_size()) + " rows and " +
+                      std::to_string(state.layer_count()) + " layers, the call has B = " + std::to_string(batch) +
+                      " and the stack " + std::to_string(model_->layer_count()) + " layers");
+  for (std::int64_t i = 0; i < model_->layer_count(); ++i) {
+    const bool mamba = model_->layer_kind(i) == models::SambaLayerKind::Mamba3;
+    if (mamba ? state.mamba3(i) == nullptr : state.attention(i) == nullptr)
+      throw_value_error(what + ": layer " + std::to_string(i) + " of the state is not a " +
+                        (mamba ? "Mamba3State" : "TransformerState"));
+  }
+}
+
+std::vector<float> SambaInference::run_borrowed(const IdsView& ids, std::vector<models::SambaLayerState>& layers,
+                                                const std::string& what, bool reference) const {
+  check_ids(ids, what);
+  if (static_cast<std::int64_t>(layers.size()) != model_->layer_count())
+    throw_value_error(what + ": the state has " + std::to_string(layers.size()) + " layers, the stack " +
+                      std::to_string(model_->layer_count()));
+  // Every layer must be able to take this call before any layer moves.
+  for (std::int64_t i = 0; i < model_->layer_count(); ++i) {
+    const models::SambaLayerState& layer = layers[static_cast<std::size_t>(i)];
+    const bool mamba = model_->layer_kind(i) == models::SambaLayerKind::Mamba3;
+    if (mamba ? layer.mamba3 == nullptr : layer.kv == nullptr)
+      throw_value_error(what + ": layer " + std::to_string(i) + " of the state is not a " +
+                        (mamba ? "Mamba3State" : "TransformerState"));
+    if (mamba ? layer.mamba3->batch() != ids.batch : layer.kv->batch != ids.batch)
+      throw_value_error(what + ": layer " + std::to_string(i) + " of the state holds " +
+                        std::to_string(mamba ? layer.mamba3->batch() : layer.kv->batch) + " rows, the call has B = " +
+                        std::to_string(ids.batch));
+    if (!mamba && layer.kv->cached_tokens + ids.length > layer.kv->max_tokens)
+      throw_value_error(what + ": this call would use " + std::to_string(layer.kv->cached_tokens + ids.length) +
+                        " KV slots and the cache holds " + std::to_string(layer.kv->max_tokens) +
+                        " (allocate_state(B, max_tokens) with a larger max_tokens)");
+  }
+  std::vector<float> logits(static_cast<std::size_t>(ids.batch * ids.length * config().vocab()));
+  if (reference)
+    model_->forward_reference(ids.data, ids.batch, ids.length, layers, logits.data(), what);
+  else
+    model_->forward(ids.data, ids.batch, ids.length, layers, logits.data(), what);
+  return logits;
+}
+
+std::vector<float> SambaInference::run(const IdsView& ids, SambaState* state, const std::string& what,
+                                       bool reference) const {
+  check_ids(ids, what);
+  SambaState fresh(0, 0);
+  if (state == nullptr) {
+    fresh = allocate_state(ids.batch, ids.length);
+    state = &fresh;
+  } else {
+    check_state(*state, ids.batch, what);
+  }
+  std::vector<blocks::KvCache> caches(static_cast<std::size_t>(model_->layer_count()));
+  std::vector<models::SambaLayerState> layers(caches.size());
+  for (std::int64_t i = 0; i < model_->layer_count(); ++i) {
+    if (blocks::Mamba3State* m = state->mamba3(i)) {
+      layers[static_cast<std::size_t>(i)].mamba3 = m;
+    } else {
+      TransformerState* t = state->attention(i);
+      blocks::KvCache& kv = caches[static_cast<std::size_t>(i)];
+      kv.k = t->k_cache();
+      kv.v = t->v_cache();
+      kv.batch = t->batch_size();
+      kv.max_tokens = t->max_tokens();
+      kv.cached_tokens = t->cached_tokens();
+      layers[static_cast<std::size_t>(i)].kv = &kv;
+    }
+  }
+  std::vector<float> logits = run_borrowed(ids, layers, what, reference);
+  for (std::int64_t i = 0; i < model_->layer_count(); ++i)
+    if (TransformerState* t = state->attention(i)) t->set_cached_tokens(caches[static_cast<std::size_t>(i)].cached_tokens);
+  return logits;
+}
+
+std::vector<float> SambaInference::forward(const IdsView& ids) const {
+  return run(ids, nullptr, what_of("forward"), false);
+}
+
+std::vector<float> SambaInference::forward(const IdsView& ids, SambaState& state) const {
+  return run(ids, &state, what_of("forward"), false);
+}
+
+std::vector<float> SambaInference::step(const IdsView& ids, SambaState& state) const {
+  if (ids.length != 1) throw_value_error(kClass + ".step: inputs must be (B,) or (B, 1) integer ids");
+  return run(ids, &state, what_of("step"), false);
+}
+
+std::vector<float> SambaInference::forward_ragged(const IdsView& ids, const std::vector<std::int64_t>& lengths) const {
+  const std::string what = what_of("forward");
+  if (ids.batch < 1 || ids.length < 1) throw_value_error(what + ": B and L must be positive");
+  check_ragged_lengths(lengths, ids.batch, ids.length, what);
+  std::vector<std::int32_t> padded(static_cast<std::size_t>(ids.batch * ids.length), 0);  // padding ids become 0
+  for (std::int64_t b = 0; b < ids.batch; ++b)
+    std::copy(ids.data + b * ids.length, ids.data + b * ids.length + lengths[static_cast<std::size_t>(b)],
+              padded.begin() + b * ids.length);
+  std::vector<float> logits = forward({padded.data(), ids.batch, ids.length});
+  const std::int64_t vocab = config().vocab();
+  for (std::int64_t b = 0; b < ids.batch; ++b)
+    std::fill(logits.begin() + (b * ids.length + lengths[static_cast<std::size_t>(b)]) * vocab,
+              logits.begin() + (b + 1) * ids.length * vocab, 0.0f);
+  return logits;
+}
+
+std::vector<float> SambaInference::forward_reference(const IdsView& ids) const {
+  return run(ids, nullptr, what_of("forward"), true);
+}
+
+std::vector<float> SambaInference::forward_reference(const IdsView& ids, SambaState& state) const {
+  return run(ids, &state, what_of("forward"), true);
+}
+
+}  // namespace samebits

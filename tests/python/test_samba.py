@@ -1,0 +1,197 @@
+"""SambaInference (api.md 7, upstream checks 14.1 items 17, 18, 20, 21; 14.3 samba case): decode ==
+forward, split == whole, rows alone, ragged with junk padding, threads, packed weights, concurrent use,
+refusals."""
+
+import threading
+
+import numpy as np
+import pytest
+
+import samebits
+from samebits import lowbit
+from samebits._samba import SambaInference, SambaState
+
+import samba_checkpoint_writer as writer
+
+
+def _config(tied, vocab=256, layers=("mamba3", "attention")):
+    return samebits.SambaConfig(vocab, 32, list(layers), n_heads=2, intermediate=64, tie_embeddings=tied)
+
+
+def _weights(config, seed=5):
+    """Upstream's step_vs_full recipe: normal * 0.05, every norm weight ones."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for name, shape in config.registry():
+        if "norm" in name:
+            out[name] = np.ones(shape, np.float32)
+        else:
+            out[name] = (rng.standard_normal(shape) * 0.05).astype(np.float32)
+    return out
+
+
+def _model(tied=True, **kw):
+    config = _config(tied, **kw)
+    return SambaInference(config, _weights(config))
+
+
+def _ids(shape, vocab=256, seed=7):
+    return np.random.default_rng(seed).integers(0, vocab, shape)
+
+
+@pytest.mark.parametrize("tied", [True, False])
+def test_decode_equals_forward_and_split_equals_whole(tied):
+    model = _model(tied)
+    ids = _ids((2, 12))
+    full = model.forward(ids)
+    assert full.shape == (2, 12, 256) and full.dtype == np.float32
+    state = model.allocate_state(2, 12)
+    for t in range(12):
+        out = model.step(ids[:, t], state)
+        assert out.shape == (2, 256)
+        assert out.tobytes() == full[:, t].tobytes(), t
+    split = model.allocate_state(2, 12)
+    parts = [model.forward(ids[:, :5], split), model.forward(ids[:, 5:], split)]
+    assert np.concatenate(parts, axis=1).tobytes() == full.tobytes()
+
+
+def test_decode_crosses_the_mamba3_chunk():
+    model = _model(True, vocab=64)
+    ids = _ids((1, 70), vocab=64)
+    full = model.forward(ids)
+    state = model.allocate_state(1, 70)
+    for t in range(70):
+        assert model.step(ids[:, t : t + 1], state).tobytes() == full[:, t].tobytes(), t
+
+
+@pytest.mark.parametrize("tied", [True, False])
+def test_rows_alone_ragged_and_reference(tied):
+    model = _model(tied)
+    ids = _ids((4, 16))
+    full = model.logits(ids)
+    for i in range(4):
+        assert model.logits(ids[i : i + 1]).tobytes() == full[i : i + 1].tobytes()
+    lengths = [16, 3, 1, 9]
+    junk = ids.copy()
+    for i, n in enumerate(lengths):
+        junk[i, n:] = 999  # out-of-vocab junk in the padding is tolerated
+    ragged = model(junk, lengths=lengths)
+    for i, n in enumerate(lengths):
+        assert ragged[i, :n].tobytes() == model.forward(ids[i : i + 1, :n])[0].tobytes()
+        assert not ragged[i, n:].view(np.uint32).any()  # exactly +0.0 bits
+    assert model._forward_reference(ids).tobytes() == full.tobytes()
+
+
+def test_threads_and_simd_targets_agree(thread_count, simd_targets):
+    model = _model(True)
+    ids = _ids((2, 20))
+    want = model.forward(ids).tobytes()
+    core = samebits._native()
+    for target in simd_targets:
+        core.set_simd_target(target)
+        for threads in (1, 2, 3):
+            thread_count(threads)
+            assert model.forward(ids).tobytes() == want, (target, threads)
+
+
+@pytest.mark.parametrize("fmt", ["bfloat16", "int8"])
+def test_packed_weights_equal_their_materialized_float32(fmt):
+    config = _config(False)
+    weights = _weights(config)
+    packed = lowbit.pack(weights, fmt)
+    model = SambaInference(config, packed)
+    assert model.weight_format == fmt
+    materialized, _ = lowbit.unpack(packed)
+    ids = _ids((2, 10))
+    assert model.forward(ids).tobytes() == SambaInference(config, materialized).forward(ids).tobytes()
+    assert model.forward(ids).tobytes() != SambaInference(config, weights).forward(ids).tobytes()
+
+
+def test_one_model_many_threads_with_separate_states():
+    model = _model(True)
+    prompts = [_ids((1, 24), seed=s) for s in range(4)]
+    want = []
+    for ids in prompts:
+        state = model.allocate_state(1, 24)
+        want.append(np.stack([model.step(ids[:, t], state) for t in range(24)]).tobytes())
+    got = [None] * 4
+
+    def decode(i):
+        state = model.allocate_state(1, 24)
+        got[i] = np.stack([model.step(prompts[i][:, t], state) for t in range(24)]).tobytes()
+
+    threads = [threading.Thread(target=decode, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert got == want
+
+
+def test_checkpoint_round_trip(tmp_path):
+    config = _config(True)
+    weights = _weights(config)
+    cfg = config.to_dict()
+    for fmt, write in (("stream", writer.write_stream), ("legacy", writer.write_legacy)):
+        path = write(tmp_path / f"{fmt}.ckpt", cfg, weights)
+        model = SambaInference.from_checkpoint(path)
+        assert model.config == config
+        ids = _ids((2, 8))
+        assert model.forward(ids).tobytes() == SambaInference(config, weights).forward(ids).tobytes()
+        assert all(model.parameters()[n].tobytes() == weights[n].tobytes() for n in weights)
+
+
+def test_state_pieces_are_live_views():
+    model = _model(True)
+    ids = _ids((2, 12))
+    full = model.forward(ids)
+    state = model.allocate_state(2, 12)
+    for t in range(6):
+        model.step(ids[:, t], state)
+    cache = state.layers[1].v_cache
+    bits = cache.view(np.uint32)
+    bits[7] += 1  # one ULP through the view must reach the engine
+    outs = [model.step(ids[:, t], state) for t in range(6, 12)]
+    assert any(o.tobytes() != full[:, 6 + i].tobytes() for i, o in enumerate(outs))
+
+
+def test_refusals():
+    model = _model(True)
+    ids = _ids((2, 4))
+    with pytest.raises(ValueError, match=r"\[0, vocab\)"):
+        model.forward(np.array([[256]]))
+    with pytest.raises(TypeError, match="state must be a SambaState"):
+        model.forward(ids, state=object())
+    with pytest.raises(NotImplementedError, match="inference is forward only"):
+        model.loss(ids, ids)
+    with pytest.raises(NotImplementedError, match="inference is forward only"):
+        model.train_step(ids, ids)
+    with pytest.raises(ValueError, match="state is required"):
+        model.step(ids[:, 0], None)
+    with pytest.raises(ValueError, match=r"\(B,\) or \(B, 1\)"):
+        model.step(ids, model.allocate_state(2, 4))
+    with pytest.raises(TypeError, match="integer"):
+        model.forward(ids.astype(np.float32))
+    with pytest.raises(ValueError, match="stateless forward only"):
+        model.forward(ids, model.allocate_state(2, 4), lengths=[1, 2])
+    with pytest.raises(ValueError, match="the state holds 3 rows"):
+        model.forward(ids, model.allocate_state(3, 4))
+    with pytest.raises(ValueError, match="KV slots"):
+        model.forward(_ids((2, 5)), model.allocate_state(2, 4))
+    with pytest.raises(ValueError, match="must be positive"):
+        model.allocate_state(0, 4)
+    config = _config(True)
+    weights = _weights(config)
+    del weights["norm_f.weight"]
+    with pytest.raises(ValueError, match="weight dict mismatch"):
+        SambaInference(config, weights)
+    with pytest.raises(TypeError, match="config must be a SambaConfig"):
+        SambaInference({"vocab": 256}, _weights(config))
+    bad = _weights(config)
+    bad["layers.0.D"] = bad["layers.0.D"].astype(np.float64)
+    with pytest.raises(TypeError, match="float64"):
+        SambaInference(config, bad)
+    bad = _weights(config)
+    bad["embed.weight"][3, 3] = np.inf
+    with pytest.raises(ValueError, match="embed.weight is not finite"):
+        SambaInference(config, bad)
