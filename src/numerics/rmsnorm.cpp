@@ -46,7 +46,7 @@ detail::RmsnormKernels kernels_for(simd::Target target) {
       return detail::rmsnorm_avx2();
 #endif
     default:
-      return {1, nullptr};
+      return {1, nullptr, nullptr};
   }
 }
 
@@ -67,6 +67,8 @@ void rmsnorm(const float* x, const float* w, float* y, std::int64_t rows, std::i
       // Lane offsets are int32 (row * d), so very wide rows take the scalar path.
       if (kernels.block && count == lanes && d <= (std::int64_t{1} << 26))
         kernels.block(x + row0 * d, w, y + row0 * d, d, eps);
+      else if (kernels.rows)
+        kernels.rows(x + row0 * d, w, y + row0 * d, count, d, eps);
       else
         rmsnorm_rows_scalar(x + row0 * d, w, y + row0 * d, count, d, eps);
     }

@@ -18,11 +18,13 @@ void embedding_reference(const float* table, std::int64_t d, const std::int32_t*
 void embedding(const float* table, std::int64_t d, const std::int32_t* ids, std::int64_t count, float* out);
 
 namespace detail {
-// Per-target row-block kernels: `lanes` rows starting at x, stride d. Return false when not compiled.
+// Per-target kernels: a block of `lanes` rows (stride d) side by side, and single rows.
 using RmsnormBlock = void (*)(const float* x, const float* w, float* y, std::int64_t d, float eps);
+using RmsnormRows = void (*)(const float* x, const float* w, float* y, std::int64_t rows, std::int64_t d, float eps);
 struct RmsnormKernels {
   int lanes;
-  RmsnormBlock block;
+  RmsnormBlock block;  // exactly `lanes` rows
+  RmsnormRows rows;    // any number of rows, one at a time
 };
 RmsnormKernels rmsnorm_avx2();
 RmsnormKernels rmsnorm_avx512();

@@ -15,6 +15,6 @@ namespace {
 
 }  // namespace
 
-RmsnormKernels rmsnorm_avx2() { return {Isa::kLanes, &rmsnorm_block}; }
+RmsnormKernels rmsnorm_avx2() { return {Isa::kLanes, &rmsnorm_block, &rmsnorm_rows}; }
 
 }  // namespace samebits::norm::detail

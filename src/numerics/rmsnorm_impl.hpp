@@ -1,6 +1,19 @@
-// RMSNorm row-block kernel shared by the AVX2 and AVX-512 TUs: Isa::kLanes rows side by side, each
-// lane running its own row's serial sum of squares (never a split of one row's sum).
+// RMSNorm kernels shared by the AVX2 and AVX-512 TUs. A block runs Isa::kLanes rows side by side, each lane
+// its own row's serial sum of squares (never a split of one row's sum); lone rows run the same serial chain
+// with the hardware FMA of this TU. The scaling step is elementwise, so it vectorizes along the row.
 // Include inside a TU-unique namespace after defining `struct Isa`.
+
+// F(MUL(F(w_j), F(MUL(F(x_j), rstd)))) along one row.
+void scale_row(const float* xr, const float* w, float* yr, std::int64_t d, float rstd) {
+  using samebits::fp::F;
+  const typename Isa::V rstd_v = Isa::set1(rstd);
+  std::int64_t j = 0;
+  for (; j + Isa::kLanes <= d; j += Isa::kLanes) {
+    const typename Isa::V scaled = Isa::flush(Isa::mul(Isa::flush(Isa::load(xr + j)), rstd_v));
+    Isa::store(yr + j, Isa::flush(Isa::mul(Isa::flush(Isa::load(w + j)), scaled)));
+  }
+  for (; j < d; ++j) yr[j] = F(samebits::fp::MUL(F(w[j]), F(samebits::fp::MUL(F(xr[j]), rstd))));
+}
 
 void rmsnorm_block(const float* x, const float* w, float* y, std::int64_t d, float eps) {
   using Vec = typename Isa::V;
@@ -12,19 +25,19 @@ void rmsnorm_block(const float* x, const float* w, float* y, std::int64_t d, flo
   }
   alignas(64) float sums[Isa::kLanes];
   Isa::store(sums, acc);
-  for (int r = 0; r < Isa::kLanes; ++r) {
-    const float rstd = samebits::norm::detail::rmsnorm_rstd(sums[r], d, eps);
-    const Vec rstd_v = Isa::set1(rstd);
+  for (int r = 0; r < Isa::kLanes; ++r)
+    scale_row(x + r * d, w, y + r * d, d, samebits::norm::detail::rmsnorm_rstd(sums[r], d, eps));
+}
+
+void rmsnorm_rows(const float* x, const float* w, float* y, std::int64_t rows, std::int64_t d, float eps) {
+  using samebits::fp::F;
+  for (std::int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * d;
-    float* yr = y + r * d;
-    std::int64_t j = 0;
-    for (; j + Isa::kLanes <= d; j += Isa::kLanes) {
-      const Vec scaled = Isa::flush(Isa::mul(Isa::flush(Isa::load(xr + j)), rstd_v));
-      Isa::store(yr + j, Isa::flush(Isa::mul(Isa::flush(Isa::load(w + j)), scaled)));
+    float acc = 0.0f;
+    for (std::int64_t j = 0; j < d; ++j) {
+      const float xj = F(xr[j]);
+      acc = F(samebits::fp::FMA(xj, xj, acc));  // one vfmadd here: this TU is compiled with FMA
     }
-    for (; j < d; ++j) {
-      using samebits::fp::F;
-      yr[j] = F(samebits::fp::MUL(F(w[j]), F(samebits::fp::MUL(F(xr[j]), rstd))));
-    }
+    scale_row(xr, w, y + r * d, d, samebits::norm::detail::rmsnorm_rstd(acc, d, eps));
   }
 }
