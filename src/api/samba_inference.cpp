@@ -200,16 +200,9 @@ std::vector<float> SambaInference::forward_ragged(const IdsView& ids, const std:
   const std::string what = what_of("forward");
   if (ids.batch < 1 || ids.length < 1) throw_value_error(what + ": B and L must be positive");
   check_ragged_lengths(lengths, ids.batch, ids.length, what);
-  std::vector<std::int32_t> padded(static_cast<std::size_t>(ids.batch * ids.length), 0);  // padding ids become 0
-  for (std::int64_t b = 0; b < ids.batch; ++b)
-    std::copy(ids.data + b * ids.length, ids.data + b * ids.length + lengths[static_cast<std::size_t>(b)],
-              padded.begin() + b * ids.length);
-  std::vector<float> logits = forward({padded.data(), ids.batch, ids.length});
-  const std::int64_t vocab = config().vocab();
-  for (std::int64_t b = 0; b < ids.batch; ++b)
-    std::fill(logits.begin() + (b * ids.length + lengths[static_cast<std::size_t>(b)]) * vocab,
-              logits.begin() + (b + 1) * ids.length * vocab, 0.0f);
-  return logits;
+  // Padding ids (any value) become id 0 and padding logits +0.0.
+  return ragged_run(ids.data, ids.batch, ids.length, 1, lengths, config().vocab(),
+                    [&](const std::int32_t* padded) { return forward({padded, ids.batch, ids.length}); });
 }
 
 std::vector<float> SambaInference::forward_reference(const IdsView& ids) const {

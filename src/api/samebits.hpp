@@ -1,6 +1,7 @@
 // The public C++ API of samebits: validated entry points over the engine, with upstream refusal wording.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -36,6 +37,23 @@ std::string shape_repr(const std::vector<std::int64_t>& shape);
 // ("samebits TransformerBlock.forward") otherwise.
 void check_ragged_lengths(const std::vector<std::int64_t>& lengths, std::int64_t batch, std::int64_t length,
                           const std::string& what);
+
+// The one ragged spelling (blocks.md 6): a copy of x [batch, length, width] whose padding positions hold
+// zeros (+0.0 / id 0) goes through `run`, whose [batch, length, out_width] result gets its padding positions
+// overwritten with +0.0. No arithmetic changes, so real positions equal each row run alone.
+template <typename T, typename Run>
+std::vector<float> ragged_run(const T* x, std::int64_t batch, std::int64_t length, std::int64_t width,
+                              const std::vector<std::int64_t>& lengths, std::int64_t out_width, Run&& run) {
+  std::vector<T> padded(static_cast<std::size_t>(batch * length * width), T{});
+  for (std::int64_t b = 0; b < batch; ++b)
+    std::copy(x + b * length * width, x + (b * length + lengths[static_cast<std::size_t>(b)]) * width,
+              padded.begin() + b * length * width);
+  std::vector<float> out = run(padded.data());
+  for (std::int64_t b = 0; b < batch; ++b)
+    std::fill(out.begin() + (b * length + lengths[static_cast<std::size_t>(b)]) * out_width,
+              out.begin() + (b + 1) * length * out_width, 0.0f);
+  return out;
+}
 
 // Python's repr of a list of names: "['a', 'b']".
 std::string python_name_list(const std::vector<std::string>& names);

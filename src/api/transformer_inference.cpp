@@ -259,23 +259,10 @@ std::vector<float> TransformerBlockInference::forward_ragged(const TensorView& x
                                                              const std::vector<std::int64_t>& lengths) const {
   const std::string what = what_of(false);
   const auto [batch, length] = check_tokens(x.shape, false);
-  if (static_cast<std::int64_t>(lengths.size()) != batch)
-    throw_value_error(what + ": lengths has " + std::to_string(lengths.size()) +
-                      " entries but the batch has B = " + std::to_string(batch));
-  for (std::size_t i = 0; i < lengths.size(); ++i)
-    if (lengths[i] < 1 || lengths[i] > length)
-      throw_value_error(what + ": lengths[" + std::to_string(i) + "] = " + std::to_string(lengths[i]) +
-                        " is outside [1, L = " + std::to_string(length) +
-                        "] (right padding: a row has at least one real position and at most L)");
+  check_ragged_lengths(lengths, batch, length, what);
   const std::int64_t dm = dims().d_model;
-  std::vector<float> padded(static_cast<std::size_t>(batch * length * dm), 0.0f);
-  for (std::int64_t b = 0; b < batch; ++b)
-    std::copy(x.data + b * length * dm, x.data + (b * length + lengths[b]) * dm,
-              padded.begin() + b * length * dm);
-  std::vector<float> y = forward(TensorView{padded.data(), x.shape});
-  for (std::int64_t b = 0; b < batch; ++b)
-    std::fill(y.begin() + (b * length + lengths[b]) * dm, y.begin() + (b + 1) * length * dm, 0.0f);
-  return y;
+  return ragged_run(x.data, batch, length, dm, lengths, dm,
+                    [&](const float* padded) { return forward(TensorView{padded, x.shape}); });
 }
 
 std::vector<float> TransformerBlockInference::forward_reference(const TensorView& x) const {

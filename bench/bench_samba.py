@@ -1,0 +1,319 @@
+"""SambaInference vs a PyTorch eager fp32 Samba stack: upstream's "full" config, same weights, threads and run.
+
+Config: vocab 256, d_model 384, layers [mamba3, attention, mamba3, attention], n_heads 6, intermediate 1024,
+tied head. Deterministic weights (samba_torch.weights_for) go into both samebits.SambaInference and
+samba_torch.TorchSamba. First the two are compared numerically (max |logit difference|, float32 vs float32
+on different schedules, so small but not zero); then, for each thread count (torch.set_num_threads and
+samebits.set_num_threads together):
+
+  * forward B=2 L=512, stateless (tokens/s and seconds);
+  * decode step B=1 at positions 16, 512 and 2048: both sides prefill to the position (untimed), then
+    `--steps` consecutive single-token steps are timed (samebits: model.step with a SambaState; PyTorch:
+    its carried-state decode, which never re-runs chunks or recomputes cached keys/values) and divided
+    by the step count. Each repeat restarts from a copy of the prefilled state.
+
+Every figure is the best of `--repeats` runs, samebits and PyTorch alternating so both see the same load.
+The ratio is PyTorch time / samebits time (above 1: samebits is faster). Targets of issue 6: forward >= 1x,
+decode step >= 5x. The machine may be shared: the load average is recorded before and after.
+
+`--profile` adds a samebits-only breakdown of the decode step: the Python wrapper's own time (the native
+call replaced by a stub that returns at once), each layer's native step (its block class's step, run in
+stack order on states prefilled to the position, minus that class's own Python wrapper), and the rest
+of the native step (embedding, final RMSNorm, head GEMV and glue, by difference).
+
+    python3 bench/bench_samba.py [--threads 1 2] [--repeats 3] [--steps 32] [--out FILE.md] [--profile]
+"""
+
+import argparse
+import gc
+import os
+import platform
+import sys
+import time
+
+import numpy as np
+import torch
+
+import samebits
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from samba_torch import TorchSamba, weights_for  # noqa: E402
+
+CONFIG = dict(vocab=256, d_model=384, layers=["mamba3", "attention", "mamba3", "attention"], n_heads=6,
+              intermediate=1024, tie_embeddings=True)
+FORWARD_BATCH, FORWARD_LENGTH = 2, 512
+POSITIONS = (16, 512, 2048)
+TARGETS = {"forward": 1.0, "decode": 5.0}
+
+
+def require_samba():
+    if not hasattr(samebits, "SambaInference"):
+        sys.exit(f"bench_samba: the samebits at {samebits.__file__} has no SambaInference; reinstall it from "
+                 "this tree (pip install .)")
+
+
+def clone_state(state):
+    """An independent samebits.SambaState with the same bits (Mamba-3 states copied natively, KV caches
+    copied as arrays)."""
+    layers = []
+    for layer in state.layers:
+        if isinstance(layer, samebits.Mamba3State):
+            layers.append(layer.copy())
+        else:
+            layers.append(samebits.TransformerState(layer.batch_size, layer.n_kv_heads, layer.head_dim,
+                                                    layer.max_tokens, layer.k_cache.copy(), layer.v_cache.copy(),
+                                                    layer.cached_tokens, layer.window))
+    return samebits.SambaState(state.batch_size, state.max_tokens, layers)
+
+
+def ids_for(batch, length, seed):
+    return np.random.default_rng(seed).integers(0, CONFIG["vocab"], (batch, length))
+
+
+def agreement(ours, theirs):
+    """Max |logit difference| of the stateless forward (B=2, L=100: two Mamba-3 chunks) and of 8 decode
+    steps after a 70-token prefill; also whether samebits' steps equal its own forward bit for bit."""
+    ids = ids_for(2, 100, 3)
+    mine = ours.forward(ids)
+    with torch.no_grad():
+        ref = theirs.forward(torch.from_numpy(ids)).numpy()
+    state = ours.allocate_state(2, 100)
+    ours.forward(ids[:, :70], state)
+    _, torch_state = theirs.prefill(torch.from_numpy(ids[:, :70]), 100)
+    step_gap, bitwise = 0.0, True
+    for t in range(70, 78):
+        got = ours.step(ids[:, t], state)
+        want = theirs.step(torch.from_numpy(ids[:, t]), torch_state).numpy()
+        step_gap = max(step_gap, float(np.abs(got - want).max()))
+        bitwise &= got.tobytes() == mine[:, t].tobytes()
+    return {"forward": float(np.abs(mine - ref).max()), "step": step_gap, "scale": float(np.abs(ref).max()),
+            "bitwise": bitwise}
+
+
+def timed(fn):
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def bench_forward(ours, theirs, repeats):
+    ids = ids_for(FORWARD_BATCH, FORWARD_LENGTH, 1)
+    ids_t = torch.from_numpy(ids)
+    best_ours = best_torch = float("inf")
+    for _ in range(repeats + 1):  # the first round warms both up and counts like any other
+        best_ours = min(best_ours, timed(lambda: ours.forward(ids)))
+        best_torch = min(best_torch, timed(lambda: theirs.forward(ids_t)))
+    return best_ours, best_torch
+
+
+def prefilled(ours, theirs, position, steps):
+    """Both sides prefilled with the same `position` ids, their states and the ids to decode next."""
+    ids = ids_for(1, position + steps, 2)
+    state = ours.allocate_state(1, position + steps)
+    ours.forward(ids[:, :position], state)
+    _, torch_state = theirs.prefill(torch.from_numpy(ids[:, :position]), position + steps)
+    return state, torch_state, ids[:, position:]
+
+
+def decode_loop(step, state, tokens):
+    def run():
+        for t in range(tokens.shape[1]):
+            step(tokens[:, t], state)
+
+    return run
+
+
+def bench_decode(ours, theirs, position, steps, repeats):
+    state, torch_state, tokens = prefilled(ours, theirs, position, steps)
+    tokens_t = torch.from_numpy(tokens)
+    best_ours = best_torch = float("inf")
+    for _ in range(repeats):
+        best_ours = min(best_ours, timed(decode_loop(ours.step, clone_state(state), tokens)) / steps)
+        best_torch = min(best_torch, timed(decode_loop(theirs.step, TorchSamba.clone_state(torch_state), tokens_t))
+                         / steps)
+    return best_ours, best_torch
+
+
+class Stub:
+    """Stands in for a native engine: `name` returns `result` at once, everything else is the engine's."""
+
+    def __init__(self, engine, name, result):
+        self._engine, self._name, self._result = engine, name, result
+
+    def __getattr__(self, attribute):
+        if attribute == self._name:
+            return lambda *args, **kwargs: self._result
+        return getattr(self._engine, attribute)
+
+
+def wrapper_time(owner, name, result, call, repeats, count=200):
+    """Seconds per `call()` with owner._engine.<name> stubbed: the Python wrapper's own cost."""
+    engine = owner._engine
+    owner._engine = Stub(engine, name, result)
+
+    def calls():
+        for _ in range(count):
+            call()
+
+    try:
+        calls()  # warm-up
+        return min(timed(calls) for _ in range(repeats)) / count
+    finally:
+        owner._engine = engine
+
+
+def layer_blocks(ours, weights, position, steps):
+    """For each layer, (block, state factory, stub) built from the same layer weights, its state prefilled
+    with `position` random rows (a step's cost does not depend on the values)."""
+    cfg = ours.config
+    prefix_x = np.random.default_rng(5).standard_normal((1, position, cfg.d_model)).astype(np.float32)
+    out = []
+    for i, kind in enumerate(cfg.layers):
+        prefix = f"layers.{i}."
+        block_weights = {n[len(prefix):]: a for n, a in weights.items() if n.startswith(prefix)}
+        if kind == "mamba3":
+            block = samebits.Mamba3BlockInference(block_weights)
+            state = block.allocate_state(1)
+            block.forward(prefix_x, state)
+            out.append((block, state.copy, ("step", (prefix_x[:, :1], None))))
+        else:
+            block = samebits.TransformerBlockInference(block_weights, n_heads=cfg.n_heads, n_kv_heads=cfg.n_kv_heads,
+                                                       head_dim=cfg.head_dim)
+            state = block.allocate_state(1, position + steps)
+            block.forward(prefix_x, state)
+
+            def fresh(s=state):
+                return samebits.TransformerState(s.batch_size, s.n_kv_heads, s.head_dim, s.max_tokens,
+                                                 s.k_cache.copy(), s.v_cache.copy(), s.cached_tokens, s.window)
+
+            out.append((block, fresh, ("forward_state", (prefix_x[:, :1], position))))
+    return out
+
+
+def profile_decode(ours, weights, position, steps, repeats):
+    """{part: microseconds per step} of samebits' decode step at `position` (see the module docstring).
+
+    The layers are timed inside a stack: the four block classes run one after another on each token, as
+    the model does, so each block finds its weights where the other layers' traffic left them (timed
+    alone, a block's 4-7 MB of weights stay cached and its step looks several times cheaper)."""
+    cfg = ours.config
+    ids = ids_for(1, position + steps, 2)
+    state = ours.allocate_state(1, position + steps)
+    ours.forward(ids[:, :position], state)
+    tokens = ids[:, position:]
+    canned = (np.zeros((1, 1, cfg.vocab), np.float32), [None if kind == "mamba3" else position for kind in cfg.layers])
+    spare = clone_state(state)
+    wrapper = wrapper_time(ours, "run", canned, lambda: ours.step(tokens[:, 0], spare), repeats)
+
+    # Each repeat runs the model's steps, then the block chain's steps over the same number of tokens (not
+    # interleaved token by token: the two hold separate weight copies, and together they would not fit
+    # the last-level cache that either fits alone). The chain's parts are taken from its best repeat.
+    blocks = layer_blocks(ours, weights, position, steps)
+    x_steps = np.random.default_rng(6).standard_normal((steps, 1, 1, cfg.d_model)).astype(np.float32)
+    full, best = float("inf"), None
+    for _ in range(repeats):
+        full = min(full, timed(decode_loop(ours.step, clone_state(state), tokens)) / steps)
+        states = [fresh() for _, fresh, _ in blocks]
+        spent = [0.0] * len(blocks)
+        for t in range(steps):
+            x = x_steps[t]
+            for i, (block, _, _) in enumerate(blocks):
+                start = time.perf_counter()
+                x = block.step(x, states[i])
+                spent[i] += time.perf_counter() - start
+        if best is None or sum(spent) < sum(best) * steps:
+            best = [v / steps for v in spent]
+    out = {"step (python API)": full * 1e6, "python wrapper (SambaInference.step)": wrapper * 1e6}
+    native = 0.0
+    for i, ((block, fresh, (name, result)), kind) in enumerate(zip(blocks, cfg.layers)):
+        spare = fresh()
+        own = wrapper_time(block, name, result, lambda: block.step(x_steps[0], spare), repeats)
+        out[f"layer {i} {kind} (native)"] = (best[i] - own) * 1e6
+        native += best[i] - own
+    out["embedding + norm_f + head + glue (native, by difference)"] = (full - wrapper - native) * 1e6
+    return out
+
+
+def ratio_cell(t_torch, t_ours, target):
+    ratio = t_torch / t_ours
+    return f"{ratio:.2f}x", ("yes" if ratio >= target else "no")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=32)
+    parser.add_argument("--positions", type=int, nargs="+", default=list(POSITIONS))
+    parser.add_argument("--out", help="also write the results as markdown to this file")
+    parser.add_argument("--profile", action="store_true", help="add the samebits decode-step breakdown")
+    args = parser.parse_args()
+    require_samba()
+
+    started = time.perf_counter()
+    load_before = os.getloadavg()
+    config = samebits.SambaConfig(**CONFIG)
+    weights = weights_for(config)
+    ours, theirs = samebits.SambaInference(config, weights), TorchSamba(config, weights)
+    torch.set_num_threads(args.threads[0])
+    samebits.set_num_threads(args.threads[0])
+    gap = agreement(ours, theirs)
+    gc.collect()
+    gc.freeze()  # setup objects leave the collector's generations: neither side's steps pay to traverse them
+
+    lines = [
+        "# SambaInference vs PyTorch eager fp32 (bench/bench_samba.py)",
+        "",
+        f"Config: {CONFIG}; {len(config.registry())} tensors, "
+        f"{sum(int(np.prod(s)) for _, s in config.registry()):,} parameters.",
+        f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores; torch {torch.__version__}, "
+        f"samebits {samebits.__version__}. Load average before: {load_before[0]:.2f} {load_before[1]:.2f} "
+        f"{load_before[2]:.2f}.",
+        f"Agreement (float32 vs float32, different schedules): forward B=2 L=100 max |logit diff| "
+        f"{gap['forward']:.2e}, 8 decode steps after a 70-token prefill {gap['step']:.2e} (max |logit| "
+        f"{gap['scale']:.2f}); samebits step == samebits forward bit for bit: {gap['bitwise']}.",
+        f"Best of {args.repeats} (forward: +1 warm-up round); decode = mean over {args.steps} consecutive steps.",
+        "",
+        "| measurement | threads | samebits | PyTorch | ratio (PyTorch / samebits) | target | met |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    print("\n".join(lines), flush=True)
+    profiles = []
+    for threads in args.threads:
+        torch.set_num_threads(threads)
+        samebits.set_num_threads(threads)
+        t_ours, t_torch = bench_forward(ours, theirs, args.repeats)
+        tokens = FORWARD_BATCH * FORWARD_LENGTH
+        ratio, met = ratio_cell(t_torch, t_ours, TARGETS["forward"])
+        row = (f"| forward B={FORWARD_BATCH} L={FORWARD_LENGTH} | {threads} | {t_ours:.3f} s ({tokens / t_ours:,.0f} tok/s)"
+               f" | {t_torch:.3f} s ({tokens / t_torch:,.0f} tok/s) | {ratio} | >= 1x | {met} |")
+        lines.append(row)
+        print(row, flush=True)
+        for position in args.positions:
+            t_ours, t_torch = bench_decode(ours, theirs, position, args.steps, args.repeats)
+            ratio, met = ratio_cell(t_torch, t_ours, TARGETS["decode"])
+            row = (f"| decode step B=1 at {position} | {threads} | {t_ours * 1e3:.2f} ms | {t_torch * 1e3:.2f} ms "
+                   f"| {ratio} | >= 5x | {met} |")
+            lines.append(row)
+            print(row, flush=True)
+        if args.profile:
+            for position in args.positions:
+                profiles.append((threads, position, profile_decode(ours, weights, position, args.steps,
+                                                                   args.repeats)))
+    load_after = os.getloadavg()
+    tail = ["", f"Load average after: {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}; "
+                f"wall time {time.perf_counter() - started:.0f} s."]
+    if profiles:
+        parts = list(profiles[0][2])
+        tail += ["", "samebits decode step breakdown (microseconds per step):", "",
+                 "| threads | position | " + " | ".join(parts) + " |", "|---|---|" + "---|" * len(parts)]
+        tail += [f"| {t} | {p} | " + " | ".join(f"{prof[k]:.0f}" for k in parts) + " |" for t, p, prof in profiles]
+    lines += tail
+    print("\n".join(tail))
+    if args.out:
+        with open(args.out, "w") as handle:
+            handle.write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
