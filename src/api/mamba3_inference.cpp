@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/errors.hpp"
+#include "models/samba_config.hpp"
 
 namespace samebits {
 namespace {
@@ -11,37 +12,6 @@ namespace {
 constexpr const char* kBlock = "samebits Mamba3Block";
 
 // Python's repr of a str, for the key lists in messages.
-std::string py_repr(const std::string& text) {
-  const bool single = text.find('\'') != std::string::npos, dbl = text.find('"') != std::string::npos;
-  const char quote = single && !dbl ? '"' : '\'';
-  std::string out(1, quote);
-  for (unsigned char c : text) {
-    if (c == '\\' || c == static_cast<unsigned char>(quote)) {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c < 0x20 || c == 0x7F) {
-      static const char* hex = "0123456789abcdef";
-      out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + quote;
-}
-
-std::string py_list(const std::vector<std::string>& names) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < names.size(); ++i) out += (i ? ", " : "") + py_repr(names[i]);
-  return out + "]";
-}
 
 // d_model 32 sizes every table lookup that does not depend on it (the names, and the shapes for a
 // tensor check at the caller's d_model).
@@ -58,19 +28,7 @@ std::vector<std::string> Mamba3BlockInference::weight_names() {
 }
 
 void Mamba3BlockInference::check_keys(const std::vector<std::string>& given) {
-  const std::vector<std::string> expected = weight_names();
-  std::vector<std::string> missing, unknown;
-  for (const auto& name : expected)
-    if (std::find(given.begin(), given.end(), name) == given.end()) missing.push_back(name);
-  for (const auto& name : given)
-    if (std::find(expected.begin(), expected.end(), name) == expected.end()) unknown.push_back(name);
-  if (missing.empty() && unknown.empty()) return;
-  std::string message = std::string(kBlock) + ": weight dict mismatch";
-  if (!missing.empty()) message += "; missing " + py_list(missing);
-  if (!unknown.empty()) message += "; unknown " + py_list(unknown);
-  message +=
-      ". The exact key set is " + py_list(expected) + " -- the upstream (PyTorch-style) parameter names";
-  throw_value_error(message);
+  check_weight_key_set(given, weight_names(), kBlock, "the upstream (PyTorch-style) parameter names");
 }
 
 std::int64_t Mamba3BlockInference::check_norm_weight(const std::vector<std::int64_t>& shape) {
@@ -96,21 +54,22 @@ void Mamba3BlockInference::check_weight(const std::string& name, const std::vect
                         shape_repr(spec.shape));
     return;
   }
-  throw_value_error(std::string(kBlock) + ": no weight named " + py_repr(name));
+  throw_value_error(std::string(kBlock) + ": no weight named " + models::python_str_repr(name));
 }
 
 Mamba3BlockInference::Mamba3BlockInference(const std::vector<std::pair<std::string, TensorView>>& weights,
                                            std::string weight_format)
     : weight_format_(std::move(weight_format)) {
   if (weight_format_ != "float32" && weight_format_ != "bfloat16" && weight_format_ != "int8")
-    throw_value_error(std::string(kBlock) + ": unknown weight format " + py_repr(weight_format_));
+    throw_value_error(std::string(kBlock) + ": unknown weight format " +
+                      models::python_str_repr(weight_format_));
   std::vector<std::string> keys;
   for (const auto& entry : weights) keys.push_back(entry.first);
   check_keys(keys);
   auto view_named = [&](const std::string& name) -> const TensorView& {
     for (const auto& [key, view] : weights)
       if (key == name) return view;
-    throw_value_error(std::string(kBlock) + ": missing weight " + py_repr(name));
+    throw_value_error(std::string(kBlock) + ": missing weight " + models::python_str_repr(name));
   };
   const std::int64_t d_model = check_norm_weight(view_named("block_norm.weight").shape);
   blocks::Mamba3Weights copied;

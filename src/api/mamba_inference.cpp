@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/errors.hpp"
+#include "models/samba_config.hpp"
 
 namespace samebits {
 namespace {
@@ -12,38 +13,6 @@ namespace {
 constexpr const char* kPackage = "samebits ";
 
 // Python's repr of a str (the quote choice and escapes of CPython), for the key lists in messages.
-std::string py_repr(const std::string& text) {
-  const bool has_single = text.find('\'') != std::string::npos;
-  const bool has_double = text.find('"') != std::string::npos;
-  const char quote = has_single && !has_double ? '"' : '\'';
-  std::string out(1, quote);
-  for (unsigned char c : text) {
-    if (c == '\\' || c == static_cast<unsigned char>(quote)) {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c < 0x20 || c == 0x7F) {
-      const char* hex = "0123456789abcdef";
-      out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + quote;
-}
-
-std::string py_list(const std::vector<std::string>& names) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < names.size(); ++i) out += (i ? ", " : "") + py_repr(names[i]);
-  return out + "]";
-}
 
 template <std::size_t N>
 std::vector<std::string> names_of(const std::array<blocks::MambaTensor, N>& table) {
@@ -57,7 +26,7 @@ const blocks::MambaTensor& spec_named(const std::array<blocks::MambaTensor, N>& 
                                       const std::string& block, const std::string& name) {
   for (const auto& t : table)
     if (name == t.name) return t;
-  throw_value_error(kPackage + block + ": no weight named " + py_repr(name));
+  throw_value_error(kPackage + block + ": no weight named " + models::python_str_repr(name));
 }
 
 // Looks a name up in the caller's list (already checked to be exactly the table's key set).
@@ -89,18 +58,7 @@ namespace mamba_api {
 
 void check_weight_keys(const std::string& block, const std::vector<std::string>& expected,
                        const std::vector<std::string>& given) {
-  std::vector<std::string> missing, unknown;
-  for (const auto& name : expected)
-    if (std::find(given.begin(), given.end(), name) == given.end()) missing.push_back(name);
-  for (const auto& name : given)
-    if (std::find(expected.begin(), expected.end(), name) == expected.end()) unknown.push_back(name);
-  if (missing.empty() && unknown.empty()) return;
-  std::string message = kPackage + block + ": weight dict mismatch";
-  if (!missing.empty()) message += "; missing " + py_list(missing);
-  if (!unknown.empty()) message += "; unknown " + py_list(unknown);
-  message +=
-      ". The exact key set is " + py_list(expected) + " -- the upstream (PyTorch-style) parameter names";
-  throw_value_error(message);
+  check_weight_key_set(given, expected, kPackage + block, "the upstream (PyTorch-style) parameter names");
 }
 
 void check_weight_shape(const std::string& block, const blocks::MambaTensor& spec,

@@ -39,13 +39,15 @@ SambaState SambaState::clone() const {
 
 // ---------------------------------------------------------------------------------------- model
 
-SambaInference::SambaInference(models::SambaConfig config, std::vector<float> parameters, std::string weight_format)
+SambaInference::SambaInference(models::SambaConfig config, std::vector<float> parameters,
+                               std::string weight_format)
     : weight_format_(std::move(weight_format)) {
   model_ = std::make_shared<const models::SambaModel>(std::move(config), std::move(parameters));
 }
 
 namespace {
-std::vector<float> flat_parameters(const models::SambaConfig& config, const SambaInference::NamedWeights& weights) {
+std::vector<float> flat_parameters(const models::SambaConfig& config,
+                                   const SambaInference::NamedWeights& weights) {
   const models::SambaRegistry registry = config.registry();
   std::vector<std::string> missing, unknown;
   std::set<std::string> given;
@@ -60,7 +62,8 @@ std::vector<float> flat_parameters(const models::SambaConfig& config, const Samb
                       python_name_list(unknown));
   std::vector<float> flat(static_cast<std::size_t>(registry.total));
   for (const auto& entry : registry.entries) {
-    const auto it = std::find_if(weights.begin(), weights.end(), [&](const auto& w) { return w.first == entry.name; });
+    const auto it =
+        std::find_if(weights.begin(), weights.end(), [&](const auto& w) { return w.first == entry.name; });
     const TensorView& view = it->second;
     if (view.shape != entry.shape)
       throw_value_error(kClass + ": " + entry.name + " has shape " + shape_repr(view.shape) + ", want " +
@@ -73,7 +76,8 @@ std::vector<float> flat_parameters(const models::SambaConfig& config, const Samb
 }
 }  // namespace
 
-SambaInference::SambaInference(models::SambaConfig config, const NamedWeights& weights, std::string weight_format)
+SambaInference::SambaInference(models::SambaConfig config, const NamedWeights& weights,
+                               std::string weight_format)
     : SambaInference(config, flat_parameters(config, weights), std::move(weight_format)) {}
 
 SambaInference SambaInference::from_checkpoint(const std::string& path) {
@@ -82,8 +86,9 @@ SambaInference SambaInference::from_checkpoint(const std::string& path) {
 }
 
 std::string SambaInference::repr() const {
-  return "SambaInference(layers=" + python_name_list(config().layers()) + ", d_model=" +
-         std::to_string(config().d_model()) + ", vocab=" + std::to_string(config().vocab()) + ")";
+  return "SambaInference(layers=" + python_name_list(config().layers()) +
+         ", d_model=" + std::to_string(config().d_model()) + ", vocab=" + std::to_string(config().vocab()) +
+         ")";
 }
 
 SambaState SambaInference::allocate_state(std::int64_t batch_size, std::int64_t max_tokens) const {
@@ -111,8 +116,9 @@ void SambaInference::check_ids(const IdsView& ids, const std::string& what) cons
 void SambaInference::check_state(const SambaState& state, std::int64_t batch, const std::string& what) const {
   if (state.batch_size() != batch || state.layer_count() != model_->layer_count())
     throw_value_error(what + ": the state holds " + std::to_string(state.batch_size()) + " rows and " +
-                      std::to_string(state.layer_count()) + " layers, the call has B = " + std::to_string(batch) +
-                      " and the stack " + std::to_string(model_->layer_count()) + " layers");
+                      std::to_string(state.layer_count()) +
+                      " layers, the call has B = " + std::to_string(batch) + " and the stack " +
+                      std::to_string(model_->layer_count()) + " layers");
   for (std::int64_t i = 0; i < model_->layer_count(); ++i) {
     const bool mamba = model_->layer_kind(i) == models::SambaLayerKind::Mamba3;
     if (mamba ? state.mamba3(i) == nullptr : state.attention(i) == nullptr)
@@ -121,7 +127,8 @@ void SambaInference::check_state(const SambaState& state, std::int64_t batch, co
   }
 }
 
-std::vector<float> SambaInference::run_borrowed(const IdsView& ids, std::vector<models::SambaLayerState>& layers,
+std::vector<float> SambaInference::run_borrowed(const IdsView& ids,
+                                                std::vector<models::SambaLayerState>& layers,
                                                 const std::string& what, bool reference) const {
   check_ids(ids, what);
   if (static_cast<std::int64_t>(layers.size()) != model_->layer_count())
@@ -136,10 +143,11 @@ std::vector<float> SambaInference::run_borrowed(const IdsView& ids, std::vector<
                         (mamba ? "Mamba3State" : "TransformerState"));
     if (mamba ? layer.mamba3->batch() != ids.batch : layer.kv->batch != ids.batch)
       throw_value_error(what + ": layer " + std::to_string(i) + " of the state holds " +
-                        std::to_string(mamba ? layer.mamba3->batch() : layer.kv->batch) + " rows, the call has B = " +
-                        std::to_string(ids.batch));
+                        std::to_string(mamba ? layer.mamba3->batch() : layer.kv->batch) +
+                        " rows, the call has B = " + std::to_string(ids.batch));
     if (!mamba && layer.kv->cached_tokens + ids.length > layer.kv->max_tokens)
-      throw_value_error(what + ": this call would use " + std::to_string(layer.kv->cached_tokens + ids.length) +
+      throw_value_error(what + ": this call would use " +
+                        std::to_string(layer.kv->cached_tokens + ids.length) +
                         " KV slots and the cache holds " + std::to_string(layer.kv->max_tokens) +
                         " (allocate_state(B, max_tokens) with a larger max_tokens)");
   }
@@ -179,7 +187,8 @@ std::vector<float> SambaInference::run(const IdsView& ids, SambaState* state, co
   }
   std::vector<float> logits = run_borrowed(ids, layers, what, reference);
   for (std::int64_t i = 0; i < model_->layer_count(); ++i)
-    if (TransformerState* t = state->attention(i)) t->set_cached_tokens(caches[static_cast<std::size_t>(i)].cached_tokens);
+    if (TransformerState* t = state->attention(i))
+      t->set_cached_tokens(caches[static_cast<std::size_t>(i)].cached_tokens);
   return logits;
 }
 
@@ -196,13 +205,16 @@ std::vector<float> SambaInference::step(const IdsView& ids, SambaState& state) c
   return run(ids, &state, what_of("step"), false);
 }
 
-std::vector<float> SambaInference::forward_ragged(const IdsView& ids, const std::vector<std::int64_t>& lengths) const {
+std::vector<float> SambaInference::forward_ragged(const IdsView& ids,
+                                                  const std::vector<std::int64_t>& lengths) const {
   const std::string what = what_of("forward");
   if (ids.batch < 1 || ids.length < 1) throw_value_error(what + ": B and L must be positive");
   check_ragged_lengths(lengths, ids.batch, ids.length, what);
   // Padding ids (any value) become id 0 and padding logits +0.0.
   return ragged_run(ids.data, ids.batch, ids.length, 1, lengths, config().vocab(),
-                    [&](const std::int32_t* padded) { return forward({padded, ids.batch, ids.length}); });
+                    [&](const std::int32_t* padded) {
+                      return forward({padded, ids.batch, ids.length});
+                    });
 }
 
 std::vector<float> SambaInference::forward_reference(const IdsView& ids) const {

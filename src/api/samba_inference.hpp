@@ -26,7 +26,8 @@ struct IdsView {
 // forks a sequence batch at its current position.
 class SambaState {
  public:
-  SambaState(std::int64_t batch_size, std::int64_t max_tokens) : batch_size_(batch_size), max_tokens_(max_tokens) {}
+  SambaState(std::int64_t batch_size, std::int64_t max_tokens)
+      : batch_size_(batch_size), max_tokens_(max_tokens) {}
   SambaState(SambaState&&) noexcept = default;
   SambaState& operator=(SambaState&&) noexcept = default;
   SambaState clone() const;
@@ -35,8 +36,12 @@ class SambaState {
   std::int64_t max_tokens() const { return max_tokens_; }
   std::int64_t layer_count() const { return static_cast<std::int64_t>(layers_.size()); }
   // Exactly one of these is non-null for each layer.
-  blocks::Mamba3State* mamba3(std::int64_t layer) { return layers_[static_cast<std::size_t>(layer)].mamba3.get(); }
-  TransformerState* attention(std::int64_t layer) { return layers_[static_cast<std::size_t>(layer)].attention.get(); }
+  blocks::Mamba3State* mamba3(std::int64_t layer) {
+    return layers_[static_cast<std::size_t>(layer)].mamba3.get();
+  }
+  TransformerState* attention(std::int64_t layer) {
+    return layers_[static_cast<std::size_t>(layer)].attention.get();
+  }
   const blocks::Mamba3State* mamba3(std::int64_t layer) const {
     return layers_[static_cast<std::size_t>(layer)].mamba3.get();
   }
@@ -63,9 +68,11 @@ class SambaInference {
 
   // Weights keyed by registry name (float32, already materialized if they were packed): key set, then per
   // registry entry shape and finiteness, refused with upstream's sentences. Values are copied.
-  SambaInference(models::SambaConfig config, const NamedWeights& weights, std::string weight_format = "float32");
+  SambaInference(models::SambaConfig config, const NamedWeights& weights,
+                 std::string weight_format = "float32");
   // The same from the flat registry-layout vector a checkpoint reader produces.
-  SambaInference(models::SambaConfig config, std::vector<float> parameters, std::string weight_format = "float32");
+  SambaInference(models::SambaConfig config, std::vector<float> parameters,
+                 std::string weight_format = "float32");
   // A SambaStack checkpoint: streamed v2 archive or legacy JSON (every failure a ValueError).
   static SambaInference from_checkpoint(const std::string& path);
 
@@ -100,7 +107,8 @@ class SambaInference {
   void check_state(const SambaState& state, std::int64_t batch, const std::string& what) const;
 
  private:
-  std::vector<float> run(const IdsView& ids, SambaState* state, const std::string& what, bool reference) const;
+  std::vector<float> run(const IdsView& ids, SambaState* state, const std::string& what,
+                         bool reference) const;
 
   std::shared_ptr<const models::SambaModel> model_;
   std::string weight_format_;

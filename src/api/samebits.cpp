@@ -1,9 +1,11 @@
 // Public API: argument validation with upstream wording, then the engine.
 #include "api/samebits.hpp"
 
+#include <algorithm>
 #include <utility>
 
 #include "io/mlp_checkpoint.hpp"
+#include "models/samba_config.hpp"
 #include "numerics/fp.hpp"
 
 namespace samebits {
@@ -23,7 +25,8 @@ std::vector<float> checked_copy(const TensorView& view, const models::TensorSpec
     throw_value_error(std::string(kTrainer) + spec.name + " must have shape " + shape_repr(spec.shape));
   if (view.data == nullptr && spec.elements() > 0)
     throw_value_error(std::string(kTrainer) + spec.name + " has no data");
-  if (!all_finite(view.data, spec.elements())) throw_value_error(std::string(kTrainer) + spec.name + " must be finite");
+  if (!all_finite(view.data, spec.elements()))
+    throw_value_error(std::string(kTrainer) + spec.name + " must be finite");
   return std::vector<float>(view.data, view.data + spec.elements());
 }
 
@@ -42,8 +45,8 @@ std::int64_t TensorView::elements() const {
 void check_ragged_lengths(const std::vector<std::int64_t>& lengths, std::int64_t batch, std::int64_t length,
                           const std::string& what) {
   if (static_cast<std::int64_t>(lengths.size()) != batch)
-    throw_value_error(what + ": lengths has " + std::to_string(lengths.size()) + " entries but the batch has B = " +
-                      std::to_string(batch));
+    throw_value_error(what + ": lengths has " + std::to_string(lengths.size()) +
+                      " entries but the batch has B = " + std::to_string(batch));
   for (std::size_t i = 0; i < lengths.size(); ++i)
     if (lengths[i] < 1 || lengths[i] > length)
       throw_value_error(what + ": lengths[" + std::to_string(i) + "] = " + std::to_string(lengths[i]) +
@@ -53,8 +56,22 @@ void check_ragged_lengths(const std::vector<std::int64_t>& lengths, std::int64_t
 
 std::string python_name_list(const std::vector<std::string>& names) {
   std::string text = "[";
-  for (std::size_t i = 0; i < names.size(); ++i) text += (i ? ", '" : "'") + names[i] + "'";
+  for (std::size_t i = 0; i < names.size(); ++i) text += (i ? ", " : "") + models::python_str_repr(names[i]);
   return text + "]";
+}
+
+void check_weight_key_set(const std::vector<std::string>& given, const std::vector<std::string>& expected,
+                          const std::string& prefix, const std::string& names_note) {
+  std::vector<std::string> missing, unknown;
+  for (const auto& name : expected)
+    if (std::find(given.begin(), given.end(), name) == given.end()) missing.push_back(name);
+  for (const auto& name : given)
+    if (std::find(expected.begin(), expected.end(), name) == expected.end()) unknown.push_back(name);
+  if (missing.empty() && unknown.empty()) return;
+  std::string message = prefix + ": weight dict mismatch";
+  if (!missing.empty()) message += "; missing " + python_name_list(missing);
+  if (!unknown.empty()) message += "; unknown " + python_name_list(unknown);
+  throw_value_error(message + ". The exact key set is " + python_name_list(expected) + " -- " + names_note);
 }
 
 std::string shape_repr(const std::vector<std::int64_t>& shape) {
@@ -90,8 +107,8 @@ TensorView materialized_view(const lowbit::PackedMatrix& packed, std::vector<flo
 
 std::string packed_format(const lowbit::PackedMatrix& a, const lowbit::PackedMatrix& b) {
   if (a.format != b.format)
-    throw_value_error(std::string("samebits.lowbit: weights mix formats ['") + lowbit::format_name(a.format) + "', '" +
-                      lowbit::format_name(b.format) + "']; store a model one way");
+    throw_value_error(std::string("samebits.lowbit: weights mix formats ['") + lowbit::format_name(a.format) +
+                      "', '" + lowbit::format_name(b.format) + "']; store a model one way");
   return lowbit::format_name(a.format);
 }
 }  // namespace

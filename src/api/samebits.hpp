@@ -55,8 +55,13 @@ std::vector<float> ragged_run(const T* x, std::int64_t batch, std::int64_t lengt
   return out;
 }
 
-// Python's repr of a list of names: "['a', 'b']".
+// Python's repr of a list of names: "['a', 'b']" (each name as Python's repr of a str).
 std::string python_name_list(const std::vector<std::string>& names);
+
+// The block weight-dict check: "<prefix>: weight dict mismatch; missing [...]; unknown [...]. The exact key
+// set is [...] -- <names_note>" (a part only when non-empty), a ValueError; nothing when the sets agree.
+void check_weight_key_set(const std::vector<std::string>& given, const std::vector<std::string>& expected,
+                          const std::string& prefix, const std::string& names_note);
 
 // Forward-only SmallMLPTrainer network (api.md 1). Immutable after construction; copies share the model.
 class MLPInference {
@@ -67,8 +72,8 @@ class MLPInference {
                const TensorView& bias2, std::string weight_format = "float32");
   // The two matrices packed by lowbit (both in one format): materialized exactly to float32 first,
   // and weight_format() records the format. Mixed formats are refused.
-  MLPInference(const lowbit::PackedMatrix& weight1, const TensorView& bias1, const lowbit::PackedMatrix& weight2,
-               const TensorView& bias2);
+  MLPInference(const lowbit::PackedMatrix& weight1, const TensorView& bias1,
+               const lowbit::PackedMatrix& weight2, const TensorView& bias2);
   // A SmallMLPTrainer checkpoint (formats.md 4); every refusal is a ValueError.
   static MLPInference from_checkpoint(const std::string& path);
 

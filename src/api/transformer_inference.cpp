@@ -13,12 +13,6 @@ const std::string kBlock = "samebits TransformerBlock";
 
 std::string what_of(bool step) { return kBlock + (step ? ".step" : ".forward"); }
 
-std::string python_list(const std::vector<std::string>& names) {
-  std::string text = "[";
-  for (std::size_t i = 0; i < names.size(); ++i) text += (i ? ", '" : "'") + names[i] + "'";
-  return text + "]";
-}
-
 }  // namespace
 
 // ------------------------------------------------------------------ TransformerState
@@ -79,19 +73,9 @@ const std::vector<std::string>& TransformerBlockInference::weight_names() {
 }
 
 void TransformerBlockInference::check_weight_names(const std::vector<std::string>& names) {
-  const auto& want = weight_names();
-  std::vector<std::string> missing, unknown;
-  for (const auto& name : want)
-    if (std::find(names.begin(), names.end(), name) == names.end()) missing.push_back(name);
-  for (const auto& name : names)
-    if (std::find(want.begin(), want.end(), name) == want.end()) unknown.push_back(name);
-  if (missing.empty() && unknown.empty()) return;
-  std::string message = kBlock + ": weight dict mismatch";
-  if (!missing.empty()) message += "; missing " + python_list(missing);
-  if (!unknown.empty()) message += "; unknown " + python_list(unknown);
-  throw_value_error(
-      message + ". The exact key set is " + python_list(want) +
-      " -- the upstream parameter names (Llama's decoder layer: input_layernorm, self_attn.*_proj, "
+  check_weight_key_set(
+      names, weight_names(), kBlock,
+      "the upstream parameter names (Llama's decoder layer: input_layernorm, self_attn.*_proj, "
       "post_attention_layernorm, mlp.*_proj)");
 }
 
@@ -261,8 +245,9 @@ std::vector<float> TransformerBlockInference::forward_ragged(const TensorView& x
   const auto [batch, length] = check_tokens(x.shape, false);
   check_ragged_lengths(lengths, batch, length, what);
   const std::int64_t dm = dims().d_model;
-  return ragged_run(x.data, batch, length, dm, lengths, dm,
-                    [&](const float* padded) { return forward(TensorView{padded, x.shape}); });
+  return ragged_run(x.data, batch, length, dm, lengths, dm, [&](const float* padded) {
+    return forward(TensorView{padded, x.shape});
+  });
 }
 
 std::vector<float> TransformerBlockInference::forward_reference(const TensorView& x) const {
