@@ -40,8 +40,8 @@ double parse_double(const std::string& text, const std::string& option, double l
   errno = 0;
   const double value = std::strtod(text.c_str(), &end);
   if (text.empty() || end == text.c_str() || *end != '\0' || errno != 0 || !(value >= lo && value <= hi))
-    throw UsageError{option + " must be a number in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got '" +
-                     text + "'"};
+    throw UsageError{option + " must be a number in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                     "], got '" + text + "'"};
   return value;
 }
 

@@ -29,9 +29,11 @@ std::string default_checkpoint() {
 
 int command_generate(std::vector<std::string> args) {
   const auto prompt = take_option(args, "--prompt");
-  const std::int64_t max_new = parse_int(take_option(args, "--max-tokens").value_or("200"), "--max-tokens", 1, 8000);
+  const std::int64_t max_new =
+      parse_int(take_option(args, "--max-tokens").value_or("200"), "--max-tokens", 1, 8000);
   SamplingOptions sampling;
-  sampling.temperature = parse_double(take_option(args, "--temperature").value_or("0.8"), "--temperature", 0.0, 100.0);
+  sampling.temperature =
+      parse_double(take_option(args, "--temperature").value_or("0.8"), "--temperature", 0.0, 100.0);
   sampling.top_k = parse_int(take_option(args, "--top-k").value_or("0"), "--top-k", 0, 1 << 20);
   sampling.top_p = parse_double(take_option(args, "--top-p").value_or("1.0"), "--top-p", 1e-9, 1.0);
   const auto seed = static_cast<std::uint64_t>(
@@ -71,10 +73,12 @@ int command_generate(std::vector<std::string> args) {
   }
   const double decode_seconds = seconds_since(decode_start);
   std::fputc('\n', stdout);
-  std::fprintf(stderr, "\n[samebits] prefill %lld tokens in %.3f s (%.1f tok/s); decode %lld tokens in %.3f s (%.1f tok/s); threads %d\n",
-               static_cast<long long>(prompt_tokens), prefill_seconds, prompt_tokens / std::max(prefill_seconds, 1e-9),
-               static_cast<long long>(max_new - 1), decode_seconds,
-               (max_new - 1) / std::max(decode_seconds, 1e-9), num_threads());
+  std::fprintf(stderr,
+               "\n[samebits] prefill %lld tokens in %.3f s (%.1f tok/s); decode %lld tokens in %.3f s (%.1f "
+               "tok/s); threads %d\n",
+               static_cast<long long>(prompt_tokens), prefill_seconds,
+               prompt_tokens / std::max(prefill_seconds, 1e-9), static_cast<long long>(max_new - 1),
+               decode_seconds, (max_new - 1) / std::max(decode_seconds, 1e-9), num_threads());
   return 0;
 }
 

@@ -47,7 +47,8 @@ int info_mlp(const std::string& path) {
   print_tensor_row("bias1", {16}, ckpt.bias1.data(), 16, 8);
   print_tensor_row("weight2", {3, 16}, ckpt.weight2.data(), 48, 8);
   print_tensor_row("bias2", {3}, ckpt.bias2.data(), 3, 8);
-  std::printf("integrity: OK (payload sha256 %s verified; payload fully validated)\n", ckpt.payload_sha256.c_str());
+  std::printf("integrity: OK (payload sha256 %s verified; payload fully validated)\n",
+              ckpt.payload_sha256.c_str());
   return 0;
 }
 
@@ -77,9 +78,10 @@ int info_samba(const std::string& path) {
   std::printf(", %s head, norm_eps %.9g\n", config.tie_embeddings() ? "tied" : "untied", config.norm_eps());
   std::printf("parameters: %lld in %lld tensors\n", static_cast<long long>(info.parameter_count),
               static_cast<long long>(info.tensor_count));
-  std::printf("numeric mode: %s, numeric profile: %s\n", info.numeric_mode.c_str(), info.numeric_profile.c_str());
-  if (!info.step_json.empty()) std::printf("training: step %s, optimizer %s\n", info.step_json.c_str(),
-                                           info.optimizer_json.c_str());
+  std::printf("numeric mode: %s, numeric profile: %s\n", info.numeric_mode.c_str(),
+              info.numeric_profile.c_str());
+  if (!info.step_json.empty())
+    std::printf("training: step %s, optimizer %s\n", info.step_json.c_str(), info.optimizer_json.c_str());
   std::printf("weight format: float32\n");
   std::printf("registry:\n");
   int width = 0;

@@ -14,10 +14,10 @@ namespace {
 
 // The built-in sample: four rows that exercise both signs and a range of magnitudes.
 std::vector<float> sample_rows() {
-  return {0.5f,  -1.25f, 2.0f,   0.0f,  -0.75f, 1.5f, -2.0f, 0.25f,  //
-          -1.0f, 0.125f, 0.875f, -0.5f, 1.75f,  -1.5f, 0.0f, 1.0f,   //
-          2.5f,  2.5f,   -2.5f,  -2.5f, 0.3f,   0.6f, -0.9f, 1.2f,   //
-          0.0f,  0.0f,   0.0f,   0.0f,  0.0f,   0.0f, 0.0f,  0.0f};
+  return {0.5f,  -1.25f, 2.0f,   0.0f,  -0.75f, 1.5f,  -2.0f, 0.25f,  //
+          -1.0f, 0.125f, 0.875f, -0.5f, 1.75f,  -1.5f, 0.0f,  1.0f,   //
+          2.5f,  2.5f,   -2.5f,  -2.5f, 0.3f,   0.6f,  -0.9f, 1.2f,   //
+          0.0f,  0.0f,   0.0f,   0.0f,  0.0f,   0.0f,  0.0f,  0.0f};
 }
 
 std::vector<float> read_rows(const std::string& source) {

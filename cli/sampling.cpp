@@ -17,10 +17,12 @@ std::uint64_t Random::next() {
 
 double Random::uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
 
-std::int32_t choose_token(const float* logits, std::int64_t vocab, const SamplingOptions& options, Random& random) {
+std::int32_t choose_token(const float* logits, std::int64_t vocab, const SamplingOptions& options,
+                          Random& random) {
   std::vector<std::int32_t> order(static_cast<std::size_t>(vocab));
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](std::int32_t a, std::int32_t b) { return logits[a] > logits[b]; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::int32_t a, std::int32_t b) { return logits[a] > logits[b]; });
   if (options.temperature <= 0.0) return order[0];
   std::size_t keep = order.size();
   if (options.top_k > 0) keep = std::min<std::size_t>(keep, static_cast<std::size_t>(options.top_k));

@@ -24,6 +24,7 @@ class Random {
   std::uint64_t state_;
 };
 
-std::int32_t choose_token(const float* logits, std::int64_t vocab, const SamplingOptions& options, Random& random);
+std::int32_t choose_token(const float* logits, std::int64_t vocab, const SamplingOptions& options,
+                          Random& random);
 
 }  // namespace samebits::cli

@@ -52,9 +52,11 @@ std::vector<Piece> carried_pieces(const SambaInference& model, const SambaState&
 }
 
 // Decodes ids [B, L] step by step; before step `bump_at`, adds one to the bits of `bump_piece`[cell].
-std::optional<Difference> decode_and_compare(const SambaInference& model, const std::vector<std::int32_t>& ids,
-                                             std::int64_t batch, std::int64_t length, const std::vector<float>& full,
-                                             const Piece* bump_piece, std::int64_t cell, std::int64_t bump_at) {
+std::optional<Difference> decode_and_compare(const SambaInference& model,
+                                             const std::vector<std::int32_t>& ids, std::int64_t batch,
+                                             std::int64_t length, const std::vector<float>& full,
+                                             const Piece* bump_piece, std::int64_t cell,
+                                             std::int64_t bump_at) {
   const std::int64_t vocab = model.config().vocab();
   SambaState state = model.allocate_state(batch, length);
   std::vector<std::int32_t> column(static_cast<std::size_t>(batch));
@@ -77,9 +79,10 @@ std::optional<Difference> decode_and_compare(const SambaInference& model, const 
 }
 
 void print_difference(const Difference& d) {
-  std::printf("FIRST DIFFERING POSITION t=%lld (row %lld, unit %lld): forward %.9g (0x%08x) vs step %.9g (0x%08x)\n",
-              static_cast<long long>(d.position), static_cast<long long>(d.row), static_cast<long long>(d.unit),
-              d.want, bits_of(d.want), d.got, bits_of(d.got));
+  std::printf(
+      "FIRST DIFFERING POSITION t=%lld (row %lld, unit %lld): forward %.9g (0x%08x) vs step %.9g (0x%08x)\n",
+      static_cast<long long>(d.position), static_cast<long long>(d.row), static_cast<long long>(d.unit),
+      d.want, bits_of(d.want), d.got, bits_of(d.got));
 }
 
 }  // namespace
@@ -87,7 +90,8 @@ void print_difference(const Difference& d) {
 int command_verify(std::vector<std::string> args) {
   const std::int64_t batch = parse_int(take_option(args, "--batch").value_or("2"), "--batch", 1, 64);
   const std::int64_t length = parse_int(take_option(args, "--length").value_or("16"), "--length", 2, 8192);
-  const auto seed = static_cast<std::uint64_t>(parse_int(take_option(args, "--seed").value_or("7"), "--seed", 0, INT64_MAX));
+  const auto seed = static_cast<std::uint64_t>(
+      parse_int(take_option(args, "--seed").value_or("7"), "--seed", 0, INT64_MAX));
   const bool sabotage = take_flag(args, "--sabotage");
   if (args.size() != 1) throw UsageError{"verify takes exactly one CHECKPOINT"};
   const SambaInference model = SambaInference::from_checkpoint(args[0]);
@@ -97,8 +101,9 @@ int command_verify(std::vector<std::string> args) {
   std::vector<std::int32_t> ids(static_cast<std::size_t>(batch * length));
   for (auto& id : ids) id = static_cast<std::int32_t>(random.next() % static_cast<std::uint64_t>(vocab));
   const std::vector<float> full = model.forward({ids.data(), batch, length});
-  std::printf("samba %s: B = %lld, L = %lld, vocab %lld, seed %llu\n", args[0].c_str(), static_cast<long long>(batch),
-              static_cast<long long>(length), static_cast<long long>(vocab), static_cast<unsigned long long>(seed));
+  std::printf("samba %s: B = %lld, L = %lld, vocab %lld, seed %llu\n", args[0].c_str(),
+              static_cast<long long>(batch), static_cast<long long>(length), static_cast<long long>(vocab),
+              static_cast<unsigned long long>(seed));
 
   if (!sabotage) {
     if (const auto diff = decode_and_compare(model, ids, batch, length, full, nullptr, 0, 0)) {
@@ -126,7 +131,9 @@ int command_verify(std::vector<std::string> args) {
     std::printf("sabotage: %s absorbs a one-ULP bump at its first %lld cells\n", piece.name.c_str(),
                 static_cast<long long>(std::min<std::int64_t>(piece.cells, 128)));
   }
-  std::printf("no one-ULP perturbation changed any position: this arm cannot fail and is not evidence\nFAIL sabotage\n");
+  std::printf(
+      "no one-ULP perturbation changed any position: this arm cannot fail and is not evidence\nFAIL "
+      "sabotage\n");
   return 1;
 }
 

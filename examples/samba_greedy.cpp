@@ -2,10 +2,9 @@
 // one token at a time on a forked state, checking that decode and one-shot forward agree bit for bit.
 #include <cstdio>
 #include <cstring>
+#include <samebits/samebits.hpp>
 #include <string>
 #include <vector>
-
-#include <samebits/samebits.hpp>
 
 int main(int argc, char** argv) {
   if (argc != 4) {
@@ -38,7 +37,8 @@ int main(int argc, char** argv) {
     // Decode == forward: the one-shot forward over prompt + generated ids predicts the same last logits.
     const auto total = static_cast<std::int64_t>(ids.size());
     const std::vector<float> full = model.forward({ids.data(), 1, total});
-    const bool same = std::memcmp(full.data() + (total - 1) * vocab, last, static_cast<std::size_t>(vocab) * 4) == 0;
+    const bool same =
+        std::memcmp(full.data() + (total - 1) * vocab, last, static_cast<std::size_t>(vocab) * 4) == 0;
     std::printf("decode == forward: %s\n", same ? "yes" : "NO");
     return same ? 0 : 1;
   } catch (const samebits::Error& e) {

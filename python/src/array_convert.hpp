@@ -20,7 +20,8 @@ using FloatArrayOut = nb::ndarray<nb::numpy, float>;
 inline TensorView view_of(const FloatArrayIn& array) {
   TensorView view;
   view.data = array.data();
-  for (std::size_t i = 0; i < array.ndim(); ++i) view.shape.push_back(static_cast<std::int64_t>(array.shape(i)));
+  for (std::size_t i = 0; i < array.ndim(); ++i)
+    view.shape.push_back(static_cast<std::int64_t>(array.shape(i)));
   return view;
 }
 

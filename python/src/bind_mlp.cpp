@@ -33,7 +33,8 @@ void bind_mlp(nb::module_& m) {
           },
           nb::arg("weight1"), nb::arg("bias1"), nb::arg("weight2"), nb::arg("bias2"),
           nb::arg("weight_format") = "float32")
-      .def_static("from_checkpoint", [](const std::string& path) { return MLPInference::from_checkpoint(path); })
+      .def_static("from_checkpoint",
+                  [](const std::string& path) { return MLPInference::from_checkpoint(path); })
       .def("predict_logits",
            [](const MLPInference& self, const FloatArrayIn& X) {
              const TensorView view = view_of(X);
@@ -50,14 +51,15 @@ void bind_mlp(nb::module_& m) {
              std::vector<float> logits = self.predict_logits_reference(view);
              return to_numpy(std::move(logits), {static_cast<std::size_t>(view.shape[0]), 3});
            })
-      .def("weight", [](const MLPInference& self, const std::string& name) {
-        const auto& w = self.weights();
-        if (name == "weight1") return copy_out(w.weight1, {16, 8});
-        if (name == "bias1") return copy_out(w.bias1, {16});
-        if (name == "weight2") return copy_out(w.weight2, {3, 16});
-        if (name == "bias2") return copy_out(w.bias2, {3});
-        throw_value_error("MLPInference has no weight named '" + name + "'");
-      })
+      .def("weight",
+           [](const MLPInference& self, const std::string& name) {
+             const auto& w = self.weights();
+             if (name == "weight1") return copy_out(w.weight1, {16, 8});
+             if (name == "bias1") return copy_out(w.bias1, {16});
+             if (name == "weight2") return copy_out(w.weight2, {3, 16});
+             if (name == "bias2") return copy_out(w.bias2, {3});
+             throw_value_error("MLPInference has no weight named '" + name + "'");
+           })
       .def_prop_ro("weight_format", [](const MLPInference& self) { return self.weight_format(); })
       .def("__repr__", &MLPInference::repr);
 }

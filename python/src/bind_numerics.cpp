@@ -53,7 +53,8 @@ FloatArrayOut run_gemm(const FloatArrayIn& a, const FloatArrayIn& b, const std::
 
 void bind_numerics(nb::module_& m) {
   m.def("set_num_threads", [](int n) {
-    if (n < 1) throw_value_error("samebits.set_num_threads: n must be a positive integer, got " + std::to_string(n));
+    if (n < 1)
+      throw_value_error("samebits.set_num_threads: n must be a positive integer, got " + std::to_string(n));
     set_num_threads(n);
   });
   m.def("get_num_threads", [] { return num_threads(); });
@@ -65,7 +66,8 @@ void bind_numerics(nb::module_& m) {
   m.def("simd_target", [] { return std::string(simd::target_name(simd::active_target())); });
   m.def("set_simd_target", [](const std::string& name) { simd::set_target(target_from_name(name)); });
   m.def("reset_simd_target", [] { simd::reset_target(); });
-  m.def("gemm", &run_gemm, nb::arg("a"), nb::arg("b"), nb::arg("orientation") = "NT", nb::arg("reference") = false);
+  m.def("gemm", &run_gemm, nb::arg("a"), nb::arg("b"), nb::arg("orientation") = "NT",
+        nb::arg("reference") = false);
   m.def("neural_arithmetic_profile", [] { return std::string(neural_arithmetic_profile()); });
   m.def("numeric_mode", [] { return std::string(numeric_mode()); });
   m.def("vendor", [] { return std::string("cpu"); });

@@ -46,10 +46,12 @@ BorrowedLayers borrow(const SambaInference& self, const nb::list& layers) {
     kv.batch = nb::cast<std::int64_t>(items[2]);
     kv.max_tokens = nb::cast<std::int64_t>(items[3]);
     kv.cached_tokens = nb::cast<std::int64_t>(items[4]);
-    const bool attention = static_cast<std::int64_t>(i) < self.model().layer_count() &&
-                           self.model().layer_kind(static_cast<std::int64_t>(i)) == models::SambaLayerKind::Attention;
+    const bool attention =
+        static_cast<std::int64_t>(i) < self.model().layer_count() &&
+        self.model().layer_kind(static_cast<std::int64_t>(i)) == models::SambaLayerKind::Attention;
     if (!attention || kv.batch < 1 || kv.max_tokens < 1 || kv.cached_tokens < 0 ||
-        static_cast<std::int64_t>(k.shape(0)) != kv.floats(self.model().attention(static_cast<std::int64_t>(i)).dims()) ||
+        static_cast<std::int64_t>(k.shape(0)) !=
+            kv.floats(self.model().attention(static_cast<std::int64_t>(i)).dims()) ||
         k.shape(0) != v.shape(0))
       throw_value_error("samebits SambaInference: layer " + std::to_string(i) +
                         " of the state does not match the stack (allocate_state makes a matching one)");
@@ -58,8 +60,10 @@ BorrowedLayers borrow(const SambaInference& self, const nb::list& layers) {
   return out;
 }
 
-nb::tuple run(const SambaInference& self, const IdsArrayIn& ids, const nb::object& layers, bool step, bool reference) {
-  const IdsView view{ids.data(), static_cast<std::int64_t>(ids.shape(0)), static_cast<std::int64_t>(ids.shape(1))};
+nb::tuple run(const SambaInference& self, const IdsArrayIn& ids, const nb::object& layers, bool step,
+              bool reference) {
+  const IdsView view{ids.data(), static_cast<std::int64_t>(ids.shape(0)),
+                     static_cast<std::int64_t>(ids.shape(1))};
   const std::string what = std::string("samebits SambaInference.") + (step ? "step" : "forward");
   std::vector<float> logits;
   nb::list cached;
@@ -72,12 +76,13 @@ nb::tuple run(const SambaInference& self, const IdsArrayIn& ids, const nb::objec
       nb::gil_scoped_release release;
       logits = self.run_borrowed(view, borrowed.refs, what, reference);
     }
-    for (const auto& ref : borrowed.refs) cached.append(ref.kv ? nb::cast(ref.kv->cached_tokens) : nb::none());
+    for (const auto& ref : borrowed.refs)
+      cached.append(ref.kv ? nb::cast(ref.kv->cached_tokens) : nb::none());
   }
   const auto vocab = static_cast<std::size_t>(self.config().vocab());
-  return nb::make_tuple(
-      to_numpy(std::move(logits), {static_cast<std::size_t>(view.batch), static_cast<std::size_t>(view.length), vocab}),
-      cached);
+  return nb::make_tuple(to_numpy(std::move(logits), {static_cast<std::size_t>(view.batch),
+                                                     static_cast<std::size_t>(view.length), vocab}),
+                        cached);
 }
 
 void bind_samba(nb::module_& m) {
@@ -92,20 +97,21 @@ void bind_samba(nb::module_& m) {
             new (self) SambaInference(samba_config_of(config), weights, weight_format);
           },
           nb::arg("config"), nb::arg("names"), nb::arg("arrays"), nb::arg("weight_format"))
-      .def("run", &run, nb::arg("ids"), nb::arg("layers").none(), nb::arg("step"), nb::arg("reference") = false)
+      .def("run", &run, nb::arg("ids"), nb::arg("layers").none(), nb::arg("step"),
+           nb::arg("reference") = false)
       .def("parameter",
            [](const SambaInference& self, const std::string& name) {
              const auto& registry = self.model().registry();
              const std::size_t index = registry.index_of(name);
-             if (index == models::SambaRegistry::npos) throw_value_error("samebits.SambaInference: no tensor " + name);
+             if (index == models::SambaRegistry::npos)
+               throw_value_error("samebits.SambaInference: no tensor " + name);
              const auto& entry = registry.entries[index];
              const auto* begin = self.model().parameters().data() + entry.offset;
              std::vector<std::size_t> shape(entry.shape.begin(), entry.shape.end());
              return to_numpy(std::vector<float>(begin, begin + entry.size), shape);
            })
-      .def("mamba3_heads", [](const SambaInference& self, std::int64_t layer) {
-        return self.model().mamba3(layer).dims().heads;
-      })
+      .def("mamba3_heads", [](const SambaInference& self,
+                              std::int64_t layer) { return self.model().mamba3(layer).dims().heads; })
       .def_prop_ro("weight_format", [](const SambaInference& self) { return self.weight_format(); })
       .def("__repr__", &SambaInference::repr);
 }

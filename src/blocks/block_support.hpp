@@ -16,8 +16,8 @@ inline void refuse_non_finite(const float* data, std::int64_t count, const std::
   for (std::int64_t i = 0; i < count; ++i) {
     const std::uint32_t a = fp::bits(data[i]) & fp::kAbsMask;
     if (a >= fp::kInfBits) {
-      throw_value_error(what + ": " + (a > fp::kInfBits ? "NaN" : "infinity") + " in " + name + " at flat index " +
-                        std::to_string(i) + " REFUSED");
+      throw_value_error(what + ": " + (a > fp::kInfBits ? "NaN" : "infinity") + " in " + name +
+                        " at flat index " + std::to_string(i) + " REFUSED");
     }
   }
 }

@@ -21,7 +21,8 @@ int threads_from_environment() {
   if (text != nullptr) {
     char* end = nullptr;
     long value = std::strtol(text, &end, 10);
-    if (end != text && *end == '\0' && value >= 1) return static_cast<int>(std::min<long>(value, kMaxThreads));
+    if (end != text && *end == '\0' && value >= 1)
+      return static_cast<int>(std::min<long>(value, kMaxThreads));
   }
   return hardware_threads();
 }

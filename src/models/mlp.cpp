@@ -50,8 +50,8 @@ void Mlp::predict_logits_reference(const float* X, std::int64_t rows, float* log
   gemm::gemm_reference(gemm::Orientation::NT, X, weights_.weight1.data(), hidden.data(), rows, kMlpHidden,
                        kMlpInputs);
   add_bias(hidden.data(), rows, kMlpHidden, weights_.bias1.data(), true);
-  gemm::gemm_reference(gemm::Orientation::NT, hidden.data(), weights_.weight2.data(), logits, rows, kMlpOutputs,
-                       kMlpHidden);
+  gemm::gemm_reference(gemm::Orientation::NT, hidden.data(), weights_.weight2.data(), logits, rows,
+                       kMlpOutputs, kMlpHidden);
   add_bias(logits, rows, kMlpOutputs, weights_.bias2.data(), false);
 }
 

@@ -24,8 +24,9 @@ const float* SambaModel::tensor(const std::string& name) const {
 SambaModel::SambaModel(SambaConfig config, std::vector<float> parameters)
     : config_(std::move(config)), registry_(config_.registry()), parameters_(std::move(parameters)) {
   if (static_cast<std::int64_t>(parameters_.size()) != registry_.total)
-    throw_value_error("samebits.SambaInference: the parameter vector holds " + std::to_string(parameters_.size()) +
-                      " floats, the registry " + std::to_string(registry_.total));
+    throw_value_error("samebits.SambaInference: the parameter vector holds " +
+                      std::to_string(parameters_.size()) + " floats, the registry " +
+                      std::to_string(registry_.total));
   std::size_t entry = 1;  // registry order: embed.weight, then each layer's nine tensors
   for (SambaLayerKind kind : config_.layer_kinds()) {
     if (kind == SambaLayerKind::Mamba3) {
@@ -41,10 +42,11 @@ SambaModel::SambaModel(SambaConfig config, std::vector<float> parameters)
       dims.intermediate = *config_.intermediate();
       dims.window = 0;  // a Samba stack's attention is always full causal (formats.md 1.4)
       blocks::TransformerWeights w;
-      for (std::vector<float>* t : {&w.input_norm, &w.post_norm, &w.q, &w.k, &w.v, &w.o, &w.gate, &w.up, &w.down})
+      for (std::vector<float>* t :
+           {&w.input_norm, &w.post_norm, &w.q, &w.k, &w.v, &w.o, &w.gate, &w.up, &w.down})
         *t = slice(parameters_, registry_.entries[entry++]);
-      layers_.push_back(
-          {nullptr, std::make_unique<blocks::TransformerBlock>(dims, std::move(w), "samebits.SambaInference")});
+      layers_.push_back({nullptr, std::make_unique<blocks::TransformerBlock>(dims, std::move(w),
+                                                                             "samebits.SambaInference")});
     }
   }
   const float* head = tensor(config_.tie_embeddings() ? "embed.weight" : "lm_head.weight");
@@ -63,8 +65,8 @@ template <bool Reference>
 void SambaModel::run(const std::int32_t* ids, std::int64_t batch, std::int64_t length,
                      std::vector<SambaLayerState>& states, float* logits, const std::string& what) const {
   if (static_cast<std::int64_t>(states.size()) != layer_count())
-    throw_value_error(what + ": the state has " + std::to_string(states.size()) + " layers but the stack has " +
-                      std::to_string(layer_count()));
+    throw_value_error(what + ": the state has " + std::to_string(states.size()) +
+                      " layers but the stack has " + std::to_string(layer_count()));
   const std::int64_t d = config_.d_model();
   const std::int64_t rows = batch * length;
   std::vector<float> x(static_cast<std::size_t>(rows * d));  // [B, L, d_model]
@@ -78,14 +80,16 @@ void SambaModel::run(const std::int32_t* ids, std::int64_t batch, std::int64_t l
     SambaLayerState& state = states[static_cast<std::size_t>(i)];
     const Layer& layer = layers_[static_cast<std::size_t>(i)];
     if (const blocks::Mamba3Block* block = layer.mamba3.get()) {
-      if (state.mamba3 == nullptr) throw_value_error(what + ": layer " + std::to_string(i) + " needs a Mamba3State");
+      if (state.mamba3 == nullptr)
+        throw_value_error(what + ": layer " + std::to_string(i) + " needs a Mamba3State");
       if constexpr (Reference)
         block->forward_reference(x.data(), batch, length, *state.mamba3, y.data(), nullptr, what.c_str());
       else
         block->forward(x.data(), batch, length, *state.mamba3, y.data(), nullptr, what.c_str());
     } else {
       const blocks::TransformerBlock& attention = *layer.attention;
-      if (state.kv == nullptr) throw_value_error(what + ": layer " + std::to_string(i) + " needs a TransformerState");
+      if (state.kv == nullptr)
+        throw_value_error(what + ": layer " + std::to_string(i) + " needs a TransformerState");
       if constexpr (Reference)
         attention.forward_reference(x.data(), batch, length, *state.kv, y.data(), what);
       else
@@ -110,7 +114,8 @@ void SambaModel::forward(const std::int32_t* ids, std::int64_t batch, std::int64
 }
 
 void SambaModel::forward_reference(const std::int32_t* ids, std::int64_t batch, std::int64_t length,
-                                   std::vector<SambaLayerState>& states, float* logits, const std::string& what) const {
+                                   std::vector<SambaLayerState>& states, float* logits,
+                                   const std::string& what) const {
   run<true>(ids, batch, length, states, logits, what);
 }
 

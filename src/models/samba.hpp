@@ -30,29 +30,31 @@ class SambaModel {
   const SambaRegistry& registry() const { return registry_; }
   const std::vector<float>& parameters() const { return parameters_; }
   std::int64_t layer_count() const { return static_cast<std::int64_t>(config_.layer_kinds().size()); }
-  SambaLayerKind layer_kind(std::int64_t i) const { return config_.layer_kinds()[static_cast<std::size_t>(i)]; }
+  SambaLayerKind layer_kind(std::int64_t i) const {
+    return config_.layer_kinds()[static_cast<std::size_t>(i)];
+  }
   const blocks::TransformerBlock& attention(std::int64_t i) const;
   const blocks::Mamba3Block& mamba3(std::int64_t i) const;
 
   // logits[B, L, vocab] for ids[B, L] (each in [0, vocab), checked by the caller), continuing every
   // layer's state in place (one state per layer, in stack order). `what` names the public entry in
   // refusals raised by the blocks.
-  void forward(const std::int32_t* ids, std::int64_t batch, std::int64_t length, std::vector<SambaLayerState>& states,
-               float* logits, const std::string& what) const;
+  void forward(const std::int32_t* ids, std::int64_t batch, std::int64_t length,
+               std::vector<SambaLayerState>& states, float* logits, const std::string& what) const;
   // The scalar twin: every block's literal twin, reference embedding, norm and head GEMM.
   void forward_reference(const std::int32_t* ids, std::int64_t batch, std::int64_t length,
                          std::vector<SambaLayerState>& states, float* logits, const std::string& what) const;
 
  private:
   template <bool Reference>
-  void run(const std::int32_t* ids, std::int64_t batch, std::int64_t length, std::vector<SambaLayerState>& states,
-           float* logits, const std::string& what) const;
+  void run(const std::int32_t* ids, std::int64_t batch, std::int64_t length,
+           std::vector<SambaLayerState>& states, float* logits, const std::string& what) const;
   const float* tensor(const std::string& name) const;
 
   SambaConfig config_;
   SambaRegistry registry_;
   std::vector<float> parameters_;  // registry layout
-  struct Layer {  // exactly one is set (blocks hold mutexes and packed panels: never moved)
+  struct Layer {                   // exactly one is set (blocks hold mutexes and packed panels: never moved)
     std::unique_ptr<blocks::Mamba3Block> mamba3;
     std::unique_ptr<blocks::TransformerBlock> attention;
   };

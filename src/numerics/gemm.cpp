@@ -1,5 +1,7 @@
 // GEMM fast-path driver: packs the right operand into panels, splits output tiles over the thread
 // pool, runs the target's leaf kernels and folds leaf partials exactly as the twin does.
+#include "numerics/gemm.hpp"
+
 #include <xmmintrin.h>
 
 #include <algorithm>
@@ -7,7 +9,6 @@
 
 #include "core/thread_pool.hpp"
 #include "numerics/fp.hpp"
-#include "numerics/gemm.hpp"
 #include "numerics/gemm_kernels.hpp"
 #include "numerics/simd_target.hpp"
 
@@ -76,8 +77,9 @@ void run_leaves(const Problem& pb, const detail::LeafKernel* table, std::int64_t
   for (std::int64_t t = 0; t < pb.leaves; ++t) {
     const std::int64_t p0 = t * pb.leaf;
     const std::int64_t len = std::min(pb.leaf, k - p0);
-    table[rows](pb.a.data + row0 * pb.a.row_stride + p0 * pb.a.depth_stride, pb.a.row_stride, pb.a.depth_stride,
-                panel_data + p0 * kPanelWidth, panel_stride, len, partials + t * leaf_stride);
+    table[rows](pb.a.data + row0 * pb.a.row_stride + p0 * pb.a.depth_stride, pb.a.row_stride,
+                pb.a.depth_stride, panel_data + p0 * kPanelWidth, panel_stride, len,
+                partials + t * leaf_stride);
   }
 }
 
@@ -171,9 +173,10 @@ void gemm_packed(LhsView A, std::int64_t m, const PackedRhs& rhs, float* C) {
     const std::int64_t tasks = wide + (panels - wide * ks.skinny_panels);
     parallel_for(tasks, [&](std::int64_t begin, std::int64_t end) {
       for (std::int64_t task = begin; task < end; ++task) {
-        const PanelGroup group = task < wide
-                                     ? PanelGroup{task * ks.skinny_panels, ks.skinny_panels, ks.skinny_fast, ks.skinny_exact}
-                                     : PanelGroup{wide * ks.skinny_panels + (task - wide), 1, ks.fast, ks.exact};
+        const PanelGroup group =
+            task < wide
+                ? PanelGroup{task * ks.skinny_panels, ks.skinny_panels, ks.skinny_fast, ks.skinny_exact}
+                : PanelGroup{wide * ks.skinny_panels + (task - wide), 1, ks.fast, ks.exact};
         run_task(pb, group, static_cast<int>(m), 0, 1);
       }
     });
@@ -183,7 +186,8 @@ void gemm_packed(LhsView A, std::int64_t m, const PackedRhs& rhs, float* C) {
   const std::int64_t tile_rows = ks.tile_rows;
   const std::int64_t tiles = (m + tile_rows - 1) / tile_rows;
   // Up to ~64 rows per task keeps a task's A rows and its panel in L2 while leaving enough tasks.
-  const std::int64_t tiles_per_task = std::max<std::int64_t>(1, std::min<std::int64_t>(tiles, 64 / tile_rows));
+  const std::int64_t tiles_per_task =
+      std::max<std::int64_t>(1, std::min<std::int64_t>(tiles, 64 / tile_rows));
   const std::int64_t groups = (tiles + tiles_per_task - 1) / tiles_per_task;
   parallel_for(panels * groups, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t task = begin; task < end; ++task) {

@@ -41,8 +41,8 @@ void leaf_kernel(const float* a, std::int64_t a_row, std::int64_t a_depth, const
 
 // The fold runs level by level exactly as the twin's fold_partials, but on whole vectors of cells:
 // node = F(left + right) (both operands are already flushed), an odd last node is carried unchanged.
-void fold_tile(float* partials, std::int64_t leaves, std::int64_t leaf_stride, int rows, float* c, std::int64_t ldc,
-               int cols) {
+void fold_tile(float* partials, std::int64_t leaves, std::int64_t leaf_stride, int rows, float* c,
+               std::int64_t ldc, int cols) {
   const std::int64_t kStride = leaf_stride;
   std::int64_t count = leaves;
   while (count > 1) {

@@ -28,8 +28,8 @@ using FoldTile = void (*)(float* partials, std::int64_t leaves, std::int64_t lea
 inline constexpr int kMaxSkinnyPanels = 4;
 
 struct KernelSet {
-  int tile_rows;                        // rows per full register tile (<= kMaxTileRows)
-  LeafKernel fast[kMaxTileRows + 1];    // index = rows in the tile, 1..tile_rows
+  int tile_rows;                      // rows per full register tile (<= kMaxTileRows)
+  LeafKernel fast[kMaxTileRows + 1];  // index = rows in the tile, 1..tile_rows
   LeafKernel exact[kMaxTileRows + 1];
   FoldTile fold;
   // Skinny tiles (rows <= skinny_rows, for decode-sized problems) span skinny_panels panels at once.

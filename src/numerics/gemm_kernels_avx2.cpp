@@ -9,9 +9,8 @@
 namespace samebits::gemm::detail {
 namespace {
 
-#include "numerics/isa_avx2.hpp"
-
 #include "numerics/gemm_kernel_impl.hpp"
+#include "numerics/isa_avx2.hpp"
 
 }  // namespace
 

@@ -23,7 +23,8 @@ float rmsnorm_rstd(float sum_of_squares, std::int64_t d, float eps) {
 
 namespace {
 
-void rmsnorm_rows_scalar(const float* x, const float* w, float* y, std::int64_t rows, std::int64_t d, float eps) {
+void rmsnorm_rows_scalar(const float* x, const float* w, float* y, std::int64_t rows, std::int64_t d,
+                         float eps) {
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * d;
     float acc = 0.0f;
@@ -52,7 +53,8 @@ detail::RmsnormKernels kernels_for(simd::Target target) {
 
 }  // namespace
 
-void rmsnorm_reference(const float* x, const float* w, float* y, std::int64_t rows, std::int64_t d, float eps) {
+void rmsnorm_reference(const float* x, const float* w, float* y, std::int64_t rows, std::int64_t d,
+                       float eps) {
   rmsnorm_rows_scalar(x, w, y, rows, d, eps);
 }
 
@@ -84,10 +86,14 @@ void embedding_reference(const float* table, std::int64_t d, const std::int32_t*
 }
 
 void embedding(const float* table, std::int64_t d, const std::int32_t* ids, std::int64_t count, float* out) {
-  parallel_for(count, [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t t = begin; t < end; ++t)
-      vmath::flush(table + static_cast<std::int64_t>(ids[t]) * d, out + t * d, static_cast<std::size_t>(d));
-  }, 16);
+  parallel_for(
+      count,
+      [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t t = begin; t < end; ++t)
+          vmath::flush(table + static_cast<std::int64_t>(ids[t]) * d, out + t * d,
+                       static_cast<std::size_t>(d));
+      },
+      16);
 }
 
 }  // namespace samebits::norm

@@ -8,7 +8,8 @@ namespace samebits::norm {
 // y[r, :] = RMSNorm(x[r, :]) * w for rows r < rows, each row of width d >= 1:
 // serial flushed sum of squares, mean = F(DIV(acc, d)), rstd = F(rsqrtf(F(mean + eps))),
 // y_j = F(MUL(F(w_j), F(MUL(F(x_j), rstd)))). y may alias x.
-void rmsnorm_reference(const float* x, const float* w, float* y, std::int64_t rows, std::int64_t d, float eps);
+void rmsnorm_reference(const float* x, const float* w, float* y, std::int64_t rows, std::int64_t d,
+                       float eps);
 // The same bits: rows of SIMD lanes run their serial chains side by side; rows split over threads.
 void rmsnorm(const float* x, const float* w, float* y, std::int64_t rows, std::int64_t d, float eps);
 
@@ -20,7 +21,8 @@ void embedding(const float* table, std::int64_t d, const std::int32_t* ids, std:
 namespace detail {
 // Per-target kernels: a block of `lanes` rows (stride d) side by side, and single rows.
 using RmsnormBlock = void (*)(const float* x, const float* w, float* y, std::int64_t d, float eps);
-using RmsnormRows = void (*)(const float* x, const float* w, float* y, std::int64_t rows, std::int64_t d, float eps);
+using RmsnormRows = void (*)(const float* x, const float* w, float* y, std::int64_t rows, std::int64_t d,
+                             float eps);
 struct RmsnormKernels {
   int lanes;
   RmsnormBlock block;  // exactly `lanes` rows

@@ -10,7 +10,6 @@ namespace samebits::norm::detail {
 namespace {
 
 #include "numerics/isa_avx2.hpp"
-
 #include "numerics/rmsnorm_impl.hpp"
 
 }  // namespace

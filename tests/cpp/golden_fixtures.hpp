@@ -29,7 +29,8 @@ inline std::vector<float> hashed_uniform(std::size_t n, std::size_t d, const std
     for (int b = 0; b < 8; ++b) message[32 + b] = static_cast<unsigned char>(block >> (8 * b));
     const io::Sha256Digest chunk = io::sha256(message, sizeof message);
     for (int w = 0; w < 8 && produced < count; ++w) {
-      const std::uint32_t u = static_cast<std::uint32_t>(chunk[4 * w]) | (static_cast<std::uint32_t>(chunk[4 * w + 1]) << 8) |
+      const std::uint32_t u = static_cast<std::uint32_t>(chunk[4 * w]) |
+                              (static_cast<std::uint32_t>(chunk[4 * w + 1]) << 8) |
                               (static_cast<std::uint32_t>(chunk[4 * w + 2]) << 16) |
                               (static_cast<std::uint32_t>(chunk[4 * w + 3]) << 24);
       out[produced++] = static_cast<float>(static_cast<double>(u) / 4294967296.0);  // one rounding

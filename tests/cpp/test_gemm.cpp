@@ -1,4 +1,5 @@
-// GEMM profile v1: the fast paths equal the scalar twin bit for bit, and the twin follows the leaf/fold rules.
+// GEMM profile v1: the fast paths equal the scalar twin bit for bit, and the twin follows the leaf/fold
+// rules.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,7 +17,9 @@ using testing::for_each_target_and_threads;
 using testing::Rng;
 
 const Orientation kOrientations[] = {Orientation::NT, Orientation::NN, Orientation::TN};
-const char* name_of(Orientation o) { return o == Orientation::NT ? "NT" : o == Orientation::NN ? "NN" : "TN"; }
+const char* name_of(Orientation o) {
+  return o == Orientation::NT ? "NT" : o == Orientation::NN ? "NN" : "TN";
+}
 
 TEST(GemmLeaves, LeafLengthFollowsTheProfile) {
   EXPECT_EQ(gemm::leaf_length(0), 0);
@@ -109,13 +112,15 @@ TEST(GemmFast, EqualsTwinWithPlantedSubnormals) {
   Rng rng(7);
   const float tiny = fp::flt_min();
   for (int trial = 0; trial < 40; ++trial) {
-    const int m = 1 + trial % 9, n = 1 + (trial * 7) % 40, k = (trial % 4 == 0) ? 300 : 1 + (trial * 13) % 140;
+    const int m = 1 + trial % 9, n = 1 + (trial * 7) % 40,
+              k = (trial % 4 == 0) ? 300 : 1 + (trial * 13) % 140;
     std::vector<float> a(static_cast<std::size_t>(m) * k), b(static_cast<std::size_t>(n) * k);
     for (auto& x : a) {
       std::uint64_t r = rng.next();
       switch (r % 5) {
         case 0:  // a subnormal operand
-          x = fp::from_bits(static_cast<std::uint32_t>((r >> 8) & 0x007FFFFF) | ((r >> 40) & 1 ? 0x80000000u : 0));
+          x = fp::from_bits(static_cast<std::uint32_t>((r >> 8) & 0x007FFFFF) |
+                            ((r >> 40) & 1 ? 0x80000000u : 0));
           break;
         case 1:  // products near FLT_MIN: 2^-63 * 2^-63 scale
           x = rng.uniform() * 1.0842022e-19f;

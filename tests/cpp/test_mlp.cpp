@@ -23,7 +23,9 @@ struct Weights {
     w2 = rng.uniform_vector(48, 0.5f);
     b2 = rng.uniform_vector(3, 0.1f);
   }
-  MLPInference build() const { return MLPInference({w1.data(), {16, 8}}, {b1.data(), {16}}, {w2.data(), {3, 16}}, {b2.data(), {3}}); }
+  MLPInference build() const {
+    return MLPInference({w1.data(), {16, 8}}, {b1.data(), {16}}, {w2.data(), {3, 16}}, {b2.data(), {3}});
+  }
 };
 
 template <typename Fn>
@@ -94,24 +96,31 @@ TEST(Mlp, PackedWeightsEqualTheirMaterializedFloat32) {
     const MLPInference packed(p1, {w.b1.data(), {16}}, p2, {w.b2.data(), {3}});
     EXPECT_EQ(packed.weight_format(), lowbit::format_name(format));
     const auto m1 = lowbit::materialize(p1), m2 = lowbit::materialize(p2);
-    const MLPInference plain({m1.data(), {16, 8}}, {w.b1.data(), {16}}, {m2.data(), {3, 16}}, {w.b2.data(), {3}});
-    EXPECT_TRUE(testing::same_bits(packed.predict_logits({x.data(), {100, 8}}), plain.predict_logits({x.data(), {100, 8}})));
-    EXPECT_FALSE(testing::same_bits(packed.predict_logits({x.data(), {100, 8}}), w.build().predict_logits({x.data(), {100, 8}})));
+    const MLPInference plain({m1.data(), {16, 8}}, {w.b1.data(), {16}}, {m2.data(), {3, 16}},
+                             {w.b2.data(), {3}});
+    EXPECT_TRUE(testing::same_bits(packed.predict_logits({x.data(), {100, 8}}),
+                                   plain.predict_logits({x.data(), {100, 8}})));
+    EXPECT_FALSE(testing::same_bits(packed.predict_logits({x.data(), {100, 8}}),
+                                    w.build().predict_logits({x.data(), {100, 8}})));
   }
   const auto a = lowbit::pack_matrix(w.w1.data(), 16, 8, lowbit::WeightFormat::Int8);
   const auto b = lowbit::pack_matrix(w.w2.data(), 3, 16, lowbit::WeightFormat::BFloat16);
-  EXPECT_EQ(value_error_of([&] { MLPInference(a, {w.b1.data(), {16}}, b, {w.b2.data(), {3}}); }),
+  EXPECT_EQ(value_error_of([&] {
+              MLPInference(a, {w.b1.data(), {16}}, b, {w.b2.data(), {3}});
+            }),
             "samebits.lowbit: weights mix formats ['int8', 'bfloat16']; store a model one way");
 }
 
 TEST(Mlp, RefusesBadWeightsWithUpstreamWording) {
   Weights w(6);
+  EXPECT_EQ(
+      value_error_of([&] {
+        MLPInference({w.w1.data(), {8, 16}}, {w.b1.data(), {16}}, {w.w2.data(), {3, 16}}, {w.b2.data(), {3}});
+      }),
+      "SmallMLPTrainer weight1 must have shape (16, 8)");
   EXPECT_EQ(value_error_of([&] {
-              MLPInference({w.w1.data(), {8, 16}}, {w.b1.data(), {16}}, {w.w2.data(), {3, 16}}, {w.b2.data(), {3}});
-            }),
-            "SmallMLPTrainer weight1 must have shape (16, 8)");
-  EXPECT_EQ(value_error_of([&] {
-              MLPInference({w.w1.data(), {16, 8}}, {w.b1.data(), {1, 16}}, {w.w2.data(), {3, 16}}, {w.b2.data(), {3}});
+              MLPInference({w.w1.data(), {16, 8}}, {w.b1.data(), {1, 16}}, {w.w2.data(), {3, 16}},
+                           {w.b2.data(), {3}});
             }),
             "SmallMLPTrainer bias1 must have shape (16,)");
   w.b1[4] = std::numeric_limits<float>::quiet_NaN();
@@ -124,16 +133,27 @@ TEST(Mlp, RefusesBadWeightsWithUpstreamWording) {
 TEST(Mlp, RefusesBadBatches) {
   const MLPInference model = Weights(7).build();
   std::vector<float> x(257 * 8, 0.25f);
-  EXPECT_EQ(value_error_of([&] { model.predict_logits({x.data(), {4, 7}}); }),
+  EXPECT_EQ(value_error_of([&] {
+              model.predict_logits({x.data(), {4, 7}});
+            }),
             "SmallMLPTrainer X must have shape (batch, 8)");
-  EXPECT_EQ(value_error_of([&] { model.predict_logits({x.data(), {32}}); }),
+  EXPECT_EQ(value_error_of([&] {
+              model.predict_logits({x.data(), {32}});
+            }),
             "SmallMLPTrainer X must have shape (batch, 8)");
-  EXPECT_EQ(value_error_of([&] { model.predict_logits({x.data(), {257, 8}}); }),
+  EXPECT_EQ(value_error_of([&] {
+              model.predict_logits({x.data(), {257, 8}});
+            }),
             "SmallMLPTrainer batch must be in [1, 256]");
-  EXPECT_EQ(value_error_of([&] { model.predict_logits({x.data(), {0, 8}}); }),
+  EXPECT_EQ(value_error_of([&] {
+              model.predict_logits({x.data(), {0, 8}});
+            }),
             "SmallMLPTrainer batch must be in [1, 256]");
   x[13] = -std::numeric_limits<float>::infinity();
-  EXPECT_EQ(value_error_of([&] { model.predict_logits({x.data(), {3, 8}}); }), "SmallMLPTrainer X must be finite");
+  EXPECT_EQ(value_error_of([&] {
+              model.predict_logits({x.data(), {3, 8}});
+            }),
+            "SmallMLPTrainer X must be finite");
 }
 
 TEST(Mlp, OverflowingLogitsAreAnInvalidResult) {

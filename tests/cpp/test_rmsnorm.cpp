@@ -43,7 +43,8 @@ TEST(RmsNorm, FastEqualsTwinOverSizes) {
               << "rows=" << rows << " d=" << d << " " << where;
           std::vector<float> in_place = x;  // y may alias x
           norm::rmsnorm(in_place.data(), w.data(), in_place.data(), rows, d, eps);
-          ASSERT_EQ(testing::first_difference(want.data(), in_place.data(), rows * d), -1) << "aliased " << where;
+          ASSERT_EQ(testing::first_difference(want.data(), in_place.data(), rows * d), -1)
+              << "aliased " << where;
         });
       }
     }
@@ -87,7 +88,8 @@ TEST(Embedding, GatherFlushesAndEqualsTwin) {
   for_each_target_and_threads([&](const std::string& where) {
     std::vector<float> got(want.size());
     norm::embedding(table.data(), d, ids.data(), static_cast<std::int64_t>(ids.size()), got.data());
-    ASSERT_EQ(testing::first_difference(want.data(), got.data(), static_cast<std::int64_t>(want.size())), -1) << where;
+    ASSERT_EQ(testing::first_difference(want.data(), got.data(), static_cast<std::int64_t>(want.size())), -1)
+        << where;
   });
 }
 

@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <samebits/samebits.hpp>
-
 #include <vector>
 
 #include "numerics/fp.hpp"
@@ -27,7 +26,8 @@ SambaInference small_model() {
   std::vector<float> flat(static_cast<std::size_t>(registry.total));
   for (const auto& e : registry.entries)
     for (std::int64_t i = 0; i < e.size; ++i)
-      flat[static_cast<std::size_t>(e.offset + i)] = e.name.find("norm") != std::string::npos ? 1.0f : rng.uniform() * 0.08f;
+      flat[static_cast<std::size_t>(e.offset + i)] =
+          e.name.find("norm") != std::string::npos ? 1.0f : rng.uniform() * 0.08f;
   return SambaInference(config, std::move(flat));
 }
 
@@ -90,14 +90,14 @@ TEST(SambaApi, RefusalsLeaveTheStateUnchanged) {
     return true;
   };
   const std::vector<std::int32_t> bad{1, 48};
-  EXPECT_THROW(model.forward({bad.data(), 1, 2}, state), Error);               // id out of range
-  EXPECT_THROW(model.forward({ids.data(), 1, 3}, state), Error);               // 4 + 3 > max_tokens
-  EXPECT_THROW(model.step({ids.data(), 1, 2}, state), Error);                  // L != 1
+  EXPECT_THROW(model.forward({bad.data(), 1, 2}, state), Error);  // id out of range
+  EXPECT_THROW(model.forward({ids.data(), 1, 3}, state), Error);  // 4 + 3 > max_tokens
+  EXPECT_THROW(model.step({ids.data(), 1, 2}, state), Error);     // L != 1
   SambaState other = model.allocate_state(2, 6);
-  EXPECT_THROW(model.forward({ids.data(), 1, 1}, other), Error);               // batch mismatch
+  EXPECT_THROW(model.forward({ids.data(), 1, 1}, other), Error);  // batch mismatch
   EXPECT_TRUE(same(state, before));
   EXPECT_THROW(model.allocate_state(0, 3), Error);
-  EXPECT_THROW(model.forward_ragged({ids.data(), 2, 3}, {1, 4}), Error);       // length above L
+  EXPECT_THROW(model.forward_ragged({ids.data(), 2, 3}, {1, 4}), Error);  // length above L
 }
 
 }  // namespace

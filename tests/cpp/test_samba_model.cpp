@@ -56,7 +56,8 @@ struct States {
     refs.resize(n);
     for (std::size_t i = 0; i < n; ++i) {
       if (model.layer_kind(static_cast<std::int64_t>(i)) == SambaLayerKind::Mamba3) {
-        mamba[i] = std::make_unique<blocks::Mamba3State>(model.mamba3(static_cast<std::int64_t>(i)).allocate_state(batch));
+        mamba[i] = std::make_unique<blocks::Mamba3State>(
+            model.mamba3(static_cast<std::int64_t>(i)).allocate_state(batch));
         refs[i].mamba3 = mamba[i].get();
       } else {
         const auto& dims = model.attention(static_cast<std::int64_t>(i)).dims();
@@ -80,8 +81,8 @@ std::vector<std::int32_t> random_ids(std::int64_t count, std::uint64_t seed) {
   return ids;
 }
 
-std::vector<float> run(const models::SambaModel& model, const std::vector<std::int32_t>& ids, std::int64_t batch,
-                       std::int64_t length, bool reference = false) {
+std::vector<float> run(const models::SambaModel& model, const std::vector<std::int32_t>& ids,
+                       std::int64_t batch, std::int64_t length, bool reference = false) {
   States states(model, batch, length);
   std::vector<float> logits(static_cast<std::size_t>(batch * length * 64));
   if (reference)
@@ -128,8 +129,8 @@ TEST(SambaModel, StepEqualsForwardAndSplitEqualsWhole) {
     std::vector<float> out(static_cast<std::size_t>(batch * count * 64));
     model.forward(part.data(), batch, count, split.refs, out.data(), "test");
     for (std::int64_t b = 0; b < batch; ++b)
-      ASSERT_EQ(testing::first_difference(out.data() + b * count * 64, full.data() + (b * length + start) * 64,
-                                          count * 64),
+      ASSERT_EQ(testing::first_difference(out.data() + b * count * 64,
+                                          full.data() + (b * length + start) * 64, count * 64),
                 -1)
           << "split at " << start << " row " << b;
   }
@@ -144,7 +145,8 @@ TEST(SambaModel, RowAloneEqualsRowInBatch) {
   for (std::int64_t b = 0; b < batch; ++b) {
     const std::vector<std::int32_t> row(ids.begin() + b * length, ids.begin() + (b + 1) * length);
     const auto alone = run(model, row, 1, length);
-    ASSERT_EQ(testing::first_difference(alone.data(), all.data() + b * length * 64, length * 64), -1) << "row " << b;
+    ASSERT_EQ(testing::first_difference(alone.data(), all.data() + b * length * 64, length * 64), -1)
+        << "row " << b;
   }
 }
 
