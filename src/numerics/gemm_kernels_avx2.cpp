@@ -9,8 +9,11 @@
 namespace samebits::gemm::detail {
 namespace {
 
-#include "numerics/gemm_kernel_impl.hpp"
+// The vocabulary first, then the kernels written in it.
+// clang-format off
 #include "numerics/isa_avx2.hpp"
+#include "numerics/gemm_kernel_impl.hpp"
+// clang-format on
 
 }  // namespace
 

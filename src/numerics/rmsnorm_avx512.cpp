@@ -9,8 +9,11 @@
 namespace samebits::norm::detail {
 namespace {
 
+// The vocabulary first, then the kernels written in it.
+// clang-format off
 #include "numerics/isa_avx512.hpp"
 #include "numerics/rmsnorm_impl.hpp"
+// clang-format on
 
 }  // namespace
 
