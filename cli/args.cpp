@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 
 #include "cli.hpp"
@@ -43,6 +44,21 @@ double parse_double(const std::string& text, const std::string& option, double l
     throw UsageError{option + " must be a number in [" + std::to_string(lo) + ", " + std::to_string(hi) +
                      "], got '" + text + "'"};
   return value;
+}
+
+std::string default_checkpoint() {
+  if (const char* forced = std::getenv("SAMEBITS_DEFAULT_MODEL")) return forced;
+  std::error_code error;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (!error) {
+    const std::filesystem::path dir = exe.parent_path();
+    for (const auto& candidate : {dir / ".." / "assets" / "samba-kjv.ckpt", dir / ".." / "share" / "samebits" / "samba-kjv.ckpt"})
+      if (std::filesystem::exists(candidate, error)) return candidate.lexically_normal().string();
+  }
+#if defined(SAMEBITS_SOURCE_MODEL)
+  if (std::filesystem::exists(SAMEBITS_SOURCE_MODEL, error)) return SAMEBITS_SOURCE_MODEL;
+#endif
+  throw UsageError{"no CHECKPOINT given and no default model found (set SAMEBITS_DEFAULT_MODEL or pass a file)"};
 }
 
 CheckpointKind sniff_checkpoint(const std::string& path) {

@@ -19,6 +19,11 @@ bool take_flag(std::vector<std::string>& args, const std::string& name);
 std::int64_t parse_int(const std::string& text, const std::string& option, std::int64_t lo, std::int64_t hi);
 double parse_double(const std::string& text, const std::string& option, double lo, double hi);
 
+// The model `generate` and `eval` use when no CHECKPOINT is given: $SAMEBITS_DEFAULT_MODEL if set, else the
+// shipped model next to this executable (pip: <package>/assets, cmake install: <prefix>/share/samebits),
+// else the source tree's assets/default-model/samba-kjv.ckpt this binary was built from.
+std::string default_checkpoint();
+
 // What kind of checkpoint a file is, judged from its first and last bytes (no full parse).
 enum class CheckpointKind { Mlp, Samba };
 CheckpointKind sniff_checkpoint(const std::string& path);
@@ -27,5 +32,6 @@ int command_info(const std::string& path);
 int command_mlp_predict(std::vector<std::string> args);
 int command_generate(std::vector<std::string> args);
 int command_verify(std::vector<std::string> args);
+int command_eval(std::vector<std::string> args);
 
 }  // namespace samebits::cli

@@ -16,15 +16,6 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// The checkpoint used when none is given: the model shipped with samebits, if this build knows one.
-std::string default_checkpoint() {
-#if defined(SAMEBITS_DEFAULT_MODEL)
-  return SAMEBITS_DEFAULT_MODEL;
-#else
-  throw UsageError{"generate needs a CHECKPOINT (this build ships no default model)"};
-#endif
-}
-
 }  // namespace
 
 int command_generate(std::vector<std::string> args) {
