@@ -19,6 +19,9 @@ constexpr const char* kUsage =
     "           [--top-p P] [--seed S]  stream text from a byte-level (vocab 256) Samba model\n"
     "  verify CHECKPOINT [--batch B] [--length L] [--seed S] [--sabotage]\n"
     "                                   step-by-step decode vs one-shot forward, bit for bit\n"
+    "  eval [CHECKPOINT] FILE [--context W] [--batch B]\n"
+    "                                   mean cross-entropy and bits per byte of FILE (stateless windows\n"
+    "                                   of W bytes, default 512, each from a fresh state)\n"
     "  mlp-predict CHECKPOINT [--input FILE]\n"
     "                                   logits of an MLP checkpoint for rows of 8 floats (FILE or '-';\n"
     "                                   without --input a built-in sample of 4 rows)\n"
@@ -61,6 +64,7 @@ int main(int argc, char** argv) {
     if (command == "mlp-predict") return command_mlp_predict(args);
     if (command == "generate") return command_generate(args);
     if (command == "verify") return command_verify(args);
+    if (command == "eval") return command_eval(args);
     return usage_error("unknown command '" + command + "'");
   } catch (const UsageError& e) {
     return usage_error(e.message);
