@@ -7,6 +7,7 @@ own profile sentence, so messages keep upstream's per-block wording while the lo
 import numpy as np
 
 from . import _buffers
+from . import lowbit as _lowbit
 
 PACKAGE = "samebits"
 
@@ -81,3 +82,27 @@ def ragged_forward(run, x, state, lengths, what):
     for i, n in enumerate(lens):
         out[i, n:] = 0
     return out
+
+
+def ordered_weights(engine_type, block, weights, dtype_sentence):
+    """(names, float32 arrays, weight_format) of a Mamba-style block's weight dict, refused in upstream's
+    order: packed matrices materialized, then the key set, then per tensor its dtype and its shape (the norm
+    weight first, which fixes d_model). `engine_type` is the native class with the static checks."""
+    weights, weight_format = _lowbit.unpack(weights, "weights")
+    names = engine_type.weight_names()
+    if not hasattr(weights, "keys"):
+        raise TypeError(
+            f"{PACKAGE} {block}: weights must be a dict of float32 arrays keyed by the upstream parameter "
+            f"names {names}"
+        )
+    engine_type.check_keys([k if isinstance(k, str) else repr(k) for k in weights.keys()])
+    arrays = []
+    d_model = None
+    for name in names:
+        array = float32_strict(weights[name], block, name, dtype_sentence)
+        if d_model is None:
+            d_model = engine_type.check_norm_weight(list(array.shape))
+        else:
+            engine_type.check_weight(name, list(array.shape), d_model)
+        arrays.append(array)
+    return names, arrays, weight_format

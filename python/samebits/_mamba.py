@@ -4,8 +4,7 @@ blocks on the CPU, bit-exact with mojolearn's identical fp32 profiles."""
 import numpy as np
 
 from . import _buffers
-from . import lowbit as _lowbit
-from ._blocks import PACKAGE, float32_strict, ragged_forward
+from ._blocks import PACKAGE, float32_strict, ordered_weights, ragged_forward
 from ._native import native
 
 _DTYPE_SENTENCE = (
@@ -44,29 +43,6 @@ def _piece_property(name, shape_of, what):
         np.copyto(getattr(self._native, name), _state_piece(value, what, name, shape_of(self)), casting="no")
 
     return property(getter, setter, doc=f"The {name} piece: a writable view of the engine's memory.")
-
-
-def _weights_in_order(engine_type, block, weights):
-    """(names, float32 arrays, weight_format) with upstream's refusal order: key set, then per tensor its
-    dtype and then its shape (norm first, which fixes d_model)."""
-    weights, weight_format = _lowbit.unpack(weights, "weights")
-    names = engine_type.weight_names()
-    if not hasattr(weights, "keys"):
-        raise TypeError(
-            f"{PACKAGE} {block}: weights must be a dict of float32 arrays keyed by the upstream parameter "
-            f"names {names}"
-        )
-    engine_type.check_keys([k if isinstance(k, str) else repr(k) for k in weights.keys()])
-    arrays = []
-    d_model = None
-    for name in names:
-        array = float32_strict(weights[name], block, name, _DTYPE_SENTENCE)
-        if d_model is None:
-            d_model = engine_type.check_norm_weight(list(array.shape))
-        else:
-            engine_type.check_weight(name, list(array.shape), d_model)
-        arrays.append(array)
-    return names, arrays, weight_format
 
 
 def _batch_size(block, batch_size):
@@ -190,7 +166,7 @@ class Mamba1BlockInference(_MambaInference):
 
     def __init__(self, weights):
         engine_type = native().Mamba1Engine
-        names, arrays, weight_format = _weights_in_order(engine_type, self._BLOCK, weights)
+        names, arrays, weight_format = ordered_weights(engine_type, self._BLOCK, weights, _DTYPE_SENTENCE)
         self._engine = engine_type(names, arrays, weight_format)
         self.weight_format = weight_format
         self.d_model = self._engine.d_model
@@ -294,7 +270,7 @@ class Mamba2BlockInference(_MambaInference):
 
     def __init__(self, weights, *, dt_limit=(0.0, float("inf"))):
         engine_type = native().Mamba2Engine
-        names, arrays, weight_format = _weights_in_order(engine_type, self._BLOCK, weights)
+        names, arrays, weight_format = ordered_weights(engine_type, self._BLOCK, weights, _DTYPE_SENTENCE)
         lo, hi = dt_limit
         self.dt_limit = (float(lo), float(hi))
         self._engine = engine_type(names, arrays, self.dt_limit[0], self.dt_limit[1], weight_format)

@@ -12,8 +12,7 @@ import weakref
 import numpy as np
 
 from . import _buffers
-from . import lowbit as _lowbit
-from ._blocks import PACKAGE, float32_strict, ragged_forward
+from ._blocks import PACKAGE, float32_strict, ordered_weights, ragged_forward
 from ._native import native
 
 _BLOCK = "Mamba3Block"
@@ -209,24 +208,8 @@ class Mamba3BlockInference:
     `h_last_`, `k_last_`, `v_last_` and `theta_last_` hold the reports. `backward` is refused."""
 
     def __init__(self, weights):
-        weights, weight_format = _lowbit.unpack(weights, "weights")
         engine_type = native().Mamba3Engine
-        names = engine_type.weight_names()
-        if not hasattr(weights, "keys"):
-            raise TypeError(
-                f"{PACKAGE} {_BLOCK}: weights must be a dict of float32 arrays keyed by the upstream parameter "
-                f"names {names}"
-            )
-        engine_type.check_keys([k if isinstance(k, str) else repr(k) for k in weights.keys()])
-        arrays = []
-        d_model = None
-        for name in names:
-            array = float32_strict(weights[name], _BLOCK, name, _DTYPE_SENTENCE)
-            if d_model is None:
-                d_model = engine_type.check_norm_weight(list(array.shape))
-            else:
-                engine_type.check_weight(name, list(array.shape), d_model)
-            arrays.append(array)
+        names, arrays, weight_format = ordered_weights(engine_type, _BLOCK, weights, _DTYPE_SENTENCE)
         self._engine = engine_type(names, arrays, weight_format)
         self.weight_format = weight_format
         self.d_model = self._engine.d_model
