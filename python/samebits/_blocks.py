@@ -106,3 +106,23 @@ def ordered_weights(engine_type, block, weights, dtype_sentence):
             engine_type.check_weight(name, list(array.shape), d_model)
         arrays.append(array)
     return names, arrays, weight_format
+
+
+def state_piece(value, what, name, shape):
+    """`value` checked as one state piece (float32; of exactly `shape` unless that is None) for a copy into
+    the engine's memory: a C-contiguous float32 array."""
+    try:
+        view = _buffers.probe(value)
+    except TypeError:
+        raise TypeError(
+            f"{PACKAGE} {what}: state buffer {name} must be a float32 array, got {type(value).__name__}"
+        ) from None
+    if not _buffers.is_float32(view):
+        raise TypeError(
+            f"{PACKAGE} {what}: state buffer {name} has dtype {np.asarray(value).dtype.name}, want float32 "
+            "(the state is part of the fp32 profile and round-trips byte for byte)"
+        )
+    array = _buffers.contiguous_float32(value)
+    if shape is not None and tuple(array.shape) != tuple(shape):
+        raise ValueError(f"{PACKAGE} {what}: state buffer {name} has shape {tuple(array.shape)}, want {tuple(shape)}")
+    return array

@@ -3,8 +3,7 @@ blocks on the CPU, bit-exact with mojolearn's identical fp32 profiles."""
 
 import numpy as np
 
-from . import _buffers
-from ._blocks import PACKAGE, float32_strict, ordered_weights, ragged_forward
+from ._blocks import PACKAGE, float32_strict, ordered_weights, ragged_forward, state_piece
 from ._native import native
 
 _DTYPE_SENTENCE = (
@@ -16,31 +15,12 @@ _CONV, _M1_STATE = 4, 16
 _CHUNK, _HEAD_DIM, _M2_STATE = 256, 64, 128
 
 
-def _state_piece(value, what, name, shape):
-    """`value` checked as one state piece (float32 of the exact shape) for a copy into engine memory."""
-    try:
-        view = _buffers.probe(value)
-    except TypeError:
-        raise TypeError(
-            f"{PACKAGE} {what}: state buffer {name} must be a float32 array, got {type(value).__name__}"
-        ) from None
-    if not _buffers.is_float32(view):
-        raise TypeError(
-            f"{PACKAGE} {what}: state buffer {name} has dtype {np.asarray(value).dtype.name}, want float32 "
-            "(the state is part of the fp32 profile and round-trips byte for byte)"
-        )
-    array = _buffers.contiguous_float32(value)
-    if shape is not None and tuple(array.shape) != tuple(shape):
-        raise ValueError(f"{PACKAGE} {what}: state buffer {name} has shape {tuple(array.shape)}, want {tuple(shape)}")
-    return array
-
-
 def _piece_property(name, shape_of, what):
     def getter(self):
         return getattr(self._native, name)
 
     def setter(self, value):
-        np.copyto(getattr(self._native, name), _state_piece(value, what, name, shape_of(self)), casting="no")
+        np.copyto(getattr(self._native, name), state_piece(value, what, name, shape_of(self)), casting="no")
 
     return property(getter, setter, doc=f"The {name} piece: a writable view of the engine's memory.")
 
@@ -118,11 +98,11 @@ class Mamba1State:
 
     def __init__(self, conv_window, h):
         what = "Mamba1State"
-        window = _state_piece(conv_window, what, "conv_window", None)
+        window = state_piece(conv_window, what, "conv_window", None)
         if window.ndim != 3 or window.shape[2] != _CONV or min(window.shape) < 1:
             raise ValueError(f"{PACKAGE} {what}: conv_window must be (B, d_inner, 4), got shape {window.shape}")
         batch, d_inner = int(window.shape[0]), int(window.shape[1])
-        h_array = _state_piece(h, what, "h", (batch, d_inner, _M1_STATE))
+        h_array = state_piece(h, what, "h", (batch, d_inner, _M1_STATE))
         self._native = native().Mamba1StateEngine(batch, d_inner)
         np.copyto(self._native.conv_window, window, casting="no")
         np.copyto(self._native.h, h_array, casting="no")
@@ -199,7 +179,7 @@ class Mamba2State:
 
     def __init__(self, conv_window, h, buffer_xbc, buffer_dtraw, buffered_tokens=0):
         what = "Mamba2State"
-        window = _state_piece(conv_window, what, "conv_window", None)
+        window = state_piece(conv_window, what, "conv_window", None)
         cd = int(window.shape[1]) if window.ndim == 3 else 0
         if window.ndim != 3 or window.shape[2] != _CONV or window.shape[0] < 1 or cd < 320 or (cd - 256) % 64:
             raise ValueError(
@@ -211,7 +191,7 @@ class Mamba2State:
         for name, value in (("conv_window", window), ("h", h), ("buffer_xbc", buffer_xbc),
                             ("buffer_dtraw", buffer_dtraw)):
             target = getattr(self._native, name)
-            np.copyto(target, _state_piece(value, what, name, target.shape), casting="no")
+            np.copyto(target, state_piece(value, what, name, target.shape), casting="no")
         self.buffered_tokens = buffered_tokens
 
     @classmethod

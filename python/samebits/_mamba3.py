@@ -11,8 +11,7 @@ import weakref
 
 import numpy as np
 
-from . import _buffers
-from ._blocks import PACKAGE, float32_strict, ordered_weights, ragged_forward
+from ._blocks import PACKAGE, float32_strict, ordered_weights, ragged_forward, state_piece
 from ._native import native
 
 _BLOCK = "Mamba3Block"
@@ -44,25 +43,6 @@ def _piece_shapes(batch, heads):
     }
 
 
-def _state_piece(value, what, name, shape):
-    """`value` checked as one state piece (float32, exact shape) for a copy into the engine's memory."""
-    try:
-        view = _buffers.probe(value)
-    except TypeError:
-        raise TypeError(
-            f"{PACKAGE} {what}: state buffer {name} must be a float32 array, got {type(value).__name__}"
-        ) from None
-    if not _buffers.is_float32(view):
-        raise TypeError(
-            f"{PACKAGE} {what}: state buffer {name} has dtype {np.asarray(value).dtype.name}, want float32 "
-            "(the state is part of the fp32 profile and must round-trip bit for bit)"
-        )
-    array = _buffers.contiguous_float32(value)
-    if tuple(array.shape) != tuple(shape):
-        raise ValueError(f"{PACKAGE} {what}: state buffer {name} has shape {tuple(array.shape)}, want {tuple(shape)}")
-    return array
-
-
 class Mamba3State:
     """The carried Mamba-3 state (ten float32 pieces, `buffered_tokens`, `pending`), in the engine's memory.
 
@@ -80,14 +60,14 @@ class Mamba3State:
     def __init__(self, theta, h, buffer_qrot, buffer_krot, buffer_v, buffer_dt, buffer_sig, buffer_adt,
                  pending_k, pending_v, buffered_tokens=0, pending=False):
         what = "Mamba3State"
-        theta_array = _state_piece(theta, what, "theta", np.shape(theta))
+        theta_array = state_piece(theta, what, "theta", np.shape(theta))
         if theta_array.ndim != 3 or theta_array.shape[2] != _ANGLES or min(theta_array.shape) < 1:
             raise ValueError(f"{PACKAGE} {what}: theta must be (B, H, {_ANGLES}), got shape {theta_array.shape}")
         batch, heads = int(theta_array.shape[0]), int(theta_array.shape[1])
         values = (theta, h, buffer_qrot, buffer_krot, buffer_v, buffer_dt, buffer_sig, buffer_adt, pending_k,
                   pending_v)
         shapes = _piece_shapes(batch, heads)
-        arrays = [_state_piece(v, what, n, shapes[n]) for v, n in zip(values, _PIECES)]
+        arrays = [state_piece(v, what, n, shapes[n]) for v, n in zip(values, _PIECES)]
         self._native = native().Mamba3StateEngine(batch, heads)
         self._track()
         for index, array in enumerate(arrays):
@@ -184,7 +164,7 @@ def _piece_property(index, name):
 
     def setter(self, value):
         shape = _piece_shapes(self.batch_size, self.nheads)[name]
-        array = _state_piece(value, "Mamba3State", name, shape)
+        array = state_piece(value, "Mamba3State", name, shape)
         self._before_change()
         np.copyto(self._native.piece(index), array, casting="no")
 
