@@ -2,10 +2,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
 #include "cli.hpp"
+#include "core/errors.hpp"
 #include "io/samba_checkpoint.hpp"
 
 namespace samebits::cli {
@@ -24,6 +26,11 @@ bool take_flag(std::vector<std::string>& args, const std::string& name) {
   if (it == args.end()) return false;
   args.erase(it);
   return true;
+}
+
+void reject_unknown_options(const std::vector<std::string>& args, const std::string& command) {
+  for (const std::string& arg : args)
+    if (arg.size() > 1 && arg[0] == '-') throw UsageError{command + ": unknown option '" + arg + "'"};
 }
 
 std::int64_t parse_int(const std::string& text, const std::string& option, std::int64_t lo, std::int64_t hi) {
@@ -52,18 +59,24 @@ std::string default_checkpoint() {
   const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", error);
   if (!error) {
     const std::filesystem::path dir = exe.parent_path();
-    for (const auto& candidate : {dir / ".." / "assets" / "samba-kjv.ckpt", dir / ".." / "share" / "samebits" / "samba-kjv.ckpt"})
+    for (const auto& candidate :
+         {dir / ".." / "assets" / "samba-kjv.ckpt", dir / ".." / "share" / "samebits" / "samba-kjv.ckpt"})
       if (std::filesystem::exists(candidate, error)) return candidate.lexically_normal().string();
   }
 #if defined(SAMEBITS_SOURCE_MODEL)
   if (std::filesystem::exists(SAMEBITS_SOURCE_MODEL, error)) return SAMEBITS_SOURCE_MODEL;
 #endif
-  throw UsageError{"no CHECKPOINT given and no default model found (set SAMEBITS_DEFAULT_MODEL or pass a file)"};
+  throw UsageError{
+      "no CHECKPOINT given and no default model found (set SAMEBITS_DEFAULT_MODEL or pass a file)"};
 }
 
 CheckpointKind sniff_checkpoint(const std::string& path) {
+  // A path that is not a readable regular file gets one neutral sentence, not a guess at the format.
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error))
+    throw_value_error("cannot read checkpoint '" + path + "': it is a directory");
   std::ifstream file(path, std::ios::binary);
-  if (!file) return CheckpointKind::Mlp;  // the reader reports the open failure in its own words
+  if (!file) throw_value_error("cannot read checkpoint '" + path + "': " + std::strerror(errno));
   std::string head(17, '\0');
   file.read(head.data(), 17);
   head.resize(static_cast<std::size_t>(file.gcount()));

@@ -16,6 +16,9 @@ struct UsageError {
 // Pops "--name VALUE" pairs from args (anywhere after the command); returns the value if present.
 std::optional<std::string> take_option(std::vector<std::string>& args, const std::string& name);
 bool take_flag(std::vector<std::string>& args, const std::string& name);
+// After a command took its options: anything left that looks like an option ("-x", "--x") is a usage error,
+// so a misspelt flag is never read as a file name.
+void reject_unknown_options(const std::vector<std::string>& args, const std::string& command);
 std::int64_t parse_int(const std::string& text, const std::string& option, std::int64_t lo, std::int64_t hi);
 double parse_double(const std::string& text, const std::string& option, double lo, double hi);
 

@@ -68,6 +68,7 @@ int command_eval(std::vector<std::string> args) {
   // One forward holds batch x context x 256 logits; keep it within 1 GiB.
   if (batch * context > (std::int64_t{1} << 20))
     throw UsageError{"--batch times --context must stay within 1048576 positions"};
+  reject_unknown_options(args, "eval");
   if (args.empty() || args.size() > 2) throw UsageError{"eval takes [CHECKPOINT] FILE"};
   const std::string checkpoint = args.size() == 2 ? args[0] : default_checkpoint();
   const std::string path = args.back();

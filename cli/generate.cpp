@@ -29,6 +29,7 @@ int command_generate(std::vector<std::string> args) {
   sampling.top_p = parse_double(take_option(args, "--top-p").value_or("1.0"), "--top-p", 1e-9, 1.0);
   const auto seed = static_cast<std::uint64_t>(
       parse_int(take_option(args, "--seed").value_or("0"), "--seed", 0, INT64_MAX));
+  reject_unknown_options(args, "generate");
   if (!prompt) throw UsageError{"generate needs --prompt TEXT"};
   if (args.size() > 1) throw UsageError{"generate takes at most one CHECKPOINT"};
   const std::string path = args.empty() ? default_checkpoint() : args[0];

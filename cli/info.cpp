@@ -96,8 +96,9 @@ int info_samba(const std::string& path) {
 }  // namespace
 
 int command_info(const std::string& path) {
+  const CheckpointKind kind = sniff_checkpoint(path);  // an unreadable path is refused before any output
   std::printf("file: %s\n", path.c_str());
-  if (sniff_checkpoint(path) == CheckpointKind::Mlp) return info_mlp(path);
+  if (kind == CheckpointKind::Mlp) return info_mlp(path);
   try {
     return info_samba(path);
   } catch (const Error&) {

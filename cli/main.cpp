@@ -49,8 +49,8 @@ int main(int argc, char** argv) {
     const std::string command = args[0];
     args.erase(args.begin());
     if (command == "--version" || command == "version") {
-      std::printf("samebits %s (numeric mode %s, profile %s)\n", samebits::version(), samebits::numeric_mode(),
-                  samebits::neural_arithmetic_profile());
+      std::printf("samebits %s (numeric mode %s, profile %s)\n", samebits::version(),
+                  samebits::numeric_mode(), samebits::neural_arithmetic_profile());
       return 0;
     }
     if (command == "--help" || command == "-h" || command == "help") {
@@ -58,6 +58,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (command == "info") {
+      reject_unknown_options(args, "info");
       if (args.size() != 1) return usage_error("info takes exactly one CHECKPOINT");
       return command_info(args[0]);
     }

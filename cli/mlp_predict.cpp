@@ -45,6 +45,7 @@ std::vector<float> read_rows(const std::string& source) {
 
 int command_mlp_predict(std::vector<std::string> args) {
   const auto input = take_option(args, "--input");
+  reject_unknown_options(args, "mlp-predict");
   if (args.size() != 1) throw UsageError{"mlp-predict takes exactly one CHECKPOINT"};
   const std::string path = args[0];
   const std::vector<float> rows = input ? read_rows(*input) : sample_rows();

@@ -93,6 +93,7 @@ int command_verify(std::vector<std::string> args) {
   const auto seed = static_cast<std::uint64_t>(
       parse_int(take_option(args, "--seed").value_or("7"), "--seed", 0, INT64_MAX));
   const bool sabotage = take_flag(args, "--sabotage");
+  reject_unknown_options(args, "verify");
   if (args.size() != 1) throw UsageError{"verify takes exactly one CHECKPOINT"};
   const SambaInference model = SambaInference::from_checkpoint(args[0]);
   const std::int64_t vocab = model.config().vocab();

@@ -40,6 +40,8 @@ def set_num_threads(n):
     """Worker threads for every kernel (default: SAMEBITS_NUM_THREADS or all cores); bits never change."""
     if isinstance(n, bool) or not isinstance(n, int):
         raise TypeError(f"samebits.set_num_threads: n must be an int, got {type(n).__name__}")
+    if n > 256:  # the engine's limit (as for the CLI's --threads); the native call would clamp silently
+        raise ValueError(f"samebits.set_num_threads: n must be at most 256, got {n}")
     _native().set_num_threads(n)
 
 

@@ -27,7 +27,8 @@ def float32_strict(value, what, name, dtype_sentence):
         ) from None
     if not _buffers.is_float32(view):
         try:
-            dtype = np.asarray(value).dtype.name
+            dtype = np.asarray(value).dtype
+            dtype = dtype.name if dtype.isnative else dtype.str  # '>f4' is not "float32" to this surface
         except (TypeError, ValueError):  # a buffer numpy cannot read: name its format
             dtype = f"format {view.format!r}"
         raise TypeError(f"{PACKAGE} {what}: {name} has dtype {dtype}; {dtype_sentence}")

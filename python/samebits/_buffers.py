@@ -22,4 +22,6 @@ def owned_float32(value):
 
 def contiguous_float32(value):
     """A C-contiguous float32 numpy array over a float32 buffer (no copy when already contiguous)."""
-    return np.ascontiguousarray(np.asarray(value, dtype=np.float32))
+    # asarray(order="C") rather than ascontiguousarray, which turns a 0-d array into shape (1,) and so
+    # would make a refusal name a shape the caller never passed.
+    return np.asarray(value, dtype=np.float32, order="C")

@@ -228,13 +228,17 @@ class Mamba3BlockInference:
     def backward(self, x, grad_output):
         self._engine.backward()
 
-    def _call(self, x, state, step):
+    @staticmethod
+    def _check_state_type(state, step):
         if state is not None and not isinstance(state, Mamba3State):
             what = f"{_BLOCK}.step" if step else f"{_BLOCK}.forward"
             raise TypeError(
                 f"{PACKAGE} {what}: state must be a Mamba3State (allocate_state(B) makes one), "
                 f"got {type(state).__name__}"
             )
+
+    def _call(self, x, state, step):
+        self._check_state_type(state, step)
         call = self._engine.step if step else self._engine.forward
         if state is None:  # the zero state is discarded, so its reports are taken now
             y, reports = call(x, None)
@@ -293,12 +297,14 @@ class Mamba3BlockInference:
         return self._report(3, "theta_last_")
 
     def _reference(self, x, state=None, step=False):
-        """The scalar twin's output for the same call (tests and cross-checks)."""
+        """The scalar twin's output for the same call (tests and cross-checks): the same refusals."""
+        x = float32_strict(x, f"{_BLOCK}.step" if step else f"{_BLOCK}.forward", "x", _DTYPE_SENTENCE)
+        self._check_state_type(state, step)
         engine_state = None if state is None else state._native
         call = self._engine.step if step else self._engine.forward
         if state is not None:
             state._before_change()
-        y, _ = call(float32_strict(x, f"{_BLOCK}.forward", "x", _DTYPE_SENTENCE), engine_state, True, False)
+        y, _ = call(x, engine_state, True, False)
         return y
 
     def __repr__(self):

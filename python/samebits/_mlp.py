@@ -55,7 +55,10 @@ class MLPInference:
     @classmethod
     def from_checkpoint(cls, path):
         """Build from a SmallMLPTrainer checkpoint file; every refusal is a ValueError."""
-        engine = native().MLPEngine.from_checkpoint(os.fsdecode(os.fspath(path)))
+        path = os.fsdecode(os.fspath(path))
+        if "\0" in path:  # the native reader would stop at the NUL and open another file
+            raise ValueError("MLPInference checkpoint path contains a NUL byte")
+        engine = native().MLPEngine.from_checkpoint(path)
         model = cls.__new__(cls)
         model.weight_format = "float32"
         model._engine = engine

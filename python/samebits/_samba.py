@@ -9,7 +9,7 @@ from . import _blocks
 from . import lowbit as _lowbit
 from ._mamba3 import Mamba3State
 from ._native import native
-from ._samba_config import SambaConfig, read_samba_checkpoint
+from ._samba_config import SambaConfig
 from ._transformer import TransformerState, _state_buffer
 
 PACKAGE = _blocks.PACKAGE
@@ -89,8 +89,17 @@ class SambaInference:
     def from_checkpoint(cls, path):
         """Build from a SambaStack checkpoint: the streamed v2 archive or the legacy JSON. Every integrity
         check runs; schema, profile and registry must match the config. Every refusal is a ValueError."""
-        config, weights, _ = read_samba_checkpoint(os.fsdecode(os.fspath(path)))
-        return cls(config, weights)
+        # The engine reads the file straight into its own buffers (no numpy round trip), so the peak memory
+        # is about the parameter bytes once (bench/load_memory.py, tests/python/test_load_memory.py).
+        path = os.fsdecode(os.fspath(path))
+        if "\0" in path:  # the native reader would stop at the NUL and open another file
+            raise ValueError(f"{_CLASS}: checkpoint path contains a NUL byte")
+        engine = native().SambaEngine.from_checkpoint(path)
+        self = cls.__new__(cls)
+        self.config = SambaConfig.from_dict(engine.config_dict)
+        self.weight_format = engine.weight_format
+        self._engine = engine
+        return self
 
     def parameters(self):
         """An independent copy of every weight, keyed by registry name."""
@@ -131,6 +140,12 @@ class SambaInference:
             else:
                 if not isinstance(layer, TransformerState) or layer.window != 0:
                     raise TypeError(f"{PACKAGE} {what}: state.layers[{i}] must be a full-causal TransformerState")
+                if (layer.n_kv_heads, layer.head_dim) != (self.config.n_kv_heads, self.config.head_dim):
+                    # The flat cache size alone can match (4 heads of 8 vs 2 of 16) and would be misread.
+                    raise ValueError(
+                        f"{PACKAGE} {what}: state.layers[{i}] holds {layer.n_kv_heads} kv heads of {layer.head_dim}, "
+                        f"the stack has {self.config.n_kv_heads} of {self.config.head_dim}"
+                    )
                 n = layer.batch_size * layer.n_kv_heads * layer.max_tokens * layer.head_dim
                 k = _state_buffer(layer.k_cache, what, "k_cache", (n,))
                 v = _state_buffer(layer.v_cache, what, "v_cache", (n,))

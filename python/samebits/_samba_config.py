@@ -84,5 +84,8 @@ def read_samba_checkpoint(path):
     """(SambaConfig, {name: float32 array in registry order}, info dict) of a Samba checkpoint file: the
     streamed v2 archive or the legacy JSON, every container and inference check passed. Refusals are
     ValueError with upstream's sentences."""
-    config, weights, info = native().samba_read_checkpoint(os.fsdecode(os.fspath(path)))
+    path = os.fsdecode(os.fspath(path))
+    if "\0" in path:  # the native reader would stop at the NUL and open another file
+        raise ValueError("samebits.SambaInference: checkpoint path contains a NUL byte")
+    config, weights, info = native().samba_read_checkpoint(path)
     return SambaConfig.from_dict(config), weights, info

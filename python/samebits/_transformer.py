@@ -261,6 +261,13 @@ class TransformerBlockInference:
             )
         batch = int(x.shape[0])
         self._engine.check_state(batch, state.batch_size, state.window, step)
+        if state.n_kv_heads != self.n_kv_heads or state.head_dim != self.head_dim:
+            # Another block's cache can have this block's float count (KV * HD alike): refused by its dims.
+            raise ValueError(
+                f"{_PACKAGE} {what}: the state was allocated for n_kv_heads {state.n_kv_heads} x head_dim "
+                f"{state.head_dim} but this block has n_kv_heads {self.n_kv_heads} x head_dim {self.head_dim} "
+                "(allocate_state on THIS block makes a matching one)"
+            )
         n = batch * self.n_kv_heads * state.capacity * self.head_dim
         k = _state_buffer(state.k_cache, what, "k_cache", (n,))
         v = _state_buffer(state.v_cache, what, "v_cache", (n,))

@@ -152,7 +152,7 @@ void bind_mamba3(nb::module_& m) {
                throw_value_error("Mamba3Engine: no weight index");
              std::vector<std::size_t> shape;
              for (auto d : specs[index].shape) shape.push_back(static_cast<std::size_t>(d));
-             return to_numpy(std::vector<float>(self.weights().tensors[index]), shape);
+             return to_numpy(self.weight(index), shape);
            })
       .def_prop_ro("d_model", [](const Mamba3BlockInference& self) { return self.dims().d_model; })
       .def_prop_ro("d_inner", [](const Mamba3BlockInference& self) { return self.dims().d_inner; })

@@ -5,6 +5,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -106,10 +107,23 @@ void bind_samba(nb::module_& m) {
              if (index == models::SambaRegistry::npos)
                throw_value_error("samebits.SambaInference: no tensor " + name);
              const auto& entry = registry.entries[index];
-             const auto* begin = self.model().parameters().data() + entry.offset;
              std::vector<std::size_t> shape(entry.shape.begin(), entry.shape.end());
-             return to_numpy(std::vector<float>(begin, begin + entry.size), shape);
+             return to_numpy(self.model().tensor_copy(index), shape);
            })
+      // SambaInference.from_checkpoint: the file read straight into the engine (no numpy copy of the
+      // weights), returned with its config's to_dict() form.
+      .def_static(
+          "from_checkpoint",
+          [](const std::string& path) {
+            std::unique_ptr<SambaInference> engine;
+            {
+              nb::gil_scoped_release release;
+              engine = std::make_unique<SambaInference>(SambaInference::from_checkpoint(path));
+            }
+            return engine.release();
+          },
+          nb::arg("path"), nb::rv_policy::take_ownership)
+      .def_prop_ro("config_dict", [](const SambaInference& self) { return samba_config_dict(self.config()); })
       .def("mamba3_heads", [](const SambaInference& self,
                               std::int64_t layer) { return self.model().mamba3(layer).dims().heads; })
       .def_prop_ro("weight_format", [](const SambaInference& self) { return self.weight_format(); })

@@ -12,11 +12,11 @@
 
 #include "array_convert.hpp"
 #include "bindings.hpp"
-#include "samba_convert.hpp"
 #include "core/errors.hpp"
 #include "io/json.hpp"
 #include "io/samba_checkpoint.hpp"
 #include "models/samba_config.hpp"
+#include "samba_convert.hpp"
 
 namespace samebits::python {
 namespace {
@@ -165,7 +165,13 @@ nb::dict weight_dict(io::SambaCheckpoint& checkpoint) {
 
 }  // namespace
 
-models::SambaConfig samba_config_of(const nb::dict& fields) { return io::samba_config_from_json(to_value(fields, 0)); }
+models::SambaConfig samba_config_of(const nb::dict& fields) {
+  return io::samba_config_from_json(to_value(fields, 0));
+}
+
+nb::object samba_config_dict(const models::SambaConfig& config) {
+  return to_python(io::samba_config_to_json(config));
+}
 
 void bind_samba_io(nb::module_& m) {
   // The SambaConfig rules. `fields` holds the constructor's ten values after Python's int()/str()/bool()

@@ -137,14 +137,11 @@ void bind_transformer(nb::module_& m) {
       .def("weight",
            [](const TransformerBlockInference& self, const std::string& name) {
              const auto tensors = blocks::transformer_tensors(self.dims());
-             const auto& w = self.weights();
-             const std::vector<const std::vector<float>*> values{
-                 &w.input_norm, &w.post_norm, &w.q, &w.k, &w.v, &w.o, &w.gate, &w.up, &w.down};
              for (std::size_t i = 0; i < tensors.size(); ++i) {
                if (name != tensors[i].name) continue;
                std::vector<std::size_t> shape;
                for (auto e : tensors[i].shape) shape.push_back(static_cast<std::size_t>(e));
-               return to_numpy(std::vector<float>(*values[i]), shape);
+               return to_numpy(self.weight(i), shape);
              }
              throw_value_error("samebits TransformerBlock: no weight named '" + name + "'");
            })

@@ -55,7 +55,9 @@ class Mamba3BlockInference {
   [[noreturn]] void backward() const;
 
   const blocks::Mamba3Dims& dims() const { return block_->dims(); }
-  const blocks::Mamba3Weights& weights() const { return block_->weights(); }
+  // A fresh copy of every weight, bit for bit (the block keeps its projections only as packed panels).
+  blocks::Mamba3Weights weights() const { return block_->weights(); }
+  std::vector<float> weight(int index) const { return block_->weight(index); }
   const std::string& weight_format() const { return weight_format_; }
   // The engine block, shared (immutable) with every copy of this object; a Samba stack runs it directly.
   std::shared_ptr<const blocks::Mamba3Block> block() const { return block_; }

@@ -45,9 +45,15 @@ SambaInference::SambaInference(models::SambaConfig config, std::vector<float> pa
   model_ = std::make_shared<const models::SambaModel>(std::move(config), std::move(parameters));
 }
 
+SambaInference::SambaInference(models::SambaConfig config, std::vector<std::vector<float>> tensors,
+                               std::string weight_format)
+    : weight_format_(std::move(weight_format)) {
+  model_ = std::make_shared<const models::SambaModel>(std::move(config), std::move(tensors));
+}
+
 namespace {
-std::vector<float> flat_parameters(const models::SambaConfig& config,
-                                   const SambaInference::NamedWeights& weights) {
+std::vector<std::vector<float>> tensor_parameters(const models::SambaConfig& config,
+                                                  const SambaInference::NamedWeights& weights) {
   const models::SambaRegistry registry = config.registry();
   std::vector<std::string> missing, unknown;
   std::set<std::string> given;
@@ -60,7 +66,8 @@ std::vector<float> flat_parameters(const models::SambaConfig& config,
   if (!missing.empty() || !unknown.empty())
     throw_value_error(kClass + ": weight dict mismatch; missing " + python_name_list(missing) + ", unknown " +
                       python_name_list(unknown));
-  std::vector<float> flat(static_cast<std::size_t>(registry.total));
+  std::vector<std::vector<float>> tensors;
+  tensors.reserve(registry.entries.size());
   for (const auto& entry : registry.entries) {
     const auto it =
         std::find_if(weights.begin(), weights.end(), [&](const auto& w) { return w.first == entry.name; });
@@ -70,19 +77,19 @@ std::vector<float> flat_parameters(const models::SambaConfig& config,
                         shape_repr(entry.shape));
     for (std::int64_t i = 0; i < entry.size; ++i)
       if (!fp::is_finite(view.data[i])) throw_value_error(kClass + ": " + entry.name + " is not finite");
-    std::copy(view.data, view.data + entry.size, flat.begin() + entry.offset);
+    tensors.emplace_back(view.data, view.data + entry.size);
   }
-  return flat;
+  return tensors;
 }
 }  // namespace
 
 SambaInference::SambaInference(models::SambaConfig config, const NamedWeights& weights,
                                std::string weight_format)
-    : SambaInference(config, flat_parameters(config, weights), std::move(weight_format)) {}
+    : SambaInference(config, tensor_parameters(config, weights), std::move(weight_format)) {}
 
 SambaInference SambaInference::from_checkpoint(const std::string& path) {
-  io::SambaCheckpoint checkpoint = io::read_samba_checkpoint(path);
-  return SambaInference(std::move(checkpoint.config), std::move(checkpoint.parameters));
+  io::SambaCheckpointTensors checkpoint = io::read_samba_checkpoint_tensors(path);
+  return SambaInference(std::move(checkpoint.config), std::move(checkpoint.tensors));
 }
 
 std::string SambaInference::repr() const {
@@ -108,6 +115,7 @@ SambaState SambaInference::allocate_state(std::int64_t batch_size, std::int64_t 
 
 void SambaInference::check_ids(const IdsView& ids, const std::string& what) const {
   if (ids.batch < 1 || ids.length < 1) throw_value_error(what + ": B and L must be positive");
+  if (ids.data == nullptr) throw_value_error(what + ": inputs has no data");
   const std::int64_t vocab = config().vocab();
   for (std::int64_t i = 0; i < ids.batch * ids.length; ++i)
     if (ids.data[i] < 0 || ids.data[i] >= vocab) throw_value_error(what + ": inputs must be in [0, vocab)");
@@ -124,6 +132,12 @@ void SambaInference::check_state(const SambaState& state, std::int64_t batch, co
     if (mamba ? state.mamba3(i) == nullptr : state.attention(i) == nullptr)
       throw_value_error(what + ": layer " + std::to_string(i) + " of the state is not a " +
                         (mamba ? "Mamba3State" : "TransformerState"));
+    // The block sizes its cache reads and writes by its own dims: a cache of other dims is refused here.
+    const TransformerState* cache = state.attention(i);
+    if (!mamba && (cache->n_kv_heads() != model_->attention(i).dims().n_kv_heads ||
+                   cache->head_dim() != model_->attention(i).dims().head_dim || cache->window() != 0))
+      throw_value_error(what + ": layer " + std::to_string(i) +
+                        " of the state does not match the stack (allocate_state makes a matching one)");
   }
 }
 

@@ -70,10 +70,16 @@ class SambaInference {
   // registry entry shape and finiteness, refused with upstream's sentences. Values are copied.
   SambaInference(models::SambaConfig config, const NamedWeights& weights,
                  std::string weight_format = "float32");
-  // The same from the flat registry-layout vector a checkpoint reader produces.
+  // The same from the flat registry-layout vector (validated as above by the caller).
   SambaInference(models::SambaConfig config, std::vector<float> parameters,
                  std::string weight_format = "float32");
-  // A SambaStack checkpoint: streamed v2 archive or legacy JSON (every failure a ValueError).
+  // The same from one buffer per registry tensor, in registry order (validated by the caller), taken
+  // over without a copy: what from_checkpoint builds from.
+  SambaInference(models::SambaConfig config, std::vector<std::vector<float>> tensors,
+                 std::string weight_format = "float32");
+  // A SambaStack checkpoint: streamed v2 archive or legacy JSON (every failure a ValueError). Memory:
+  // the weights are read once into per-tensor buffers and packed block by block, so the peak is about
+  // the parameter bytes plus one block's panels (bench/load_memory.py measures it).
   static SambaInference from_checkpoint(const std::string& path);
 
   const models::SambaConfig& config() const { return model_->config(); }
@@ -96,8 +102,9 @@ class SambaInference {
   std::vector<float> forward_reference(const IdsView& ids, SambaState& state) const;
 
   // A call on borrowed per-layer states (what the Python binding passes: Mamba-3 engine states and KV
-  // caches over caller buffers), one per layer in stack order: ids, layer kinds and cache capacity are
-  // checked before any layer moves.
+  // caches over caller buffers), one per layer in stack order. State safety: every refusal that depends on
+  // the ids or a state (of any layer) comes before any layer moves; a layer that refuses its input (non-
+  // finite, from finite weights that overflow) has the layers below put back (models/samba_guard.hpp).
   std::vector<float> run_borrowed(const IdsView& ids, std::vector<models::SambaLayerState>& layers,
                                   const std::string& what, bool reference) const;
 

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/errors.hpp"
+#include "core/state_size.hpp"
 
 namespace samebits {
 namespace {
@@ -24,6 +25,7 @@ TransformerState::TransformerState(std::int64_t batch_size, std::int64_t n_kv_he
       head_dim_(head_dim),
       max_tokens_(max_tokens),
       window_(window) {
+  check_state_floats("TransformerState", {batch_size, n_kv_heads, capacity(), head_dim});
   k_.assign_zero(static_cast<std::size_t>(cache_floats()));
   v_.assign_zero(static_cast<std::size_t>(cache_floats()));
 }
@@ -207,6 +209,16 @@ TransformerStateView view_of(TransformerState& state) {
   return {state.k_cache(),    state.v_cache(), state.batch_size(),
           state.max_tokens(), state.window(),  state.cached_tokens()};
 }
+
+// The block sizes its cache reads and writes by its own dims, so an owned state of other dims (another
+// model's) is refused before its buffers are handed over.
+void check_cache_dims(const TransformerState& state, const blocks::TransformerDims& dims, bool step) {
+  if (state.n_kv_heads() != dims.n_kv_heads || state.head_dim() != dims.head_dim)
+    throw_value_error(what_of(step) + ": the state was allocated for n_kv_heads " +
+                      std::to_string(state.n_kv_heads()) + " x head_dim " + std::to_string(state.head_dim()) +
+                      " but this block has n_kv_heads " + std::to_string(dims.n_kv_heads) + " x head_dim " +
+                      std::to_string(dims.head_dim) + " (allocate_state on THIS block makes a matching one)");
+}
 }  // namespace
 
 std::vector<float> TransformerBlockInference::forward(const TensorView& x) const {
@@ -217,6 +229,8 @@ std::vector<float> TransformerBlockInference::forward(const TensorView& x) const
 }
 
 std::vector<float> TransformerBlockInference::forward(const TensorView& x, TransformerState& state) const {
+  check_tokens(x.shape, false);
+  check_cache_dims(state, dims(), false);
   TransformerStateView view = view_of(state);
   std::vector<float> y = run(x, view, false, false);
   state.set_cached_tokens(view.cached_tokens);
@@ -229,6 +243,8 @@ std::vector<float> TransformerBlockInference::forward(const TensorView& x,
 }
 
 std::vector<float> TransformerBlockInference::step(const TensorView& x, TransformerState& state) const {
+  check_tokens(x.shape, true);
+  check_cache_dims(state, dims(), true);
   TransformerStateView view = view_of(state);
   std::vector<float> y = run(x, view, true, false);
   state.set_cached_tokens(view.cached_tokens);

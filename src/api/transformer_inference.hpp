@@ -110,7 +110,9 @@ class TransformerBlockInference {
   void check_state(std::int64_t batch, std::int64_t state_batch, std::int64_t state_window, bool step) const;
 
   const blocks::TransformerDims& dims() const { return block_->dims(); }
-  const blocks::TransformerWeights& weights() const { return block_->weights(); }
+  // A fresh copy of every weight, bit for bit (the block keeps its projections only as packed panels).
+  blocks::TransformerWeights weights() const { return block_->weights(); }
+  std::vector<float> weight(std::size_t index) const { return block_->weight(index); }
   const std::string& weight_format() const { return weight_format_; }
   std::shared_ptr<const blocks::TransformerBlock> block() const { return block_; }
 

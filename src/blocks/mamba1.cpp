@@ -8,6 +8,7 @@
 
 #include "blocks/block_support.hpp"
 #include "core/errors.hpp"
+#include "core/state_size.hpp"
 #include "core/thread_pool.hpp"
 #include "numerics/fp.hpp"
 #include "numerics/primitives.hpp"
@@ -57,6 +58,7 @@ std::array<MambaTensor, kMamba1TensorCount> mamba1_tensors(const Mamba1Dims& d) 
 }
 
 Mamba1State::Mamba1State(std::int64_t batch, std::int64_t d_inner) : batch_(batch), d_inner_(d_inner) {
+  check_state_floats("Mamba1State", {batch, d_inner, Mamba1Dims::kConv + Mamba1Dims::kState});
   conv_window_.assign_zero(static_cast<std::size_t>(conv_window_size()));
   h_.assign_zero(static_cast<std::size_t>(h_size()));
 }

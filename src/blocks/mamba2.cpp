@@ -11,6 +11,7 @@
 
 #include "blocks/block_support.hpp"
 #include "core/errors.hpp"
+#include "core/state_size.hpp"
 #include "core/thread_pool.hpp"
 #include "numerics/fp.hpp"
 #include "numerics/primitives.hpp"
@@ -70,6 +71,9 @@ std::array<MambaTensor, kMamba2TensorCount> mamba2_tensors(const Mamba2Dims& d) 
 
 Mamba2State::Mamba2State(std::int64_t batch, const Mamba2Dims& dims)
     : data_(std::make_shared<Mamba2StateData>()) {
+  check_state_floats("Mamba2State", {batch, dims.conv_dim * Mamba2Dims::kConv +
+                                                dims.nheads * Mamba2Dims::kHeadDim * Mamba2Dims::kState +
+                                                Mamba2Dims::kChunk * (dims.conv_dim + dims.nheads)});
   data_->batch = batch;
   data_->dims = dims;
   data_->conv_window.assign_zero(static_cast<std::size_t>(conv_window_size()));

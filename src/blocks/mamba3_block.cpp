@@ -14,6 +14,9 @@ using namespace mamba3;
 
 namespace {
 
+constexpr int kInProj = 1;   // in_proj.weight's place in the tensor table
+constexpr int kOutProj = 8;  // out_proj.weight's
+
 // The first non-finite element as "NaN in <name> at flat index <i> REFUSED", or empty.
 std::string non_finite_message(const float* data, std::int64_t count, const std::string& name) {
   if (!mamba3_kernels::any_non_finite(data, count)) return {};
@@ -44,12 +47,27 @@ Mamba3Block::Mamba3Block(Mamba3Weights weights) : weights_(std::move(weights)) {
   }
   for (int i = 0; i < kMamba3TensorCount && weight_refusal_.empty(); ++i)
     weight_refusal_ = non_finite_message(weights_.tensors[i].data(), specs[i].elements(), specs[i].name);
+  // The panels become the only copy of the two projections: each raw buffer goes as soon as it is packed.
   packed_in_proj_ = gemm::PackedRhs::from_transposed(weights_.in_proj().data(), dims_.d_in_proj, d_model);
+  std::vector<float>().swap(weights_.tensors[kInProj]);
   packed_out_proj_ = gemm::PackedRhs::from_transposed(weights_.out_proj().data(), d_model, dims_.d_inner);
+  std::vector<float>().swap(weights_.tensors[kOutProj]);
+}
+
+std::vector<float> Mamba3Block::weight(int index) const {
+  if (index == kInProj) return packed_in_proj_.unpack_transposed();
+  if (index == kOutProj) return packed_out_proj_.unpack_transposed();
+  return weights_.tensors[index];
+}
+
+Mamba3Weights Mamba3Block::weights() const {
+  Mamba3Weights copy;
+  for (int i = 0; i < kMamba3TensorCount; ++i) copy.tensors[i] = weight(i);
+  return copy;
 }
 
 void Mamba3Block::refuse(const float* x, std::int64_t B, std::int64_t L, const Mamba3State& state,
-                         const char* entry) const {
+                         const char* entry, bool scan_state) const {
   const std::string where = entry;
   if (state.heads() != dims_.heads || state.batch() != B)
     throw_value_error(where + ": the state holds batch " + std::to_string(state.batch()) + " x " +
@@ -65,8 +83,9 @@ void Mamba3Block::refuse(const float* x, std::int64_t B, std::int64_t L, const M
   if (state.pending && q0 != 0)
     throw_value_error("Mamba3State.set_input_states: the state is mid-sequence (buf_len = " +
                       std::to_string(q0) + "); Input_States only has upstream meaning on a fresh state");
-  refuse_array(x, B * L * dims_.d_model, entry, "x");
+  if (x != nullptr) refuse_array(x, B * L * dims_.d_model, entry, "x");
   if (!weight_refusal_.empty()) throw_value_error(where + ": " + weight_refusal_);
+  if (!scan_state) return;
   for (int p = 0; p < 8; ++p)
     refuse_array(state.piece(p), state.piece_elements(p), entry,
                  std::string("state.") + Mamba3State::piece_name(p));

@@ -147,7 +147,8 @@ struct Mamba3Reports {
   std::vector<float> theta_last;  // [B, H, 32] the angles after the last token
 };
 
-// The block: immutable weights (copied, projections packed once) and one forward for every call shape.
+// The block: immutable weights (projections packed once, their raw buffers released) and one forward
+// for every call shape.
 class Mamba3Block {
  public:
   // Sizes must match mamba3_tensors(Mamba3Dims::of(d_model)) with d_model = block_norm.weight's size;
@@ -156,7 +157,12 @@ class Mamba3Block {
   explicit Mamba3Block(Mamba3Weights weights);
 
   const Mamba3Dims& dims() const { return dims_; }
-  const Mamba3Weights& weights() const { return weights_; }
+  // Every weight as given, bit for bit; in_proj and out_proj are rebuilt from their packed panels (the
+  // only copy the block keeps), so this is a fresh copy per call.
+  Mamba3Weights weights() const;
+  std::vector<float> weight(int index) const;
+  // The seven small tensors as held; in_proj() and out_proj() are empty here (they live in the panels).
+  const Mamba3Weights& held_weights() const { return weights_; }
   Mamba3State allocate_state(std::int64_t batch) const { return Mamba3State(batch, dims_.heads); }
 
   // y[B, L, d_model] for x[B, L, d_model], continuing `state` in place (a fresh state is the stateless
@@ -165,7 +171,13 @@ class Mamba3Block {
   // then non-finite x, weights and state, named with `entry`. `reports` (optional) receives the four
   // reports. Fast path: SIMD kernels, threads, and a decode step whose cost is flat in the position.
   void forward(const float* x, std::int64_t B, std::int64_t L, Mamba3State& state, float* y,
-               Mamba3Reports* reports = nullptr, const char* entry = "mamba3_forward") const;
+               Mamba3Reports* reports = nullptr, const char* entry = "mamba3_forward") const {
+    forward(x, B, L, state, y, reports, entry, false);
+  }
+  // `state_checked`: the caller already ran refuse(nullptr, B, L, state, entry) for this call (a Samba
+  // stack checks every layer before any layer moves), so the O(state) finiteness scan is not repeated.
+  void forward(const float* x, std::int64_t B, std::int64_t L, Mamba3State& state, float* y,
+               Mamba3Reports* reports, const char* entry, bool state_checked) const;
   // The four reports of the call that left `state` as it is: they are a pure function of the post-call state
   // (the sealed h, the buffered rows of the last working chunk, theta), so they can be taken right after a
   // call or later, as long as the state has not changed in between. forward(..., reports) calls this.
@@ -173,12 +185,18 @@ class Mamba3Block {
   // The scalar twin: blocks.md 3.3 literally (the whole working sequence, every chunk, gemm_reference,
   // scalar primitives), single-threaded. Same refusals, same bits.
   void forward_reference(const float* x, std::int64_t B, std::int64_t L, Mamba3State& state, float* y,
-                         Mamba3Reports* reports = nullptr, const char* entry = "mamba3_forward") const;
+                         Mamba3Reports* reports = nullptr, const char* entry = "mamba3_forward") const {
+    forward_reference(x, B, L, state, y, reports, entry, false);
+  }
+  void forward_reference(const float* x, std::int64_t B, std::int64_t L, Mamba3State& state, float* y,
+                         Mamba3Reports* reports, const char* entry, bool state_checked) const;
+
+  // Every refusal of a call, in order, without touching the state (see forward); x null skips the x
+  // scan, scan_state false skips the scan of the state's pieces.
+  void refuse(const float* x, std::int64_t B, std::int64_t L, const Mamba3State& state, const char* entry,
+              bool scan_state = true) const;
 
  private:
-  void refuse(const float* x, std::int64_t B, std::int64_t L, const Mamba3State& state,
-              const char* entry) const;
-
   Mamba3Dims dims_;
   Mamba3Weights weights_;
   std::string weight_refusal_;  // "NaN in <name> at flat index <i> REFUSED" for a non-finite weight, or empty

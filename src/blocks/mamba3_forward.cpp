@@ -14,6 +14,7 @@
 #include "blocks/mamba3_chunk.hpp"
 #include "blocks/mamba3_scalar.hpp"
 #include "core/aligned_buffer.hpp"
+#include "core/errors.hpp"
 #include "core/thread_pool.hpp"
 #include "numerics/fp.hpp"
 #include "numerics/gemm.hpp"
@@ -55,7 +56,7 @@ class ForwardCall {
   ForwardCall(const Mamba3Block& block, const gemm::PackedRhs& in_proj, const gemm::PackedRhs& out_proj,
               const float* x, std::int64_t B, std::int64_t L, Mamba3State& state, float* y)
       : d_(block.dims()),
-        w_(block.weights()),
+        w_(block.held_weights()),
         in_proj_(in_proj),
         out_proj_(out_proj),
         x_(x),
@@ -445,8 +446,9 @@ class ForwardCall {
 }  // namespace
 
 void Mamba3Block::forward(const float* x, std::int64_t B, std::int64_t L, Mamba3State& state, float* y,
-                          Mamba3Reports* reports, const char* entry) const {
-  refuse(x, B, L, state, entry);
+                          Mamba3Reports* reports, const char* entry, bool state_checked) const {
+  if (x == nullptr) throw_value_error(std::string(entry) + ": x has no data");
+  refuse(x, B, L, state, entry, !state_checked);
   ForwardCall(*this, packed_in_proj_, packed_out_proj_, x, B, L, state, y).run();
   if (reports != nullptr) *reports = reports_of(state);
 }

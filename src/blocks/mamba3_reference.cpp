@@ -5,6 +5,7 @@
 
 #include "blocks/mamba3_block.hpp"
 #include "blocks/mamba3_scalar.hpp"
+#include "core/errors.hpp"
 #include "numerics/fp.hpp"
 #include "numerics/gemm.hpp"
 #include "numerics/primitives.hpp"
@@ -20,13 +21,15 @@ using gemm::gemm_reference;
 using gemm::Orientation;
 
 void Mamba3Block::forward_reference(const float* x, std::int64_t B, std::int64_t L, Mamba3State& state,
-                                    float* y, Mamba3Reports* reports, const char* entry) const {
-  refuse(x, B, L, state, entry);
+                                    float* y, Mamba3Reports* reports, const char* entry,
+                                    bool state_checked) const {
+  if (x == nullptr) throw_value_error(std::string(entry) + ": x has no data");
+  refuse(x, B, L, state, entry, !state_checked);
   const Mamba3Dims& d = dims_;
   const std::int64_t dm = d.d_model, di = d.d_inner, dip = d.d_in_proj, H = d.heads;
   constexpr std::int64_t N = kStateDim, P = kHeadDim, Q = kChunk, R = kAngles;
   const std::int64_t M = B * L;
-  const Mamba3Weights& w = weights_;
+  const Mamba3Weights w = weights();  // in_proj and out_proj rebuilt from their panels for this call
 
   // Step 2: block norm and in_proj.
   std::vector<float> normed(M * dm), proj(M * dip);

@@ -3,6 +3,7 @@
 
 #include "blocks/mamba3_block.hpp"
 #include "core/errors.hpp"
+#include "core/state_size.hpp"
 
 namespace samebits::blocks {
 
@@ -48,6 +49,13 @@ void zeros(AlignedBuffer<float>& buffer, std::int64_t count) {
 Mamba3State::Mamba3State(std::int64_t batch, std::int64_t heads) : batch_(batch), heads_(heads) {
   if (batch < 1) throw_value_error("Mamba3State: batch_size must be positive, got " + std::to_string(batch));
   if (heads < 1) throw_value_error("Mamba3State: heads must be positive, got " + std::to_string(heads));
+  std::int64_t floats_per_head = 3 * kChunk;  // the open-chunk cache, then the ten pieces
+  for (int p = 0; p < kPieceCount; ++p) {
+    std::int64_t floats = 1;
+    for (std::int64_t extent : piece_shape_for(p, 1, 1)) floats *= extent;
+    floats_per_head += floats;
+  }
+  check_state_floats("Mamba3State", {batch, heads, floats_per_head});
   for (int p = 0; p < kPieceCount; ++p) zeros(*buffer_of(p), piece_elements(p));
   const std::int64_t per_head = batch * heads * kChunk;
   zeros(cache_.adt, per_head);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <initializer_list>
 #include <sstream>
 #include <utility>
 
@@ -23,12 +24,21 @@ using fp::MUL;
 
 namespace {
 
-std::vector<float> concatenate(const std::vector<float>& a, const std::vector<float>& b,
-                               const std::vector<float>& c = {}) {
-  std::vector<float> out(a);
-  out.insert(out.end(), b.begin(), b.end());
-  out.insert(out.end(), c.begin(), c.end());
-  return out;
+// Releases a raw buffer for good (clear() alone keeps the capacity).
+void release(std::vector<float>& buffer) { std::vector<float>().swap(buffer); }
+
+// [a; b; c] stacked as rows of one [n, k] matrix, packed; each part is released once it is copied, so the
+// transient cost is one stacked copy, never the parts and the copy and the panels at once.
+gemm::PackedRhs pack_stacked(std::int64_t k, std::initializer_list<std::vector<float>*> parts) {
+  std::size_t total = 0;
+  for (const std::vector<float>* part : parts) total += part->size();
+  std::vector<float> stacked;
+  stacked.reserve(total);
+  for (std::vector<float>* part : parts) {
+    stacked.insert(stacked.end(), part->begin(), part->end());
+    release(*part);
+  }
+  return gemm::PackedRhs::from_transposed(stacked.data(), static_cast<std::int64_t>(total) / k, k);
 }
 
 std::string float_text(float value) {
@@ -87,12 +97,52 @@ TransformerBlock::TransformerBlock(const TransformerDims& dims, TransformerWeigh
     refuse_non_finite(values[i]->data(), static_cast<std::int64_t>(values[i]->size()), what, tensors[i].name);
 
   inverse_frequencies_ = rope::inverse_frequencies(d.head_dim, kRopeTheta);
-  const std::vector<float> qkv = concatenate(weights_.q, weights_.k, weights_.v);
-  qkv_ = gemm::PackedRhs::from_transposed(qkv.data(), d.q_width() + 2 * d.kv_width(), d.d_model);
+  qkv_ = pack_stacked(d.d_model, {&weights_.q, &weights_.k, &weights_.v});
   o_ = gemm::PackedRhs::from_transposed(weights_.o.data(), d.d_model, d.q_width());
-  const std::vector<float> gate_up = concatenate(weights_.gate, weights_.up);
-  gate_up_ = gemm::PackedRhs::from_transposed(gate_up.data(), 2 * d.intermediate, d.d_model);
+  release(weights_.o);
+  gate_up_ = pack_stacked(d.d_model, {&weights_.gate, &weights_.up});
   down_ = gemm::PackedRhs::from_transposed(weights_.down.data(), d.d_model, d.intermediate);
+  release(weights_.down);
+}
+
+std::vector<float> TransformerBlock::weight(std::size_t index) const {
+  const TransformerDims& d = dims_;
+  // (panels, first row, rows) of each projection inside its packed matrix.
+  auto rows_of = [](const gemm::PackedRhs& packed, std::int64_t first, std::int64_t count) {
+    std::vector<float> out(static_cast<std::size_t>(count * packed.k()));
+    packed.unpack_transposed(first, count, out.data());
+    return out;
+  };
+  switch (index) {
+    case 0:
+      return weights_.input_norm;
+    case 1:
+      return weights_.post_norm;
+    case 2:
+      return rows_of(qkv_, 0, d.q_width());
+    case 3:
+      return rows_of(qkv_, d.q_width(), d.kv_width());
+    case 4:
+      return rows_of(qkv_, d.q_width() + d.kv_width(), d.kv_width());
+    case 5:
+      return o_.unpack_transposed();
+    case 6:
+      return rows_of(gate_up_, 0, d.intermediate);
+    case 7:
+      return rows_of(gate_up_, d.intermediate, d.intermediate);
+    case 8:
+      return down_.unpack_transposed();
+    default:
+      throw_value_error("TransformerBlock: no weight index " + std::to_string(index));
+  }
+}
+
+TransformerWeights TransformerBlock::weights() const {
+  TransformerWeights w;
+  std::size_t index = 0;
+  for (std::vector<float>* t : {&w.input_norm, &w.post_norm, &w.q, &w.k, &w.v, &w.o, &w.gate, &w.up, &w.down})
+    *t = weight(index++);
+  return w;
 }
 
 std::shared_ptr<const rope::Table> TransformerBlock::rope_rows(std::int64_t positions) const {
@@ -107,7 +157,7 @@ std::shared_ptr<const rope::Table> TransformerBlock::rope_rows(std::int64_t posi
 }
 
 void TransformerBlock::check_call(const float* x, std::int64_t batch, std::int64_t length,
-                                  const KvCache& cache, const std::string& what) const {
+                                  const KvCache& cache, const std::string& what, bool scan_state) const {
   if (batch <= 0 || length <= 0) throw_value_error(what + ": B and L must be positive");
   if (cache.batch != batch)
     throw_value_error(what + ": the cache holds " + std::to_string(cache.batch) +
@@ -131,10 +181,12 @@ void TransformerBlock::check_call(const float* x, std::int64_t batch, std::int64
   auto refuse = [&](const float* data, std::int64_t count, const char* name) {
     if (!attention::all_finite(data, count)) refuse_non_finite(data, count, what, name);
   };
-  refuse(x, batch * length * dims_.d_model, "x");
-  const std::int64_t state = kv::state_floats(cache, dims_);
-  refuse(cache.k, state, "k_cache");
-  refuse(cache.v, state, "v_cache");
+  if (x != nullptr) refuse(x, batch * length * dims_.d_model, "x");
+  if (scan_state) {
+    const std::int64_t state = kv::state_floats(cache, dims_);
+    refuse(cache.k, state, "k_cache");
+    refuse(cache.v, state, "v_cache");
+  }
   const std::int64_t needed = cache.cached_tokens + length;
   if (needed > cache.max_tokens)
     throw_value_error(what + ": this call would use " + std::to_string(needed) +
@@ -145,8 +197,9 @@ void TransformerBlock::check_call(const float* x, std::int64_t batch, std::int64
 }
 
 void TransformerBlock::forward(const float* x, std::int64_t batch, std::int64_t length, KvCache& cache,
-                               float* y, const std::string& what) const {
-  check_call(x, batch, length, cache, what);
+                               float* y, const std::string& what, bool state_checked) const {
+  if (x == nullptr) throw_value_error(what + ": x has no data");
+  check_call(x, batch, length, cache, what, !state_checked);
   const TransformerDims& d = dims_;
   const std::int64_t dm = d.d_model, hd = d.head_dim, qw = d.q_width(), kw = d.kv_width(),
                      it = d.intermediate;

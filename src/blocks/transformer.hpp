@@ -65,7 +65,8 @@ struct KvCache {
   }
 };
 
-// Immutable after construction (weights copied, projections packed once); calls may run concurrently.
+// Immutable after construction; calls may run concurrently. The seven projection matrices live only in
+// their packed panels (each raw buffer is released as soon as it is packed); the two norm vectors stay.
 class TransformerBlock {
  public:
   // `what` prefixes refusals ("samebits TransformerBlock"). Refuses (ValueError) dims the profile does
@@ -73,28 +74,44 @@ class TransformerBlock {
   TransformerBlock(const TransformerDims& dims, TransformerWeights weights, const std::string& what);
 
   const TransformerDims& dims() const { return dims_; }
-  const TransformerWeights& weights() const { return weights_; }
+  // Every weight as given, bit for bit, rebuilt from the packed panels (a fresh copy per call).
+  TransformerWeights weights() const;
+  // One weight in transformer_tensors order (0..8), rebuilt the same way.
+  std::vector<float> weight(std::size_t index) const;
 
   // y[B, L, d_model] for x[B, L, d_model], reading and updating `cache` (cached_tokens advances by L).
   // Refuses (ValueError, prefixed by `what`) a cache outside its bounds, a table beyond max_positions,
   // non-finite x or cache contents and a call that would overflow the cache, before any arithmetic.
   void forward(const float* x, std::int64_t batch, std::int64_t length, KvCache& cache, float* y,
-               const std::string& what) const;
+               const std::string& what) const {
+    forward(x, batch, length, cache, y, what, false);
+  }
+  // `state_checked`: the caller already ran check_call(nullptr, ..., scan_state = true) on this cache for
+  // this call (a Samba stack checks every layer before any layer moves), so the O(cache) finiteness scan
+  // is not repeated; x and the bounds are still checked.
+  void forward(const float* x, std::int64_t batch, std::int64_t length, KvCache& cache, float* y,
+               const std::string& what, bool state_checked) const;
   // The scalar twin: blocks.md 4.3 literally (gemm_reference, a per-call RoPE table, the oracle's cache
   // layout at stride max_tokens converted back to the packed layout); same refusals, same bits.
   void forward_reference(const float* x, std::int64_t batch, std::int64_t length, KvCache& cache, float* y,
-                         const std::string& what) const;
+                         const std::string& what) const {
+    forward_reference(x, batch, length, cache, y, what, false);
+  }
+  void forward_reference(const float* x, std::int64_t batch, std::int64_t length, KvCache& cache, float* y,
+                         const std::string& what, bool state_checked) const;
+
+  // Every refusal of a call, in order, without touching the cache: B/L, the cache bounds and the rotary
+  // table, non-finite x (skipped when x is null), non-finite cache contents (when scan_state), overflow.
+  void check_call(const float* x, std::int64_t batch, std::int64_t length, const KvCache& cache,
+                  const std::string& what, bool scan_state = true) const;
 
   // The RoPE table rows for positions [0, positions), grown on demand and shared; entries depend only on
   // the position, so they are the per-call table's bits (tested).
   std::shared_ptr<const rope::Table> rope_rows(std::int64_t positions) const;
 
  private:
-  void check_call(const float* x, std::int64_t batch, std::int64_t length, const KvCache& cache,
-                  const std::string& what) const;
-
   TransformerDims dims_;
-  TransformerWeights weights_;
+  TransformerWeights weights_;  // input_norm and post_norm only; the projections are empty
   std::vector<float> inverse_frequencies_;
   gemm::PackedRhs qkv_;      // [q_width + 2 kv_width, d_model]: q, k, v side by side
   gemm::PackedRhs o_;        // [d_model, q_width]

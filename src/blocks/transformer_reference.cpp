@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "blocks/transformer.hpp"
+#include "core/errors.hpp"
 #include "numerics/attention.hpp"
 #include "numerics/fp.hpp"
 #include "numerics/gemm.hpp"
@@ -27,9 +28,12 @@ std::vector<float> linear(const std::vector<float>& a, const std::vector<float>&
 }  // namespace
 
 void TransformerBlock::forward_reference(const float* x_in, std::int64_t batch, std::int64_t length,
-                                         KvCache& cache, float* y, const std::string& what) const {
-  check_call(x_in, batch, length, cache, what);
+                                         KvCache& cache, float* y, const std::string& what,
+                                         bool state_checked) const {
+  if (x_in == nullptr) throw_value_error(what + ": x has no data");
+  check_call(x_in, batch, length, cache, what, !state_checked);
   const TransformerDims& d = dims_;
+  const TransformerWeights weights = this->weights();  // the raw matrices, rebuilt for this call
   const std::int64_t dm = d.d_model, hd = d.head_dim, qw = d.q_width(), kw = d.kv_width(),
                      it = d.intermediate;
   const std::int64_t nkv = d.n_kv_heads, m = batch * length;
@@ -61,10 +65,10 @@ void TransformerBlock::forward_reference(const float* x_in, std::int64_t batch, 
   // Steps 1-4.
   const std::vector<float> x(x_in, x_in + m * dm);
   std::vector<float> n1(static_cast<std::size_t>(m * dm));
-  norm::rmsnorm_reference(x.data(), weights_.input_norm.data(), n1.data(), m, dm, kTransformerNormEps);
-  std::vector<float> q = linear(n1, weights_.q, m, qw, dm);
-  std::vector<float> k = linear(n1, weights_.k, m, kw, dm);
-  const std::vector<float> v = linear(n1, weights_.v, m, kw, dm);
+  norm::rmsnorm_reference(x.data(), weights.input_norm.data(), n1.data(), m, dm, kTransformerNormEps);
+  std::vector<float> q = linear(n1, weights.q, m, qw, dm);
+  std::vector<float> k = linear(n1, weights.k, m, kw, dm);
+  const std::vector<float> v = linear(n1, weights.v, m, kw, dm);
   for (std::int64_t t = 0; t < m; ++t) {
     const std::int64_t position = pos0 + t % length;
     rope::rotate_heads(q.data() + t * qw, d.n_heads, hd, hd, table.cos_row(position),
@@ -122,19 +126,19 @@ void TransformerBlock::forward_reference(const float* x_in, std::int64_t batch, 
     }
 
   // Steps 10-12.
-  const std::vector<float> o = linear(ctx, weights_.o, m, dm, qw);
+  const std::vector<float> o = linear(ctx, weights.o, m, dm, qw);
   std::vector<float> r1(static_cast<std::size_t>(m * dm));
   for (std::int64_t i = 0; i < m * dm; ++i) r1[i] = F(F(x[i]) + F(o[i]));
   std::vector<float> n2(static_cast<std::size_t>(m * dm));
-  norm::rmsnorm_reference(r1.data(), weights_.post_norm.data(), n2.data(), m, dm, kTransformerNormEps);
-  const std::vector<float> gate = linear(n2, weights_.gate, m, it, dm);
-  const std::vector<float> up = linear(n2, weights_.up, m, it, dm);
+  norm::rmsnorm_reference(r1.data(), weights.post_norm.data(), n2.data(), m, dm, kTransformerNormEps);
+  const std::vector<float> gate = linear(n2, weights.gate, m, it, dm);
+  const std::vector<float> up = linear(n2, weights.up, m, it, dm);
   std::vector<float> mlp(static_cast<std::size_t>(m * it));
   for (std::int64_t i = 0; i < m * it; ++i) {
     const float act = F(prim::silu(F(gate[i])));
     mlp[i] = F(MUL(F(act), F(up[i])));
   }
-  const std::vector<float> down = linear(mlp, weights_.down, m, dm, it);
+  const std::vector<float> down = linear(mlp, weights.down, m, dm, it);
   for (std::int64_t i = 0; i < m * dm; ++i) y[i] = F(F(r1[i]) + F(down[i]));
 
   // Step 13 and the write-back in the caller's layout (full causal: packed at the new stride; the capacity

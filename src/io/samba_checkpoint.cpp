@@ -11,6 +11,7 @@
 #include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -211,9 +212,18 @@ void check_numeric_profile(const Value& state, std::string& profile_out) {
 
 // -------------------------------------------------------------- SambaInference.from_checkpoint (3.10)
 
-// The inference checks on a verified container's state and its flat parameter vector; the weights are
-// returned repacked into the config's registry layout (a no-op for every file mojolearn writes).
-SambaCheckpoint finish_inference(const Value& state, std::vector<float> flat, SambaCheckpointInfo info) {
+// What the inference checks admitted: the config, its registry and where each tensor sits in the file's
+// flat parameter array (the legacy path trusts the file's offsets; every v2 file is in registry layout).
+struct Admitted {
+  SambaConfig config;
+  SambaRegistry registry;
+  std::vector<std::pair<std::int64_t, std::int64_t>> spans;  // (start, count) per registry entry
+  bool canonical_layout = false;                             // spans are the registry's own offsets
+};
+
+// The inference checks on a verified container's state, for a flat parameter array of `available`
+// floats: everything but the finiteness of the values, which the callers check per tensor.
+Admitted admit_inference(const Value& state, std::int64_t available, SambaCheckpointInfo& info) {
   // 2. schema and profile
   if (!state.is_object() || !state.find("schema") ||
       !state.find("schema")->is_string_equal(kSambaStateSchema) || !state.find("profile") ||
@@ -241,9 +251,8 @@ SambaCheckpoint finish_inference(const Value& state, std::vector<float> flat, Sa
   // Not run by upstream's SambaInference; SambaStack's wording (Open point 8.6).
   check_numeric_profile(state, info.numeric_profile);
   // 5. slice by the file's offsets and sizes (the legacy path trusts them), as Python slices a flat view
-  const std::int64_t available = static_cast<std::int64_t>(flat.size());
   bool canonical_layout = available == registry.total;
-  std::vector<std::pair<std::int64_t, std::int64_t>> spans;  // (start, count) in `flat`
+  std::vector<std::pair<std::int64_t, std::int64_t>> spans;  // (start, count) in the flat array
   for (std::size_t i = 0; i < registry.entries.size(); ++i) {
     const Value& entry = entries->as_array()[i];
     const Value* offset_value = entry.find("offset");
@@ -265,25 +274,18 @@ SambaCheckpoint finish_inference(const Value& state, std::vector<float> flat, Sa
     canonical_layout = canonical_layout && start == want.offset;
     spans.emplace_back(start, count);
   }
-  std::vector<float> parameters;
-  if (canonical_layout) {
-    parameters = std::move(flat);
-  } else {
-    parameters.resize(static_cast<std::size_t>(registry.total));
-    for (std::size_t i = 0; i < spans.size(); ++i) {
-      std::copy_n(flat.begin() + spans[i].first, spans[i].second,
-                  parameters.begin() + registry.entries[i].offset);
-    }
-    flat.clear();
-    flat.shrink_to_fit();
+  return Admitted{std::move(config), std::move(registry), std::move(spans), canonical_layout};
+}
+
+// The constructor's check: every weight finite, named by the first tensor (in registry order) that is not.
+void refuse_non_finite(const models::SambaRegistryEntry& entry, const float* values) {
+  if (!std::all_of(values, values + entry.size, [](float v) { return fp::is_finite(v); })) {
+    refuse(kInference + entry.name + " is not finite");
   }
-  // The constructor: every weight finite, in registry order.
-  for (const models::SambaRegistryEntry& entry : registry.entries) {
-    const float* begin = parameters.data() + entry.offset;
-    if (!std::all_of(begin, begin + entry.size, [](float v) { return fp::is_finite(v); })) {
-      refuse(kInference + entry.name + " is not finite");
-    }
-  }
+}
+
+// The metadata a CLI shows, read from the state and dropped by inference.
+void record_metadata(const Value& state, const SambaRegistry& registry, SambaCheckpointInfo& info) {
   info.numeric_mode = text_or_canonical(state.find("numeric_mode"));
   info.step_json = canonical_or_empty(state.find("t"));
   info.optimizer_json = canonical_or_empty(state.find("optimizer"));
@@ -292,7 +294,63 @@ SambaCheckpoint finish_inference(const Value& state, std::vector<float> flat, Sa
   info.rng_json = canonical_or_empty(state.find("rng"));
   info.parameter_count = registry.total;
   info.tensor_count = static_cast<std::int64_t>(registry.entries.size());
-  return SambaCheckpoint{std::move(config), std::move(registry), std::move(parameters), std::move(info)};
+}
+
+void release(std::vector<float>& buffer) { std::vector<float>().swap(buffer); }
+
+// SambaInference.from_checkpoint's own checks (3.10) on a verified container's state and its flat
+// parameter array; the weights come back repacked into the registry layout (a no-op for every file
+// mojolearn writes).
+SambaCheckpoint finish_flat(const Value& state, std::vector<float> flat, SambaCheckpointInfo info) {
+  Admitted admitted = admit_inference(state, static_cast<std::int64_t>(flat.size()), info);
+  const SambaRegistry& registry = admitted.registry;
+  std::vector<float> parameters;
+  if (admitted.canonical_layout) {
+    parameters = std::move(flat);
+  } else {
+    parameters.resize(static_cast<std::size_t>(registry.total));
+    for (std::size_t i = 0; i < admitted.spans.size(); ++i) {
+      std::copy_n(flat.begin() + admitted.spans[i].first, admitted.spans[i].second,
+                  parameters.begin() + registry.entries[i].offset);
+    }
+    release(flat);
+  }
+  for (const models::SambaRegistryEntry& entry : registry.entries)
+    refuse_non_finite(entry, parameters.data() + entry.offset);
+  record_metadata(state, registry, info);
+  return SambaCheckpoint{std::move(admitted.config), std::move(admitted.registry), std::move(parameters),
+                         std::move(info)};
+}
+
+// The same checks, the weights cut into one buffer per registry tensor (the flat array is released).
+SambaCheckpointTensors finish_split(const Value& state, std::vector<float> flat, SambaCheckpointInfo info) {
+  Admitted admitted = admit_inference(state, static_cast<std::int64_t>(flat.size()), info);
+  std::vector<std::vector<float>> tensors;
+  tensors.reserve(admitted.spans.size());
+  for (const auto& [start, count] : admitted.spans)
+    tensors.emplace_back(flat.begin() + start, flat.begin() + start + count);
+  release(flat);
+  for (std::size_t i = 0; i < tensors.size(); ++i)
+    refuse_non_finite(admitted.registry.entries[i], tensors[i].data());
+  record_metadata(state, admitted.registry, info);
+  return SambaCheckpointTensors{std::move(admitted.config), std::move(admitted.registry), std::move(tensors),
+                                std::move(info)};
+}
+
+// The same checks on weights already read into per-tensor buffers in registry layout (the v2 archive,
+// whose registry was proven equal to the config's before any weight was read).
+SambaCheckpointTensors finish_split(const Value& state, std::vector<std::vector<float>> tensors,
+                                    SambaCheckpointInfo info) {
+  std::int64_t available = 0;
+  for (const std::vector<float>& tensor : tensors) available += static_cast<std::int64_t>(tensor.size());
+  Admitted admitted = admit_inference(state, available, info);
+  if (!admitted.canonical_layout || tensors.size() != admitted.registry.entries.size())
+    throw_runtime_error("Samba checkpoint: per-tensor buffers outside the registry layout");
+  for (std::size_t i = 0; i < tensors.size(); ++i)
+    refuse_non_finite(admitted.registry.entries[i], tensors[i].data());
+  record_metadata(state, admitted.registry, info);
+  return SambaCheckpointTensors{std::move(admitted.config), std::move(admitted.registry), std::move(tensors),
+                                std::move(info)};
 }
 
 // ------------------------------------------------------------------- streamed v2 archive (3.9)
@@ -300,6 +358,7 @@ SambaCheckpoint finish_inference(const Value& state, std::vector<float> flat, Sa
 struct StreamLayout {
   std::int64_t parameters = 0;  // N
   std::int64_t tensors = 0;     // T
+  SambaRegistry registry;       // the config's, equal to the file's (offsets included)
 };
 
 bool is_lower_hex_digest(const Value* value) {
@@ -373,7 +432,7 @@ StreamLayout validate_stream_state(const Value& state, const Value& arrays) {
               is_integer_equal(entry.find("nbytes"), 4 * count) && is_lower_hex_digest(entry.find("sha256"));
     if (!ok) refuse(kStream + "array descriptor mismatch");
   }
-  return {n, tensors};
+  return {n, tensors, std::move(expected)};
 }
 
 }  // namespace
@@ -449,7 +508,16 @@ std::span<const float> SambaCheckpoint::weight(std::string_view name) const {
   return weight(index);
 }
 
-SambaCheckpoint read_samba_stream_checkpoint(const std::string& path) {
+namespace {
+
+// Where the parameters array goes: spans covering all N floats in file order, asked for only after the
+// file size matched the verified header (so N is bounded by the file's real size).
+using ParameterTargets = std::function<std::vector<std::span<float>>(const SambaRegistry&)>;
+
+// The streamed v2 archive's container checks (3.9) in upstream's order. The parameters array is read
+// and hashed straight into `targets`; the moments are hashed a chunk at a time and dropped. Returns the
+// parsed envelope (whose "state" the inference checks read next).
+Value read_stream(const std::string& path, const ParameterTargets& targets, SambaCheckpointInfo& info) {
   File file = open_checkpoint(path);
   // 1. magic
   std::array<char, 17> magic{};
@@ -499,26 +567,37 @@ SambaCheckpoint read_samba_stream_checkpoint(const std::string& path) {
   const std::uint64_t file_bytes = size_of(file.get(), path);
   if (file_bytes != expected_size) refuse(kStream + "truncated or trailing array data");
   // 9. each array streamed through its digest; only the parameters are kept
-  SambaCheckpointInfo info;
   info.format = SambaCheckpointFormat::StreamV2;
   info.schema = std::string(kSambaStreamSchema);
   info.file_bytes = file_bytes;
   info.header_bytes = length;
   info.integrity_sha256 = digest_hex(stored);
-  std::vector<float> parameters(static_cast<std::size_t>(n));
+  const std::vector<std::span<float>> kept = targets(layout.registry);
   std::vector<unsigned char> chunk(kSambaStreamChunk);
   for (std::size_t i = 0; i < kArrays.size(); ++i) {
     const Value& descriptor = arrays.as_array()[i];
     const std::uint64_t nbytes = 4 * (kArrays[i].name == "buf_initialized" ? t : n);
     Sha256 hasher;
-    auto* kept = reinterpret_cast<unsigned char*>(parameters.data());
+    // The parameters go to their targets in file order, the other arrays through the scratch chunk.
+    std::size_t target = 0;
+    std::uint64_t target_done = 0;  // bytes of kept[target] already filled
     for (std::uint64_t done = 0; done < nbytes;) {
-      const std::size_t step =
-          static_cast<std::size_t>(std::min<std::uint64_t>(kSambaStreamChunk, nbytes - done));
-      unsigned char* target = i == 0 ? kept + done : chunk.data();
-      if (read_up_to(file.get(), target, step, path) != step) refuse(kStream + "truncated array");
-      hasher.update(target, step);
+      unsigned char* destination = chunk.data();
+      std::uint64_t room = kSambaStreamChunk;
+      if (i == 0) {
+        while (target < kept.size() && target_done == kept[target].size_bytes()) {
+          ++target;
+          target_done = 0;
+        }
+        if (target == kept.size()) throw_runtime_error("Samba checkpoint: parameter targets too small");
+        destination = reinterpret_cast<unsigned char*>(kept[target].data()) + target_done;
+        room = kept[target].size_bytes() - target_done;
+      }
+      const std::size_t step = static_cast<std::size_t>(std::min({kSambaStreamChunk, nbytes - done, room}));
+      if (read_up_to(file.get(), destination, step, path) != step) refuse(kStream + "truncated array");
+      hasher.update(destination, step);
       done += step;
+      target_done += step;
     }
     std::string actual = digest_hex(hasher.finish());
     if (!descriptor.find("sha256")->is_string_equal(actual)) {
@@ -530,8 +609,41 @@ SambaCheckpoint read_samba_stream_checkpoint(const std::string& path) {
   // 10. nothing after the last array
   unsigned char extra = 0;
   if (read_up_to(file.get(), &extra, 1, path) != 0) refuse(kStream + "trailing array data");
-  file.reset();
-  return finish_inference(state, std::move(parameters), std::move(info));
+  return envelope;
+}
+
+}  // namespace
+
+SambaCheckpoint read_samba_stream_checkpoint(const std::string& path) {
+  std::vector<float> parameters;
+  SambaCheckpointInfo info;
+  const Value envelope = read_stream(
+      path,
+      [&](const SambaRegistry& registry) {
+        parameters.resize(static_cast<std::size_t>(registry.total));
+        return std::vector<std::span<float>>{std::span<float>(parameters)};
+      },
+      info);
+  return finish_flat(*envelope.find("state"), std::move(parameters), std::move(info));
+}
+
+// The same file, read into one buffer per registry tensor (no flat copy ever exists).
+SambaCheckpointTensors read_samba_stream_checkpoint_tensors(const std::string& path) {
+  std::vector<std::vector<float>> tensors;
+  SambaCheckpointInfo info;
+  const Value envelope = read_stream(
+      path,
+      [&](const SambaRegistry& registry) {
+        std::vector<std::span<float>> spans;
+        tensors.reserve(registry.entries.size());
+        for (const models::SambaRegistryEntry& entry : registry.entries) {
+          tensors.emplace_back(static_cast<std::size_t>(entry.size));
+          spans.emplace_back(tensors.back());
+        }
+        return spans;
+      },
+      info);
+  return finish_split(*envelope.find("state"), std::move(tensors), std::move(info));
 }
 
 namespace {
@@ -605,7 +717,8 @@ int hex_value(char32_t c) {
 }
 
 // bytes.fromhex: upper or lower case, ASCII whitespace allowed between byte pairs.
-bool python_fromhex(const std::u32string& text, std::vector<unsigned char>& bytes) {
+template <typename Text>
+bool python_fromhex(const Text& text, std::vector<unsigned char>& bytes) {
   auto is_space = [](char32_t c) { return c == ' ' || (c >= '\t' && c <= '\r'); };
   bytes.clear();
   bytes.reserve(text.size() / 2);
@@ -619,8 +732,94 @@ bool python_fromhex(const std::u32string& text, std::vector<unsigned char>& byte
   }
 }
 
-// One `{"dtype", "hex", "shape"}` array of the legacy payload, decoded as _read_legacy_checkpoint does.
-std::vector<unsigned char> decode_legacy_array(const Value& payload, const ArraySpec& spec) {
+// ---- The big hex strings, kept out of the parse.
+//
+// A legacy file is mostly four hex strings. Parsed, each character would cost four bytes (the value
+// model holds UTF-32), so the parse runs on a skeleton of the file instead: every string that is the
+// value of a "hex" key, long, and made of hex digits only is replaced by a short placeholder naming its
+// byte range in the file text, which the decoder reads directly. A hex-digit string is its own canonical
+// JSON encoding and a valid string token, so the skeleton is valid JSON, canonical, and the same value
+// everywhere else exactly when the file is; a placeholder found anywhere but at payload.<array>.hex (or
+// text that already spells one) sends the file through the plain parse instead.
+constexpr std::size_t kSkeletonMinimum = 4096;                // shorter strings are parsed as they are
+constexpr std::string_view kPlaceholderText = "\\u0000hex:";  // as spelled in JSON text
+constexpr std::u32string_view kPlaceholder{U"\0hex:", 5};     // as parsed
+
+struct Skeleton {
+  std::string text;                     // the file with placeholders
+  std::vector<std::string_view> spans;  // placeholder k's digits, viewing the file text
+};
+
+bool is_hex_digit(char c) { return hex_value(static_cast<unsigned char>(c)) >= 0; }
+
+// nullopt when nothing is worth replacing or the text already spells a placeholder.
+std::optional<Skeleton> skeleton_of(std::string_view text) {
+  if (text.find(kPlaceholderText) != std::string_view::npos) return std::nullopt;
+  Skeleton out;
+  std::size_t copied = 0;        // text[0, copied) is in out.text
+  bool after_hex_key = false;    // the previous string token was "hex"
+  std::size_t previous_end = 0;  // where the previous string token ended
+  for (std::size_t i = 0; i < text.size();) {
+    if (text[i] != '"') {
+      ++i;
+      continue;
+    }
+    const std::size_t end = skip_string(text, i);
+    if (end > text.size() || end - i < 2 || text[end - 1] != '"') break;  // unterminated: the parse refuses
+    const std::string_view content = text.substr(i + 1, end - i - 2);
+    bool is_value_of_hex = false;
+    if (after_hex_key) {
+      std::size_t j = skip_space(text, previous_end);
+      is_value_of_hex = j < text.size() && text[j] == ':' && skip_space(text, j + 1) == i;
+    }
+    if (is_value_of_hex && content.size() >= kSkeletonMinimum &&
+        std::all_of(content.begin(), content.end(), is_hex_digit)) {
+      out.text.append(text.substr(copied, i + 1 - copied));
+      out.text.append(kPlaceholderText);
+      out.text.append(std::to_string(out.spans.size()));
+      out.text.push_back('"');
+      copied = end;
+      out.spans.push_back(content);
+    }
+    after_hex_key = content == "hex";
+    previous_end = end;
+    i = end;
+  }
+  if (out.spans.empty()) return std::nullopt;
+  out.text.append(text.substr(copied));
+  return out;
+}
+
+// The span a placeholder string names, or nullptr when `value` is not one.
+const std::string_view* placeholder_span(const Value& value, const std::vector<std::string_view>& spans) {
+  if (!value.is_string()) return nullptr;
+  const std::u32string& text = value.as_string();
+  if (text.size() <= kPlaceholder.size() || text.compare(0, kPlaceholder.size(), kPlaceholder) != 0)
+    return nullptr;
+  std::size_t index = 0;
+  for (std::size_t i = kPlaceholder.size(); i < text.size(); ++i) {
+    if (text[i] < U'0' || text[i] > U'9' || index > spans.size()) return nullptr;
+    index = index * 10 + static_cast<std::size_t>(text[i] - U'0');
+  }
+  return index < spans.size() ? &spans[index] : nullptr;
+}
+
+// True when every placeholder sits at payload.<array>.hex, each array's at most once.
+bool placeholders_in_place(const Value& envelope, const std::vector<std::string_view>& spans) {
+  const Value* payload = envelope.is_object() ? envelope.find("payload") : nullptr;
+  std::size_t found = 0;
+  for (const ArraySpec& spec : kArrays) {
+    const Value* descriptor = payload && payload->is_object() ? payload->find(spec.name) : nullptr;
+    const Value* hex = descriptor && descriptor->is_object() ? descriptor->find("hex") : nullptr;
+    if (hex != nullptr && placeholder_span(*hex, spans) != nullptr) ++found;
+  }
+  return found == spans.size();
+}
+
+// One `{"dtype", "hex", "shape"}` array of the legacy payload, decoded as _read_legacy_checkpoint does
+// (a placeholder's digits are read from the file text).
+std::vector<unsigned char> decode_legacy_array(const Value& payload, const ArraySpec& spec,
+                                               const std::vector<std::string_view>& spans) {
   const std::string name(spec.name);
   const Value* descriptor = payload.is_object() ? payload.find(spec.name) : nullptr;
   if (descriptor == nullptr || !descriptor->is_object()) {
@@ -631,7 +830,11 @@ std::vector<unsigned char> decode_legacy_array(const Value& payload, const Array
     refuse(kStack + "checkpoint tensor dtype mismatch");
   const Value* hex = descriptor->find("hex");
   std::vector<unsigned char> bytes;
-  if (hex == nullptr || !hex->is_string() || !python_fromhex(hex->as_string(), bytes)) {
+  const std::string_view* span = hex == nullptr ? nullptr : placeholder_span(*hex, spans);
+  const bool decoded = span != nullptr
+                           ? python_fromhex(*span, bytes)
+                           : hex != nullptr && hex->is_string() && python_fromhex(hex->as_string(), bytes);
+  if (!decoded) {
     refuse(kStack + "checkpoint tensor " + name + " is not hexadecimal");
   }
   const Value* shape_value = descriptor->find("shape");
@@ -658,15 +861,21 @@ std::vector<unsigned char> decode_legacy_array(const Value& payload, const Array
   return bytes;
 }
 
-}  // namespace
-
-SambaCheckpoint read_samba_legacy_checkpoint(const std::string& path) {
+// The legacy container checks (3.11); returns the parsed envelope and fills the file's flat parameter
+// array. The text is released once its integrity is proven (the parse holds what is still needed).
+Value read_legacy(const std::string& path, std::vector<float>& flat, SambaCheckpointInfo& info) {
   std::string text;
   {
     File file = open_checkpoint(path);
     // Read at most one byte past the limit; grow by chunks so a small file costs a small buffer.
     const std::uint64_t cap = kSambaLegacyLimit + 1;
-    std::uint64_t hint = std::min<std::uint64_t>(size_of(file.get(), path), cap);
+    const std::uint64_t claimed = size_of(file.get(), path);
+    // 1. size, refused from the file's own size before a byte is buffered (checked again below for a
+    //    file that grows while it is read, or one whose size fstat cannot tell).
+    if (claimed > kSambaLegacyLimit) refuse(kStack + "checkpoint exceeds the size limit");
+    // One byte past the size fstat gave, so the usual file is read without growing the buffer (growing a
+    // string past its capacity doubles it: twice the file for a moment).
+    std::uint64_t hint = std::min<std::uint64_t>(claimed + 1, cap);
     text.resize(static_cast<std::size_t>(hint));
     std::size_t total = read_up_to(file.get(), text.data(), text.size(), path);
     while (total == text.size() && total < cap) {
@@ -679,13 +888,20 @@ SambaCheckpoint read_samba_legacy_checkpoint(const std::string& path) {
   }
   // 1. size
   if (text.size() > kSambaLegacyLimit) refuse(kStack + "checkpoint exceeds the size limit");
-  // 2. JSON, strict (Open point 8.4)
+  // 2. JSON, strict (Open point 8.4): the skeleton when it stands for the file exactly, else the file
   Value envelope;
+  std::optional<Skeleton> skeleton = skeleton_of(text);
   try {
-    envelope = json::parse(text);
+    envelope = json::parse(skeleton ? std::string_view(skeleton->text) : std::string_view(text));
+    if (skeleton && !placeholders_in_place(envelope, skeleton->spans)) {
+      skeleton.reset();
+      envelope = json::parse(text);
+    }
   } catch (const json::ParseError&) {
     refuse(kStack + "checkpoint is not valid JSON");
   }
+  const std::vector<std::string_view> no_spans;
+  const std::vector<std::string_view>& spans = skeleton ? skeleton->spans : no_spans;
   // 3. envelope
   if (!envelope.has_exactly_keys({"schema", "payload", "payload_sha256"}) ||
       !envelope.find("schema")->is_string_equal(kSambaLegacySchema)) {
@@ -694,25 +910,27 @@ SambaCheckpoint read_samba_legacy_checkpoint(const std::string& path) {
   // 4. integrity: the raw payload bytes must be their own canonical encoding and hash to the stored digest
   //    (Open point 8.5), which is upstream's hash of the canonical re-encoding on every file it accepts.
   const Value& payload = *envelope.find("payload");
+  //    The canonical comparison runs on the skeleton (equivalent, see skeleton_of), the digest on the file.
   std::string_view raw = payload_text(text);
   std::string stored_digest;
+  const std::uint64_t file_bytes = text.size();
   {
     std::string canonical = json::canonical_json(payload);
     const std::string digest = sha256_hex(raw);
-    if (raw != canonical || !envelope.find("payload_sha256")->is_string_equal(digest)) {
+    const std::string_view spelled = skeleton ? payload_text(skeleton->text) : raw;
+    if (spelled != canonical || !envelope.find("payload_sha256")->is_string_equal(digest)) {
       refuse(kStack + "checkpoint integrity mismatch");
     }
     stored_digest = digest;
   }
+  if (skeleton) std::string().swap(skeleton->text);  // the spans still view `text`
   // 5. the four arrays, in order
-  SambaCheckpointInfo info;
   info.format = SambaCheckpointFormat::LegacyJson;
   info.schema = std::string(kSambaLegacySchema);
-  info.file_bytes = text.size();
+  info.file_bytes = file_bytes;
   info.integrity_sha256 = stored_digest;
-  std::vector<float> flat;
   for (const ArraySpec& spec : kArrays) {
-    std::vector<unsigned char> bytes = decode_legacy_array(payload, spec);
+    std::vector<unsigned char> bytes = decode_legacy_array(payload, spec, spans);
     info.arrays.push_back({std::string(spec.name), std::string(spec.dtype),
                            static_cast<std::int64_t>(bytes.size() / 4),
                            sha256_hex(bytes.data(), bytes.size())});
@@ -721,20 +939,45 @@ SambaCheckpoint read_samba_legacy_checkpoint(const std::string& path) {
       std::memcpy(flat.data(), bytes.data(), bytes.size());
     }
   }
-  return finish_inference(payload, std::move(flat), std::move(info));
+  return envelope;  // the file text goes with this frame; the envelope holds no view of it
 }
 
-SambaCheckpoint read_samba_checkpoint(const std::string& path) {
+}  // namespace
+
+SambaCheckpoint read_samba_legacy_checkpoint(const std::string& path) {
+  std::vector<float> flat;
+  SambaCheckpointInfo info;
+  const Value envelope = read_legacy(path, flat, info);
+  return finish_flat(*envelope.find("payload"), std::move(flat), std::move(info));
+}
+
+SambaCheckpointTensors read_samba_legacy_checkpoint_tensors(const std::string& path) {
+  std::vector<float> flat;
+  SambaCheckpointInfo info;
+  const Value envelope = read_legacy(path, flat, info);
+  return finish_split(*envelope.find("payload"), std::move(flat), std::move(info));
+}
+
+namespace {
+
+// The first 17 bytes decide the reader: the v2 magic selects the streamed archive, anything else the
+// legacy JSON.
+bool has_stream_magic(const std::string& path) {
   std::array<char, 17> head{};
-  std::size_t got = 0;
-  {
-    File file = open_checkpoint(path);
-    got = read_up_to(file.get(), head.data(), head.size(), path);
-  }
-  if (got == head.size() && std::string_view(head.data(), head.size()) == kSambaStreamMagic) {
-    return read_samba_stream_checkpoint(path);
-  }
-  return read_samba_legacy_checkpoint(path);
+  File file = open_checkpoint(path);
+  const std::size_t got = read_up_to(file.get(), head.data(), head.size(), path);
+  return got == head.size() && std::string_view(head.data(), head.size()) == kSambaStreamMagic;
+}
+
+}  // namespace
+
+SambaCheckpoint read_samba_checkpoint(const std::string& path) {
+  return has_stream_magic(path) ? read_samba_stream_checkpoint(path) : read_samba_legacy_checkpoint(path);
+}
+
+SambaCheckpointTensors read_samba_checkpoint_tensors(const std::string& path) {
+  return has_stream_magic(path) ? read_samba_stream_checkpoint_tensors(path)
+                                : read_samba_legacy_checkpoint_tensors(path);
 }
 
 }  // namespace samebits::io

@@ -74,6 +74,15 @@ struct SambaCheckpoint {
   std::span<const float> weight(std::string_view name) const;
 };
 
+// The same weights with one buffer per registry tensor, in registry order: what SambaInference takes
+// over without a copy (SambaInference::from_checkpoint reads this form).
+struct SambaCheckpointTensors {
+  models::SambaConfig config;
+  models::SambaRegistry registry;
+  std::vector<std::vector<float>> tensors;  // tensors[i] holds registry.entries[i].size floats
+  SambaCheckpointInfo info;
+};
+
 // SambaInference.from_checkpoint's reading half: dispatches on the first 17 bytes (the v2 magic selects
 // the streamed reader, anything else the legacy JSON reader), verifies the whole container, then the
 // inference checks: schema/profile, config, registry (name, shape) == the config's, numeric profile
@@ -81,11 +90,17 @@ struct SambaCheckpoint {
 // checked only as far as the container reader checks them, and dropped. Every failure, including a file
 // that cannot be opened, is samebits::Error of kind Value with upstream's sentence.
 SambaCheckpoint read_samba_checkpoint(const std::string& path);
+// The same checks, in the same order, with the weights in per-tensor buffers.
+SambaCheckpointTensors read_samba_checkpoint_tensors(const std::string& path);
 
-// The two readers on their own (read_samba_stream_checkpoint checks the magic itself). Memory: the v2
-// reader holds the header (at most 1 MiB), one 1 MiB chunk and the N parameters, allocated only after the
-// file size matched the verified header; the legacy reader holds the file (at most 256 MiB) and its parse.
+// The two readers on their own (the stream readers check the magic themselves). Memory: the v2 reader
+// holds the header (at most 1 MiB), one 1 MiB chunk and the N parameters (read straight into their
+// final buffers), allocated only after the file size matched the verified header, so N is bounded by
+// the file's real size; the legacy reader holds the file (at most 256 MiB) until its integrity is
+// proven, its parse, and the decoded arrays.
 SambaCheckpoint read_samba_stream_checkpoint(const std::string& path);
 SambaCheckpoint read_samba_legacy_checkpoint(const std::string& path);
+SambaCheckpointTensors read_samba_stream_checkpoint_tensors(const std::string& path);
+SambaCheckpointTensors read_samba_legacy_checkpoint_tensors(const std::string& path);
 
 }  // namespace samebits::io

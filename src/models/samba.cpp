@@ -1,37 +1,51 @@
 // Samba stack forward: one code path for the stateless forward, the carried forward and the step.
 #include "models/samba.hpp"
 
+#include <algorithm>
 #include <utility>
 
 #include "core/errors.hpp"
+#include "core/thread_pool.hpp"
+#include "models/samba_guard.hpp"
 #include "numerics/rmsnorm.hpp"
 
 namespace samebits::models {
 namespace {
 
-std::vector<float> slice(const std::vector<float>& flat, const SambaRegistryEntry& entry) {
-  return std::vector<float>(flat.begin() + entry.offset, flat.begin() + entry.offset + entry.size);
+// Releases a raw buffer for good (clear() alone keeps the capacity).
+void release(std::vector<float>& buffer) { std::vector<float>().swap(buffer); }
+
+// The flat registry-layout vector cut into one buffer per tensor; the flat copy is gone on return.
+std::vector<std::vector<float>> split(const SambaConfig& config, std::vector<float> flat) {
+  const SambaRegistry registry = config.registry();
+  if (static_cast<std::int64_t>(flat.size()) != registry.total)
+    throw_value_error("samebits.SambaInference: the parameter vector holds " + std::to_string(flat.size()) +
+                      " floats, the registry " + std::to_string(registry.total));
+  std::vector<std::vector<float>> tensors;
+  tensors.reserve(registry.entries.size());
+  for (const SambaRegistryEntry& entry : registry.entries)
+    tensors.emplace_back(flat.begin() + entry.offset, flat.begin() + entry.offset + entry.size);
+  return tensors;
 }
 
 }  // namespace
 
-const float* SambaModel::tensor(const std::string& name) const {
-  const std::size_t index = registry_.index_of(name);
-  if (index == SambaRegistry::npos) throw_runtime_error("SambaModel: no tensor named " + name);
-  return parameters_.data() + registry_.entries[index].offset;
-}
-
 SambaModel::SambaModel(SambaConfig config, std::vector<float> parameters)
-    : config_(std::move(config)), registry_(config_.registry()), parameters_(std::move(parameters)) {
-  if (static_cast<std::int64_t>(parameters_.size()) != registry_.total)
-    throw_value_error("samebits.SambaInference: the parameter vector holds " +
-                      std::to_string(parameters_.size()) + " floats, the registry " +
-                      std::to_string(registry_.total));
+    : SambaModel(config, split(config, std::move(parameters))) {}
+
+SambaModel::SambaModel(SambaConfig config, std::vector<std::vector<float>> tensors)
+    : config_(std::move(config)), registry_(config_.registry()) {
+  bool sizes_match = tensors.size() == registry_.entries.size();
+  for (std::size_t i = 0; sizes_match && i < tensors.size(); ++i)
+    sizes_match = static_cast<std::int64_t>(tensors[i].size()) == registry_.entries[i].size;
+  if (!sizes_match)
+    throw_value_error("samebits.SambaInference: the tensor buffers do not match the registry of " +
+                      std::to_string(registry_.entries.size()) + " tensors");
   std::size_t entry = 1;  // registry order: embed.weight, then each layer's nine tensors
   for (SambaLayerKind kind : config_.layer_kinds()) {
     if (kind == SambaLayerKind::Mamba3) {
       blocks::Mamba3Weights weights;
-      for (auto& tensor : weights.tensors) tensor = slice(parameters_, registry_.entries[entry++]);
+      for (auto& tensor : weights.tensors) tensor = std::move(tensors[entry++]);
       layers_.push_back({std::make_unique<blocks::Mamba3Block>(std::move(weights)), nullptr});
     } else {
       blocks::TransformerDims dims;
@@ -44,13 +58,59 @@ SambaModel::SambaModel(SambaConfig config, std::vector<float> parameters)
       blocks::TransformerWeights w;
       for (std::vector<float>* t :
            {&w.input_norm, &w.post_norm, &w.q, &w.k, &w.v, &w.o, &w.gate, &w.up, &w.down})
-        *t = slice(parameters_, registry_.entries[entry++]);
+        *t = std::move(tensors[entry++]);
       layers_.push_back({nullptr, std::make_unique<blocks::TransformerBlock>(dims, std::move(w),
                                                                              "samebits.SambaInference")});
     }
   }
-  const float* head = tensor(config_.tie_embeddings() ? "embed.weight" : "lm_head.weight");
-  head_ = gemm::PackedRhs::from_transposed(head, config_.vocab(), config_.d_model());
+  norm_f_ = std::move(tensors[entry++]);
+  // Tied: the head's panels are the embedding table's only copy (the gather reads them, already F'd).
+  std::vector<float>& head = config_.tie_embeddings() ? tensors[0] : tensors[entry];
+  head_ = gemm::PackedRhs::from_transposed(head.data(), config_.vocab(), config_.d_model());
+  release(head);
+  if (!config_.tie_embeddings()) embed_ = std::move(tensors[0]);
+}
+
+std::vector<float> SambaModel::tensor_copy(std::size_t index) const {
+  const std::size_t layer_tensors = blocks::kMamba3TensorCount;  // nine for either block kind
+  const std::size_t after_layers = 1 + layer_tensors * layers_.size();
+  if (index == 0) return config_.tie_embeddings() ? head_.unpack_transposed() : embed_;
+  if (index < after_layers) {
+    const Layer& layer = layers_[(index - 1) / layer_tensors];
+    const std::size_t k = (index - 1) % layer_tensors;
+    return layer.mamba3 ? layer.mamba3->weight(static_cast<int>(k)) : layer.attention->weight(k);
+  }
+  if (index == after_layers) return norm_f_;
+  if (index == after_layers + 1 && !config_.tie_embeddings()) return head_.unpack_transposed();
+  throw_runtime_error("SambaModel: no tensor index " + std::to_string(index));
+}
+
+std::vector<float> SambaModel::parameters() const {
+  std::vector<float> flat(static_cast<std::size_t>(registry_.total));
+  for (std::size_t i = 0; i < registry_.entries.size(); ++i) {
+    const std::vector<float> tensor = tensor_copy(i);
+    std::copy(tensor.begin(), tensor.end(), flat.begin() + registry_.entries[i].offset);
+  }
+  return flat;
+}
+
+void SambaModel::embed(const std::int32_t* ids, std::int64_t count, float* x) const {
+  const std::int64_t d = config_.d_model();
+  if (!config_.tie_embeddings()) {
+    norm::embedding(embed_.data(), d, ids, count, x);
+    return;
+  }
+  // Row j of the table is column j of the packed head: F(embed[j][p]) at panel j / 32, slot j % 32.
+  parallel_for(
+      count,
+      [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t t = begin; t < end; ++t) {
+          const std::int64_t j = ids[t];
+          const float* column = head_.panel(j / gemm::kPanelWidth) + j % gemm::kPanelWidth;
+          for (std::int64_t p = 0; p < d; ++p) x[t * d + p] = column[p * gemm::kPanelWidth];
+        }
+      },
+      16);
 }
 
 const blocks::TransformerBlock& SambaModel::attention(std::int64_t i) const {
@@ -64,44 +124,58 @@ const blocks::Mamba3Block& SambaModel::mamba3(std::int64_t i) const {
 template <bool Reference>
 void SambaModel::run(const std::int32_t* ids, std::int64_t batch, std::int64_t length,
                      std::vector<SambaLayerState>& states, float* logits, const std::string& what) const {
-  if (static_cast<std::int64_t>(states.size()) != layer_count())
-    throw_value_error(what + ": the state has " + std::to_string(states.size()) +
-                      " layers but the stack has " + std::to_string(layer_count()));
+  // Every refusal that depends on a state comes before any layer moves (and is the calls' only scan of
+  // the states: the blocks below run with state_checked).
+  check_layer_states(*this, batch, length, states, what);
   const std::int64_t d = config_.d_model();
   const std::int64_t rows = batch * length;
   std::vector<float> x(static_cast<std::size_t>(rows * d));  // [B, L, d_model]
   std::vector<float> y(x.size());                            // [B, L, d_model]
-  const float* embed = tensor("embed.weight");
-  if constexpr (Reference)
-    norm::embedding_reference(embed, d, ids, rows, x.data());
-  else
-    norm::embedding(embed, d, ids, rows, x.data());
-  for (std::int64_t i = 0; i < layer_count(); ++i) {
-    SambaLayerState& state = states[static_cast<std::size_t>(i)];
-    const Layer& layer = layers_[static_cast<std::size_t>(i)];
-    if (const blocks::Mamba3Block* block = layer.mamba3.get()) {
-      if (state.mamba3 == nullptr)
-        throw_value_error(what + ": layer " + std::to_string(i) + " needs a Mamba3State");
-      if constexpr (Reference)
-        block->forward_reference(x.data(), batch, length, *state.mamba3, y.data(), nullptr, what.c_str());
-      else
-        block->forward(x.data(), batch, length, *state.mamba3, y.data(), nullptr, what.c_str());
-    } else {
-      const blocks::TransformerBlock& attention = *layer.attention;
-      if (state.kv == nullptr)
-        throw_value_error(what + ": layer " + std::to_string(i) + " needs a TransformerState");
-      if constexpr (Reference)
-        attention.forward_reference(x.data(), batch, length, *state.kv, y.data(), what);
-      else
-        attention.forward(x.data(), batch, length, *state.kv, y.data(), what);
-    }
-    std::swap(x, y);
+  // The twin reads the raw tables, rebuilt from the panels for this call.
+  std::vector<float> raw_head;
+  if constexpr (Reference) {
+    raw_head = head_.unpack_transposed();
+    norm::embedding_reference(config_.tie_embeddings() ? raw_head.data() : embed_.data(), d, ids, rows,
+                              x.data());
+  } else {
+    embed(ids, rows, x.data());
   }
-  const float* norm_f = tensor("norm_f.weight");
+  // A layer's input is known only once the layer below has run: when a layer refuses it (non-finite),
+  // the layers below are put back as they were.
+  StackUndo undo;
+  try {
+    for (std::int64_t i = 0; i < layer_count(); ++i) {
+      SambaLayerState& state = states[static_cast<std::size_t>(i)];
+      const Layer& layer = layers_[static_cast<std::size_t>(i)];
+      if (i + 1 < layer_count()) undo.save(*this, i, state, length);  // the top layer's output is not refused
+      if (const blocks::Mamba3Block* block = layer.mamba3.get()) {
+        if (state.mamba3 == nullptr)
+          throw_value_error(what + ": layer " + std::to_string(i) + " needs a Mamba3State");
+        if constexpr (Reference)
+          block->forward_reference(x.data(), batch, length, *state.mamba3, y.data(), nullptr, what.c_str(),
+                                   true);
+        else
+          block->forward(x.data(), batch, length, *state.mamba3, y.data(), nullptr, what.c_str(), true);
+      } else {
+        const blocks::TransformerBlock& attention = *layer.attention;
+        if (state.kv == nullptr)
+          throw_value_error(what + ": layer " + std::to_string(i) + " needs a TransformerState");
+        if constexpr (Reference)
+          attention.forward_reference(x.data(), batch, length, *state.kv, y.data(), what, true);
+        else
+          attention.forward(x.data(), batch, length, *state.kv, y.data(), what, true);
+      }
+      undo.commit();
+      std::swap(x, y);
+    }
+  } catch (...) {
+    undo.restore();
+    throw;
+  }
+  const float* norm_f = norm_f_.data();
   if constexpr (Reference) {
     norm::rmsnorm_reference(x.data(), norm_f, x.data(), rows, d, config_.norm_eps_f32());
-    const float* head = tensor(config_.tie_embeddings() ? "embed.weight" : "lm_head.weight");
-    gemm::gemm_reference(gemm::Orientation::NT, x.data(), head, logits, rows, config_.vocab(), d);
+    gemm::gemm_reference(gemm::Orientation::NT, x.data(), raw_head.data(), logits, rows, config_.vocab(), d);
   } else {
     norm::rmsnorm(x.data(), norm_f, x.data(), rows, d, config_.norm_eps_f32());
     gemm::gemm_packed({x.data(), d, 1}, rows, head_, logits);

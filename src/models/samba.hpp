@@ -18,17 +18,24 @@ struct SambaLayerState {
   blocks::KvCache* kv = nullptr;
 };
 
-// Immutable after construction (weights copied, projections packed once); calls may run concurrently
-// on separate states.
+// Immutable after construction; calls may run concurrently on separate states. Every projection matrix
+// (and the head) is held once, as packed panels; only the small vectors (norms, biases) stay raw.
 class SambaModel {
  public:
-  // `parameters` is the flat float32 vector in registry layout (formats.md 1.6), already validated
-  // (shapes by the registry, values finite).
+  // One float32 buffer per registry tensor, in registry order (formats.md 1.6), already validated (sizes
+  // by the registry, values finite). The buffers are taken over block by block and each raw projection
+  // is released as soon as it is packed, so building costs the weights once plus one block's panels.
+  SambaModel(SambaConfig config, std::vector<std::vector<float>> tensors);
+  // The same from the flat vector in registry layout (split into per-tensor buffers first).
   SambaModel(SambaConfig config, std::vector<float> parameters);
 
   const SambaConfig& config() const { return config_; }
   const SambaRegistry& registry() const { return registry_; }
-  const std::vector<float>& parameters() const { return parameters_; }
+  // Every weight in registry layout, bit for bit as given, rebuilt from what the model holds (a fresh
+  // flat copy per call: O(parameters) memory).
+  std::vector<float> parameters() const;
+  // One registry tensor (by registry index), rebuilt the same way.
+  std::vector<float> tensor_copy(std::size_t index) const;
   std::int64_t layer_count() const { return static_cast<std::int64_t>(config_.layer_kinds().size()); }
   SambaLayerKind layer_kind(std::int64_t i) const {
     return config_.layer_kinds()[static_cast<std::size_t>(i)];
@@ -49,17 +56,19 @@ class SambaModel {
   template <bool Reference>
   void run(const std::int32_t* ids, std::int64_t batch, std::int64_t length,
            std::vector<SambaLayerState>& states, float* logits, const std::string& what) const;
-  const float* tensor(const std::string& name) const;
+  // x[count, d_model] = F(embed.weight[ids[t]]) (numerics.md 5), from the raw table or the tied head.
+  void embed(const std::int32_t* ids, std::int64_t count, float* x) const;
 
   SambaConfig config_;
   SambaRegistry registry_;
-  std::vector<float> parameters_;  // registry layout
-  struct Layer {                   // exactly one is set (blocks hold mutexes and packed panels: never moved)
+  struct Layer {  // exactly one is set (blocks hold mutexes and packed panels: never moved)
     std::unique_ptr<blocks::Mamba3Block> mamba3;
     std::unique_ptr<blocks::TransformerBlock> attention;
   };
   std::vector<Layer> layers_;
-  gemm::PackedRhs head_;  // [vocab, d_model]: embed.weight when tied, lm_head.weight otherwise
+  std::vector<float> embed_;   // [vocab, d_model] when untied; empty when tied (head_ holds the table)
+  std::vector<float> norm_f_;  // [d_model]
+  gemm::PackedRhs head_;       // [vocab, d_model]: embed.weight when tied, lm_head.weight otherwise
 };
 
 }  // namespace samebits::models

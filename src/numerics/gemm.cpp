@@ -127,9 +127,12 @@ PackedRhs PackedRhs::from_transposed(const float* W, std::int64_t n, std::int64_
   for (std::int64_t j = 0; j < n; ++j) {
     float* column = packed.data_.data() + (j / kPanelWidth) * k * kPanelWidth + j % kPanelWidth;
     const float* row = W + j * k;
-    for (std::int64_t p = 0; p < k; ++p) column[p * kPanelWidth] = fp::F(row[p]);
+    for (std::int64_t p = 0; p < k; ++p) {
+      column[p * kPanelWidth] = fp::F(row[p]);
+      if (fp::bits(column[p * kPanelWidth]) != fp::bits(row[p])) packed.remember_flushed(p, j, row[p]);
+    }
   }
-  return packed;
+  return packed;  // (j, p) order: flushed_ is already sorted
 }
 
 PackedRhs PackedRhs::from_row_major(const float* B, std::int64_t k, std::int64_t n) {
@@ -139,9 +142,13 @@ PackedRhs PackedRhs::from_row_major(const float* B, std::int64_t k, std::int64_t
   packed.data_.assign_zero(static_cast<std::size_t>(packed.panel_count() * k * kPanelWidth));
   for (std::int64_t p = 0; p < k; ++p) {
     const float* row = B + p * n;
-    for (std::int64_t j = 0; j < n; ++j)
-      packed.data_[(j / kPanelWidth) * k * kPanelWidth + p * kPanelWidth + j % kPanelWidth] = fp::F(row[j]);
+    for (std::int64_t j = 0; j < n; ++j) {
+      float& cell = packed.data_[(j / kPanelWidth) * k * kPanelWidth + p * kPanelWidth + j % kPanelWidth];
+      cell = fp::F(row[j]);
+      if (fp::bits(cell) != fp::bits(row[j])) packed.remember_flushed(p, j, row[j]);
+    }
   }
+  std::sort(packed.flushed_.begin(), packed.flushed_.end());
   return packed;
 }
 
@@ -150,7 +157,59 @@ PackedRhs PackedRhs::clone() const {
   copy.n_ = n_;
   copy.k_ = k_;
   copy.data_ = data_.clone();
+  copy.flushed_ = flushed_;
   return copy;
+}
+
+namespace {
+constexpr int kMantissaBits = 23;
+constexpr std::uint64_t kMantissaMask = (std::uint64_t{1} << kMantissaBits) - 1;
+}  // namespace
+
+void PackedRhs::remember_flushed(std::int64_t p, std::int64_t j, float original) {
+  // F only changes subnormals (exponent 0), whose sign the packed zero keeps: the mantissa restores it.
+  const auto index = static_cast<std::uint64_t>(j * k_ + p);
+  flushed_.push_back(index << kMantissaBits | (fp::bits(original) & kMantissaMask));
+}
+
+void PackedRhs::restore_flushed(std::int64_t first, std::int64_t count, float* W_out) const {
+  const auto lo = static_cast<std::uint64_t>(first * k_) << kMantissaBits;
+  const auto hi = static_cast<std::uint64_t>((first + count) * k_) << kMantissaBits;
+  for (auto it = std::lower_bound(flushed_.begin(), flushed_.end(), lo); it != flushed_.end() && *it < hi;
+       ++it) {
+    const std::int64_t index = static_cast<std::int64_t>(*it >> kMantissaBits) - first * k_;
+    const std::uint32_t mantissa = static_cast<std::uint32_t>(*it & kMantissaMask);
+    W_out[index] = fp::from_bits(fp::bits(W_out[index]) | mantissa);
+  }
+}
+
+void PackedRhs::unpack_transposed(std::int64_t first, std::int64_t count, float* W_out) const {
+  for (std::int64_t j = first; j < first + count; ++j) {
+    const float* column = data_.data() + (j / kPanelWidth) * k_ * kPanelWidth + j % kPanelWidth;
+    float* row = W_out + (j - first) * k_;
+    for (std::int64_t p = 0; p < k_; ++p) row[p] = column[p * kPanelWidth];
+  }
+  restore_flushed(first, count, W_out);
+}
+
+std::vector<float> PackedRhs::unpack_transposed() const {
+  std::vector<float> W(static_cast<std::size_t>(n_ * k_));
+  unpack_transposed(0, n_, W.data());
+  return W;
+}
+
+void PackedRhs::unpack_row_major(float* B_out) const {
+  for (std::int64_t p = 0; p < k_; ++p)
+    for (std::int64_t j = 0; j < n_; ++j) B_out[p * n_ + j] = at(p, j);
+  for (std::uint64_t word : flushed_) {
+    const auto index = static_cast<std::int64_t>(word >> kMantissaBits);  // j * k + p
+    float& cell = B_out[(index % k_) * n_ + index / k_];
+    cell = fp::from_bits(fp::bits(cell) | static_cast<std::uint32_t>(word & kMantissaMask));
+  }
+}
+
+std::size_t PackedRhs::bytes() const {
+  return data_.size() * sizeof(float) + flushed_.size() * sizeof(std::uint64_t);
 }
 
 void gemm_packed(LhsView A, std::int64_t m, const PackedRhs& rhs, float* C) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "core/aligned_buffer.hpp"
 
@@ -34,7 +35,9 @@ void gemm_reference(Orientation orientation, const float* A, const float* B, flo
 inline constexpr std::int64_t kPanelWidth = 32;
 
 // The right operand B_eff[k, n] prepared for the fast kernels: flushed by F once, cut into panels of
-// kPanelWidth columns, each panel stored p-major ([k][32]) with zero columns past n.
+// kPanelWidth columns, each panel stored p-major ([k][32]) with zero columns past n. The few values F
+// changed (subnormals) are remembered beside the panels, so the operand it was packed from can be
+// copied back out bit for bit: the panels can be the only copy of a weight matrix.
 class PackedRhs {
  public:
   PackedRhs() = default;
@@ -53,10 +56,25 @@ class PackedRhs {
     return data_[(j / kPanelWidth) * k_ * kPanelWidth + p * kPanelWidth + j % kPanelWidth];
   }
 
+  // The exact operand it was packed from (every bit, subnormals included), in the [n, k] layout of
+  // from_transposed: rows [first, first + count) of W into W_out (count * k floats).
+  void unpack_transposed(std::int64_t first, std::int64_t count, float* W_out) const;
+  std::vector<float> unpack_transposed() const;
+  // The same in the [k, n] layout of from_row_major (k * n floats).
+  void unpack_row_major(float* B_out) const;
+  // Bytes held (panels and remembered subnormals): what the packed copy costs.
+  std::size_t bytes() const;
+
  private:
+  void remember_flushed(std::int64_t p, std::int64_t j, float original);
+  void restore_flushed(std::int64_t first, std::int64_t count, float* W_out) const;
+
   std::int64_t n_ = 0;
   std::int64_t k_ = 0;
   AlignedBuffer<float> data_;
+  // One word per value F changed, sorted: (j * k + p) << 23 | the 23 mantissa bits (the sign survives
+  // in the packed zero). Empty for weights without subnormals.
+  std::vector<std::uint64_t> flushed_;
 };
 
 // Strided left operand: A_eff[i, p] = data[i * row_stride + p * depth_stride].

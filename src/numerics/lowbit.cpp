@@ -161,22 +161,29 @@ PackedMatrix pack_matrix(const float* w, std::size_t rows, std::size_t cols, Wei
 }
 
 std::vector<float> materialize(const PackedMatrix& packed) {
-  const std::size_t count = packed.rows * packed.cols;
+  // Every size is checked before anything is allocated, and rows * cols is never formed unchecked: a
+  // shape whose product wraps size_t must not match a small vector.
+  auto holds = [&](std::size_t n) {
+    return packed.cols == 0 ? n == 0 : n % packed.cols == 0 && n / packed.cols == packed.rows;
+  };
+  const std::size_t held = packed.format == WeightFormat::Float32    ? packed.f32.size()
+                           : packed.format == WeightFormat::BFloat16 ? packed.bf16_bits.size()
+                                                                     : packed.codes.size();
+  if (!holds(held))
+    refuse_inconsistent(packed, held, packed.format == WeightFormat::Int8 ? "codes" : "values");
+  if (packed.format == WeightFormat::Int8 && packed.exponents.size() != packed.rows) {
+    refuse_inconsistent(packed, packed.exponents.size(), "exponents");
+  }
+  const std::size_t count = held;
   std::vector<float> out(count);
   switch (packed.format) {
     case WeightFormat::Float32:
-      if (packed.f32.size() != count) refuse_inconsistent(packed, packed.f32.size(), "values");
       out = packed.f32;
       break;
     case WeightFormat::BFloat16:
-      if (packed.bf16_bits.size() != count) refuse_inconsistent(packed, packed.bf16_bits.size(), "values");
       f32_from_bf16_array(packed.bf16_bits.data(), count, out.data());
       break;
     case WeightFormat::Int8:
-      if (packed.codes.size() != count) refuse_inconsistent(packed, packed.codes.size(), "codes");
-      if (packed.exponents.size() != packed.rows) {
-        refuse_inconsistent(packed, packed.exponents.size(), "exponents");
-      }
       dequantize_int8_matrix(packed.codes.data(), packed.exponents.data(), packed.rows, packed.cols,
                              out.data());
       break;

@@ -66,3 +66,22 @@ def test_usage_errors():
 def test_writer_file_loads(tmp_path):
     path = writer.write_valid(tmp_path / "w.ckpt")
     assert run("info", str(path)).returncode == 0
+
+
+def test_unknown_options_are_usage_errors_not_file_names():
+    # A misspelt flag must never be taken for a CHECKPOINT or FILE argument.
+    for args in (("generate", "--prompt", "x", "--bogus"), ("info", str(DEMO), "-x"),
+                 ("mlp-predict", str(DEMO), "--inputs", "rows.txt"), ("verify", str(DEMO), "--lenght", "4"),
+                 ("eval", "--contxt", "3", "file.txt")):
+        out = run(*args)
+        assert out.returncode == 2, args
+        assert f"{args[0]}: unknown option '" in out.stderr, out.stderr
+
+
+def test_info_on_an_unreadable_path_names_the_path(tmp_path):
+    missing = tmp_path / "missing.ckpt"
+    out = run("info", str(missing))
+    assert out.returncode == 1 and out.stdout == ""
+    assert f"cannot read checkpoint '{missing}': No such file or directory" in out.stderr
+    out = run("info", str(tmp_path))
+    assert out.returncode == 1 and f"cannot read checkpoint '{tmp_path}': it is a directory" in out.stderr

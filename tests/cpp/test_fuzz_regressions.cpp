@@ -1,0 +1,73 @@
+// Regressions of bugs the libFuzzer harnesses found (fuzz/): each input is the fuzzer's, reduced to its
+// point.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <limits>
+
+#include "api/transformer_inference.hpp"
+#include "blocks/mamba1.hpp"
+#include "blocks/mamba2.hpp"
+#include "blocks/mamba3_block.hpp"
+#include "core/errors.hpp"
+#include "numerics/lowbit.hpp"
+#include "test_transformer_support.hpp"
+
+namespace samebits {
+namespace {
+
+namespace lb = lowbit;
+
+// fuzz_lowbit: materialize allocated rows * cols floats before comparing the vectors with the shape, so
+// a hand-assembled matrix claiming 2^40 rows threw std::bad_alloc (or ran out of memory) instead of the
+// value error; and rows * cols wrapped in size_t, so a 2^62 x 4 matrix with no values was accepted as
+// an empty one. (fuzz/corpus/lowbit/regression_materialize_allocated_before_checking)
+TEST(FuzzRegression, MaterializeChecksSizesBeforeAllocating) {
+  lb::PackedMatrix huge;
+  huge.format = lb::WeightFormat::BFloat16;
+  huge.rows = std::size_t{1} << 40;
+  huge.cols = 1;
+  EXPECT_THROW(lb::materialize(huge), Error);
+  huge.format = lb::WeightFormat::Int8;
+  EXPECT_THROW(lb::materialize(huge), Error);
+}
+
+TEST(FuzzRegression, MaterializeRefusesAShapeWhoseProductWraps) {
+  lb::PackedMatrix wrapping;
+  wrapping.format = lb::WeightFormat::Float32;
+  wrapping.rows = std::size_t{1} << 62;
+  wrapping.cols = 4;  // rows * cols == 2^64 == 0 in size_t
+  EXPECT_THROW(lb::materialize(wrapping), Error);
+  wrapping.format = lb::WeightFormat::BFloat16;
+  EXPECT_THROW(lb::materialize(wrapping), Error);
+}
+
+TEST(FuzzRegression, MaterializeStillTakesConsistentMatrices) {
+  const float w[6] = {1.0f, -2.0f, 0.5f, 3.0f, 0.0f, -0.25f};
+  for (lb::WeightFormat format :
+       {lb::WeightFormat::Float32, lb::WeightFormat::BFloat16, lb::WeightFormat::Int8})
+    EXPECT_EQ(lb::materialize(lb::pack_matrix(w, 2, 3, format)).size(), 6u);
+  lb::PackedMatrix no_columns = lb::pack_matrix(nullptr, 5, 0, lb::WeightFormat::Int8);
+  EXPECT_TRUE(lb::materialize(no_columns).empty());
+}
+
+// fuzz_state: allocate_state(batch) multiplied batch by the per-row size in int64 (signed overflow, UB)
+// and a wrapped product could allocate a state far smaller than its batch claims; a huge batch now is a
+// value error before any allocation. (fuzz/corpus/state/regression_mamba2_state_size_overflow*,
+// regression_mamba3_state_huge_batch)
+TEST(FuzzRegression, StatesRefuseSizesPastTheAddressableBound) {
+  const std::int64_t huge = std::numeric_limits<std::int64_t>::max() / 2;
+  EXPECT_THROW(blocks::Mamba1State(huge, 8), Error);
+  EXPECT_THROW(blocks::Mamba2State(1598673414111897088, blocks::Mamba2Dims::for_d_model(32)), Error);
+  EXPECT_THROW(blocks::Mamba3State(std::int64_t{1} << 50, 1), Error);
+  EXPECT_THROW(TransformerState(std::int64_t{1} << 40, 1, 2, std::int64_t{1} << 30, 0), Error);
+}
+
+TEST(FuzzRegression, AllocateStateRefusesAHugeBatch) {
+  const TransformerBlockInference block = testing::make_block({4, 2, 1, 4, 0}, 7);
+  EXPECT_THROW(block.allocate_state(std::int64_t{1} << 40, std::int64_t{1} << 30), Error);
+  EXPECT_EQ(block.allocate_state(2, 3).cache_floats(), 2 * 1 * 3 * 2);
+}
+
+}  // namespace
+}  // namespace samebits
