@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora of the libFuzzer harnesses under fuzz/corpus/<harness>/.
+
+Checkpoint seeds come from the test writers (tests/python/samba_checkpoint_writer.py and
+mlp_checkpoint_writer.py): valid files and the hostile ones the tests use, over tiny configs so the whole
+corpus stays near 1 MB. The binary harnesses (lowbit, weights, state) read a FuzzedDataProvider, which
+takes its integers from the end of the input, one byte for each small range: a run of 0xFF bytes there
+picks the usual branch everywhere (right names, unperturbed shapes, no poison), so `selector + 0xFF...`
+seeds build valid models. Files named regression_* (reproducers of fixed bugs) are left in place.
+Run from anywhere: python3 fuzz/make_corpus.py
+"""
+import hashlib
+import json
+import struct
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests" / "python"))
+
+import mlp_checkpoint_writer as mlp  # noqa: E402
+import samba_checkpoint_writer as samba  # noqa: E402
+
+CORPUS = ROOT / "fuzz" / "corpus"
+
+# Two attention layers of width 4: 148 parameters, files of a few KB.
+TINY = samba.config_dict(5, 4, ["attention", "attention"], n_heads=2, intermediate=4)
+# The smallest stacks with a Mamba-3 layer (d_model 32): about 250 KB (v2) and 400 KB (legacy).
+MAMBA_ATTENTION = samba.config_dict(3, 32, ["mamba3", "attention"], n_heads=2, intermediate=4)
+MAMBA_ONLY = samba.config_dict(2, 32, ["mamba3"], tie_embeddings=False)
+
+
+def _tiny_state(**options):
+    return samba.build_state(TINY, **options)
+
+
+def stream_seeds():
+    """(name, bytes): valid v2 archives and the refusal classes of the writer's stream table, over TINY."""
+    samba.example_config = lambda: dict(TINY)  # the writer's helpers default to its example config
+    metadata, arrays = _tiny_state()
+    good = samba.stream_bytes(metadata, arrays)
+    header = samba.canonical(samba.stream_header(metadata, arrays))
+    length = len(header)
+    body_at = 17 + 8 + length + 32
+    n = arrays["parameters"].size
+    untied = dict(TINY, tie_embeddings=False)
+    wide = dict(TINY, vocab=2**30)
+    edit = lambda *a: samba.stream_bytes(metadata, arrays, edit=a[0])  # noqa: E731
+    set_ = samba._set
+    delete = samba._delete
+    return [
+        ("valid_tiny", good),
+        ("valid_untied", samba.stream_bytes(*samba.build_state(untied))),
+        ("valid_mamba_attention", samba.stream_bytes(*samba.build_state(MAMBA_ATTENTION))),
+        ("valid_null_profile", edit(set_("state", "numeric_profile", None))),
+        ("valid_extra_config_key", edit(set_("state", "config", "rope_theta", 10000.0))),
+        ("bad_magic_version", b"MOJOLEARN-SAMBA\x03\n" + good[17:]),
+        ("magic_only", samba.MAGIC),
+        ("header_length_zero", samba.stream_bytes(metadata, arrays, length=0)),
+        ("header_length_over_limit", samba.stream_bytes(metadata, arrays, length=samba.HEADER_LIMIT + 1)),
+        ("header_length_huge", samba.stream_bytes(metadata, arrays, length=2**64 - 1)),
+        ("header_length_off_by_one", samba.stream_bytes(metadata, arrays, length=length + 1)),
+        ("header_digest_flipped", samba._flip(good, body_at - 1)),
+        ("header_not_json", samba.stream_bytes(metadata, arrays, header=b"this is not json")),
+        ("header_nan_literal", samba.stream_bytes(metadata, arrays, header=samba._replace_once(
+            header, b'"max_norm":1.0', b'"max_norm":NaN'))),
+        ("header_pretty", samba.stream_bytes(metadata, arrays, header=samba._pretty(
+            samba.stream_header(metadata, arrays)))),
+        ("envelope_not_object", samba.stream_bytes(metadata, arrays, header=b"[1,2,3]")),
+        ("envelope_extra_key", edit(set_("comment", "x"))),
+        ("state_wrong_profile", edit(set_("state", "profile", "mojolearn.samba-stack.fp16.v1"))),
+        ("config_missing_key", edit(delete("state", "config", "dropout"))),
+        ("config_unknown_kind", edit(set_("state", "config", "layers", ["attention", "mamba2"]))),
+        ("config_float_vocab", edit(set_("state", "config", "vocab", 5.0))),
+        ("config_huge_vocab", edit(set_("state", "config", "vocab", 2**70))),
+        ("config_dropout_one", edit(set_("state", "config", "dropout", 1.0))),
+        ("config_odd_head_dim", edit(set_("state", "config", "head_dim", 3))),
+        ("registry_too_short", edit(lambda e: e["state"]["registry"].pop())),
+        ("registry_index_overflow", samba._with_config(wide, registry=samba.registry_entries(wide))),
+        ("registry_size_incremented", edit(set_("state", "registry", 0, "size", 21))),
+        ("registry_float_offset", edit(set_("state", "registry", 0, "offset", 0.0))),
+        ("t_negative", samba._with_state(t=-1)),
+        ("optimizer_not_object", samba._with_state(optimizer=["adamw"])),
+        ("numeric_mode_unknown", samba._with_state(numeric_mode="unknown")),
+        ("arrays_three", edit(lambda e: e["arrays"].pop())),
+        ("descriptor_nbytes_mismatch", edit(set_("arrays", 1, "nbytes", 4 * n + 4))),
+        ("descriptor_huge_shape", edit(set_("arrays", 0, "shape", [2**62]))),
+        ("descriptors_swapped", edit(lambda e: e["arrays"].insert(0, e["arrays"].pop(1)))),
+        ("truncated_one_byte", good[:-1]),
+        ("truncated_to_header", good[:body_at]),
+        ("one_byte_appended", good + b"\x00"),
+        ("parameter_byte_flipped", samba._flip(good, body_at)),
+        ("last_byte_flipped", samba._flip(good, len(good) - 1)),
+        ("nan_parameter", samba.stream_bytes(*samba._poisoned(3, 0x7FC00000, TINY))),
+        ("infinite_parameter", samba.stream_bytes(*samba._poisoned(n - 1, 0xFF800000, TINY))),
+        ("numeric_profile_fixed15", edit(set_("state", "numeric_profile", "fixed15_v1"))),
+        ("numeric_profile_not_string", edit(set_("state", "numeric_profile", 1))),
+    ]
+
+
+def legacy_seeds():
+    """(name, bytes): valid legacy files and the refusal classes of the writer's legacy table, over TINY."""
+    samba.example_config = lambda: dict(TINY)
+    metadata, arrays = _tiny_state()
+    good = samba.legacy_bytes(metadata, arrays)
+    n = arrays["parameters"].size
+    set_ = samba._set
+    legacy = lambda e, **k: samba.legacy_bytes(metadata, arrays, edit=e, **k)  # noqa: E731
+    reversed_bytes, _ = samba._legacy_reversed_layout(TINY)
+    return [
+        ("valid_tiny", good),
+        ("valid_mamba_only", samba.legacy_bytes(*samba.build_state(MAMBA_ONLY))),
+        ("valid_uppercase_hex", legacy(lambda p: p["parameters"].update(hex=p["parameters"]["hex"].upper()))),
+        ("valid_two_dimensional", legacy(lambda p: p["parameters"].update(shape=[4, n // 4]))),
+        ("valid_reversed_layout", reversed_bytes),
+        ("truncated", good[:len(good) // 2]),
+        ("trailing_garbage", good + b"{}"),
+        ("duplicate_key", samba._replace_once(good, b'"t":3}', b'"t":3,"t":4}')),
+        ("not_object", b"[1,2,3]\n"),
+        ("extra_envelope_key", good[:-2] + b',"zzz":1}\n'),
+        ("wrong_digest", samba.legacy_bytes(metadata, arrays, digest=hashlib.sha256(b"other").hexdigest())),
+        ("edited_without_rehash", legacy(set_("t", 4), rehash=False)),
+        ("missing_array", legacy(samba._delete("exp_avg_sq"))),
+        ("dtype_mismatch", legacy(set_("buf_initialized", "dtype", "<f4"))),
+        ("bad_hex", legacy(lambda p: p["exp_avg"].update(hex="zz" + p["exp_avg"]["hex"][2:]))),
+        ("short_hex", legacy(lambda p: p["parameters"].update(hex=p["parameters"]["hex"][:-8]))),
+        ("huge_shape", legacy(set_("parameters", "shape", [2**40, 2**40]))),
+        ("negative_shape", legacy(set_("parameters", "shape", [-1]))),
+        ("state_schema", legacy(set_("schema", "mojolearn.samba-stack-state.v0"))),
+        ("config_missing", legacy(samba._delete("config"))),
+        ("registry_renamed", legacy(set_("registry", 19, "name", "norm.weight"))),
+        ("offset_past_end", legacy(set_("registry", 19, "offset", n))),
+        ("offset_huge", legacy(set_("registry", 0, "offset", 2**63 - 1))),
+        ("size_negative", legacy(set_("registry", 0, "size", -4))),
+        ("nan_parameter", samba.legacy_bytes(*samba._poisoned(7, 0xFFC00000, TINY))),
+        ("numeric_profile", legacy(set_("numeric_profile", "fixed15_v1"))),
+    ]
+
+
+def mlp_seeds():
+    seeds = [("valid_" + name, data) for name, data, _ in mlp.valid_variants()]
+    seeds += [("refused_" + name, data) for name, data, _ in mlp.broken_variants() if len(data) <= 40000]
+    return seeds
+
+
+def json_seeds():
+    """Documents for the JSON harness: edge cases of the strict parser and real checkpoint headers."""
+    metadata, arrays = samba.build_state(TINY)
+    docs = [
+        b"{}", b"[]", b"null", b"true", b"0", b"-0", b"-0.0", b"1e400", b"1E-400", b"123456789012345678901234567890",
+        b"9" * 4300, b"9" * 4301, b"1.5e308", b"5e-324", b"0.1", b"[1,2.5,-3e10,\"x\"]",
+        b'"\\ud800"', b'"\\ud83d\\ude00"', b'"\\u0000\\n\\t\\"\\\\/"', "\"h\u00e9\u20ac\U0001F600\"".encode("utf-8"),
+        b'{"a":1,"a":2}', b'{"b":1,"a":[{"c":null}]}', b"[" * 512 + b"]" * 512, b"[" * 513 + b"]" * 513,
+        b"\xef\xbb\xbf{}", b'"\xc0\xaf"', b'"\xed\xa0\x80"', b"NaN", b"Infinity", b"[1,]", b"{\"a\" 1}",
+        b" \t\r\n[ 1 , 2 ] \n", b"01", b"1.", b".5", b"-", b"\"\x01\"",
+        samba.canonical(samba.stream_header(metadata, arrays)),
+        mlp.canonical(mlp.build_envelope(mlp.build_payload())),
+    ]
+    return [("doc_%02d" % i, d) for i, d in enumerate(docs)]
+
+
+def provider_seeds(selectors, length):
+    """FuzzedDataProvider inputs: each selector byte last (read first), then `length` bytes of one filler."""
+    seeds = []
+    for selector in selectors:
+        for filler in (0xFF, 0x01, 0x7F):
+            seeds.append(("select_%d_fill_%02x" % (selector, filler), bytes([filler]) * length + bytes([selector])))
+    return seeds
+
+
+def lowbit_seeds():
+    seeds = provider_seeds([0, 1], 16384)
+    # A 4 x 4 int8 matrix read from an ordinary stream: codes, exponents and shape from the tail.
+    seeds.append(("int8_small", bytes(range(256)) * 8 + struct.pack("<4B", 3, 4, 4, 1)))
+    return seeds
+
+
+def write(name, seeds):
+    # Generated seeds are rewritten; reproducers of fixed bugs (regression_*) are committed by hand and kept.
+    target = CORPUS / name
+    target.mkdir(parents=True, exist_ok=True)
+    for old in target.iterdir():
+        if not old.name.startswith("regression_"):
+            old.unlink()
+    for seed_name, data in seeds:
+        (target / seed_name).write_bytes(data)
+    return sum(len(d) for _, d in seeds), len(seeds)
+
+
+def main():
+    total = 0
+    for name, seeds in (
+            ("samba_stream", stream_seeds()),
+            ("samba_legacy", legacy_seeds()),
+            ("mlp_checkpoint", mlp_seeds()),
+            ("json", json_seeds()),
+            ("lowbit", lowbit_seeds()),
+            ("weights", provider_seeds(range(6), 1024)),
+            ("state", provider_seeds(range(8), 1024))):
+        size, count = write(name, seeds)
+        total += size
+        print("%-15s %3d seeds %9d bytes" % (name, count, size))
+    print("total %d bytes" % total)
+
+
+if __name__ == "__main__":
+    main()
