@@ -2,7 +2,8 @@
 # Builds the libFuzzer harnesses (clang, ASan + UBSan) in build-fuzz and runs each for SECONDS on a scratch
 # copy of its committed seed corpus. Usage: scripts/fuzz.sh [SECONDS] [harness ...]   (default 30 s, all)
 # Exits non-zero on any crash, leak, timeout or OOM; the reproducer stays under build-fuzz/artifacts/.
-# FUZZ_FLAGS adds libFuzzer flags (e.g. -jobs=2); FUZZ_BUILD_JOBS sets the build parallelism (default 2).
+# FUZZ_FLAGS adds libFuzzer flags (e.g. -jobs=2); FUZZ_BUILD_JOBS sets the build parallelism (default 2);
+# FUZZ_SKIP_BUILD=1 skips the build.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -43,14 +44,17 @@ for h in "${HARNESSES[@]}"; do
   [ -f "$ROOT/fuzz/fuzz_$h.cpp" ] || { echo "fuzz.sh: no harness '$h' (one of: ${ALL[*]})" >&2; exit 2; }
 done
 
-generator=()
-command -v ninja >/dev/null && generator=(-G Ninja)
-cmake -S "$ROOT" -B "$BUILD" "${generator[@]}" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSAMEBITS_BUILD_FUZZERS=ON -DSAMEBITS_BUILD_TESTS=OFF \
-  -DSAMEBITS_BUILD_BENCH=OFF -DSAMEBITS_BUILD_PYTHON=OFF -DSAMEBITS_BUILD_CLI=OFF >/dev/null || exit 1
-targets=()
-for h in "${HARNESSES[@]}"; do targets+=("fuzz_$h"); done
-cmake --build "$BUILD" -j"${FUZZ_BUILD_JOBS:-2}" --target "${targets[@]}" || exit 1
+# FUZZ_SKIP_BUILD=1 runs harnesses an earlier call built (so several campaigns can run side by side).
+if [ "${FUZZ_SKIP_BUILD:-0}" != 1 ]; then
+  generator=()
+  command -v ninja >/dev/null && generator=(-G Ninja)
+  cmake -S "$ROOT" -B "$BUILD" "${generator[@]}" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSAMEBITS_BUILD_FUZZERS=ON -DSAMEBITS_BUILD_TESTS=OFF \
+    -DSAMEBITS_BUILD_BENCH=OFF -DSAMEBITS_BUILD_PYTHON=OFF -DSAMEBITS_BUILD_CLI=OFF >/dev/null || exit 1
+  targets=()
+  for h in "${HARNESSES[@]}"; do targets+=("fuzz_$h"); done
+  cmake --build "$BUILD" -j"${FUZZ_BUILD_JOBS:-2}" --target "${targets[@]}" || exit 1
+fi
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}

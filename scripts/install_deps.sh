@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Installs what building and testing samebits needs, skipping whatever is already present.
+# With --fuzz it also installs what scripts/fuzz.sh needs (clang and its libFuzzer/sanitizer runtimes).
 set -euo pipefail
 
 need_apt=()
@@ -8,6 +9,11 @@ command -v g++ >/dev/null 2>&1 || need_apt+=(g++)
 command -v ninja >/dev/null 2>&1 || need_apt+=(ninja-build)
 [ -f /usr/include/gtest/gtest.h ] || need_apt+=(libgtest-dev)
 [ -f /usr/include/benchmark/benchmark.h ] || need_apt+=(libbenchmark-dev)
+if [ "${1:-}" = "--fuzz" ]; then
+  command -v clang++ >/dev/null 2>&1 || need_apt+=(clang)
+  fuzzer_lib=$(find /usr/lib/llvm-*/lib/clang -name 'libclang_rt.fuzzer-x86_64.a' 2>/dev/null | head -1)
+  [ -n "$fuzzer_lib" ] || need_apt+=(libclang-rt-14-dev)
+fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "install_deps: apt-get install ${need_apt[*]}"
   export DEBIAN_FRONTEND=noninteractive

@@ -41,15 +41,18 @@ class Pool {
 
   void run(std::int64_t count, const std::function<void(std::int64_t, std::int64_t)>& body,
            std::int64_t grain) {
-    std::lock_guard<std::mutex> call_lock(call_mutex_);  // one parallel region at a time
     const int wanted = threads();
     grain = std::max<std::int64_t>(grain, 1);
     const std::int64_t chunks_possible = (count + grain - 1) / grain;
     const int helpers = static_cast<int>(std::min<std::int64_t>(wanted, chunks_possible)) - 1;
+    // A region without helpers never touches the shared workers, so concurrent callers (each with its
+    // own state) run such regions at the same time instead of queueing on the pool.
     if (helpers <= 0) {
       run_serial(count, body);
       return;
     }
+    // One region at a time uses the workers; a concurrent caller waits for the current one to end.
+    std::lock_guard<std::mutex> call_lock(call_mutex_);
     ensure_workers(helpers);
     // Several chunks per thread balance uneven tiles; any split gives the same bits.
     std::int64_t chunk = std::max<std::int64_t>(grain, count / ((helpers + 1) * 4));

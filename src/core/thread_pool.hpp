@@ -18,6 +18,8 @@ int hardware_threads();
 // Calls body(begin, end) over disjoint ranges that cover [0, count), in any order and on any
 // thread. Each index is visited exactly once. Calls from inside a body run serially.
 // An exception thrown by a body is rethrown on the calling thread after every range finished.
+// Safe to call from several threads at once: regions that need helpers take turns on the workers, and a
+// region run by the caller alone (one thread, or too little work to split) never waits for another.
 void parallel_for(std::int64_t count, const std::function<void(std::int64_t, std::int64_t)>& body,
                   std::int64_t grain = 1);
 

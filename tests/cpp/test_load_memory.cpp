@@ -175,8 +175,14 @@ TEST(LoadMemory, LargeArchivePeakIsBoundedAndWeightsAreExact) {
   std::printf("parameter bytes %lld, peak RSS growth %lld (%.3fx)\n", static_cast<long long>(parameter_bytes),
               static_cast<long long>(growth),
               static_cast<double>(growth) / static_cast<double>(parameter_bytes));
+#if defined(SAMEBITS_SANITIZER_BUILD)
+  // ASan quarantines freed blocks and adds shadow memory, so the bound only holds in a normal build; the
+  // load itself still runs here, under the sanitizer.
+  (void)growth;
+#else
   EXPECT_LE(growth,
             static_cast<std::int64_t>(kLoadRatio * static_cast<double>(parameter_bytes)) + kLoadOverhead);
+#endif
 
   // Every tensor comes back exactly as written (subnormals included).
   const models::SambaRegistry registry = config.registry();

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Sanitizer gate for CI: the whole C++ suite and the CLI under ASan+UBSan, then the shared-model
+# concurrency test under ThreadSanitizer. Any sanitizer report or test failure fails the script (nothing
+# is suppressed); every stage still runs so one CI log shows all of them.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+JOBS=${JOBS:-$(nproc)}
+started=$SECONDS
+failed=()
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+
+# The options the asan / tsan test presets give ctest (CMakePresets.json), also for the CLI runs below.
+export ASAN_OPTIONS="halt_on_error=1:abort_on_error=0:detect_leaks=1:check_initialization_order=1:strict_init_order=1:detect_stack_use_after_return=1"
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
+
+stage() { echo "== $1 ($((SECONDS - started)) s)"; }
+
+stage "ASan+UBSan: configure and build build-asan (every tests/cpp executable and the CLI)"
+cmake --preset asan >/dev/null
+cmake --build --preset asan -j"$JOBS"
+stage "ASan+UBSan: the C++ suite"
+ctest --preset asan -j"$JOBS" || failed+=("ASan+UBSan C++ suite")
+
+stage "ASan+UBSan: the CLI on the shipped default model"
+cli_smoke() {
+  local cli=build-asan/samebits model=assets/default-model/samba-kjv.ckpt
+  "$cli" --version &&
+    "$cli" info "$model" >"$scratch/info.txt" &&
+    "$cli" --threads 2 verify "$model" --batch 2 --length 24 &&
+    "$cli" generate "$model" --prompt "In the beginning" --max-tokens 24 --seed 1 --temperature 0.8 \
+      --top-k 20 >"$scratch/generated.txt" &&
+    printf 'In the beginning God created the heaven and the earth.\nAnd the earth was void.\n' \
+      >"$scratch/text.txt" &&
+    "$cli" eval "$model" "$scratch/text.txt" --context 32 --batch 2
+}
+cli_smoke || failed+=("ASan+UBSan CLI")
+
+stage "TSan: configure and build build-tsan (test_concurrent_use only)"
+cmake --preset tsan >/dev/null
+cmake --build --preset tsan -j"$JOBS"
+stage "TSan: one shared model, four caller threads"
+ctest --preset tsan || failed+=("TSan concurrency test")
+
+if ((${#failed[@]})); then
+  printf 'sanitize.sh: FAILED: %s\n' "${failed[@]}"
+  exit 1
+fi
+echo "sanitize.sh: no sanitizer reports, every test passed ($((SECONDS - started)) s)"
