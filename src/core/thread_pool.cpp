@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <exception>
@@ -57,21 +58,29 @@ class Pool {
     // Several chunks per thread balance uneven tiles; any split gives the same bits.
     std::int64_t chunk = std::max<std::int64_t>(grain, count / ((helpers + 1) * 4));
     chunk = (chunk + grain - 1) / grain * grain;
+    body_ = &body;
+    count_ = count;
+    chunk_ = chunk;
+    next_.store(0, std::memory_order_relaxed);
+    error_ = nullptr;
+    active_helpers_.store(helpers, std::memory_order_relaxed);
     {
+      // The round word carries the generation and the helper count together, so a worker never pairs
+      // one round's generation with another round's count. Published under the mutex so that a worker
+      // about to park cannot miss it.
       std::lock_guard<std::mutex> lock(mutex_);
-      body_ = &body;
-      count_ = count;
-      chunk_ = chunk;
-      next_.store(0, std::memory_order_relaxed);
-      active_helpers_ = helpers;
-      round_helpers_ = helpers;
-      error_ = nullptr;
-      ++generation_;
+      round_.store(
+          ((round_.load(std::memory_order_relaxed) >> 16) + 1) << 16 | static_cast<std::uint64_t>(helpers),
+          std::memory_order_release);
+      if (parked_ > 0) wake_.notify_all();
     }
-    wake_.notify_all();
     work();
-    std::unique_lock<std::mutex> lock(mutex_);
-    done_.wait(lock, [&] { return active_helpers_ == 0; });
+    // Decode steps run dozens of short regions back to back: spin briefly before sleeping, because
+    // waking a sleeping thread costs more than a whole small region.
+    if (!spin_until([&] { return active_helpers_.load(std::memory_order_acquire) == 0; })) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      done_.wait(lock, [&] { return active_helpers_.load(std::memory_order_acquire) == 0; });
+    }
     body_ = nullptr;
     if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
   }
@@ -82,6 +91,7 @@ class Pool {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       stopping_ = true;
+      stopping_flag_.store(true, std::memory_order_relaxed);
     }
     wake_.notify_all();
     for (auto& worker : workers_) worker.join();
@@ -103,7 +113,10 @@ class Pool {
   void ensure_workers(int helpers) {
     while (static_cast<int>(workers_.size()) < helpers) {
       int index = static_cast<int>(workers_.size());
-      workers_.emplace_back([this, index] { worker_loop(index); });
+      // The worker starts from the generation now current, read here: the round about to be published
+      // is new to it even if the thread only starts running after the publication.
+      const std::uint64_t current = round_.load(std::memory_order_relaxed) >> 16;
+      workers_.emplace_back([this, index, current] { worker_loop(index, current); });
     }
   }
 
@@ -124,20 +137,42 @@ class Pool {
     tls_inside_parallel = false;
   }
 
-  void worker_loop(int index) {
-    std::uint64_t seen = 0;
+  // Spins up to kSpin for ready() to hold; false when it did not (the caller then sleeps on a condition).
+  template <typename Ready>
+  static bool spin_until(const Ready& ready) {
+    constexpr auto kSpin = std::chrono::microseconds(200);
+    const auto start = std::chrono::steady_clock::now();
+    for (unsigned i = 1;; ++i) {
+      if (ready()) return true;
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#else
+      std::this_thread::yield();
+#endif
+      if (i % 64 == 0 && std::chrono::steady_clock::now() - start > kSpin) return ready();
+    }
+  }
+
+  void worker_loop(int index, std::uint64_t seen) {
     for (;;) {
-      {
+      std::uint64_t round = 0;
+      auto fresh = [&] {
+        round = round_.load(std::memory_order_acquire);
+        return (round >> 16) != seen;
+      };
+      if (!spin_until([&] { return stopping_flag_.load(std::memory_order_relaxed) || fresh(); })) {
         std::unique_lock<std::mutex> lock(mutex_);
-        wake_.wait(lock, [&] { return stopping_ || (generation_ != seen && index < round_helpers_); });
-        if (stopping_) return;
-        seen = generation_;
+        ++parked_;
+        wake_.wait(lock, [&] { return stopping_ || fresh(); });
+        --parked_;
       }
+      if (stopping_flag_.load(std::memory_order_relaxed)) return;
+      seen = round >> 16;
+      if (index >= static_cast<int>(round & 0xffff)) continue;  // not called for this round
       work();
-      {
+      if (active_helpers_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
         std::lock_guard<std::mutex> lock(mutex_);
-        --active_helpers_;
-        if (active_helpers_ == 0) done_.notify_all();
+        done_.notify_all();
       }
     }
   }
@@ -152,10 +187,12 @@ class Pool {
   std::int64_t count_ = 0;
   std::int64_t chunk_ = 1;
   std::atomic<std::int64_t> next_{0};
-  int active_helpers_ = 0;  // helpers still working on this round
-  int round_helpers_ = 0;   // helpers called for this round (fixed while it runs)
-  std::uint64_t generation_ = 0;
+  std::atomic<int> active_helpers_{0};  // helpers still working on this round
+  // generation << 16 | helpers called for it (at most kMaxThreads - 1 < 2^16)
+  std::atomic<std::uint64_t> round_{0};
+  int parked_ = 0;  // workers asleep on wake_ (guarded by mutex_)
   bool stopping_ = false;
+  std::atomic<bool> stopping_flag_{false};
   std::exception_ptr error_;
 };
 
