@@ -53,10 +53,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  const std::string_view bytes(reinterpret_cast<const char*>(data), size);
-  decode_and_run(bytes);
-  // Once more re-encoded canonically with an honest payload digest, so mutations reach the state checks.
-  if (auto honest = samebits::fuzz::honest_payload_envelope(bytes); honest && *honest != bytes)
-    decode_and_run(*honest);
+  // The retry is re-encoded canonically with an honest payload digest, so mutations reach the state checks.
+  samebits::fuzz::with_honest_retry(std::string_view(reinterpret_cast<const char*>(data), size),
+                                    decode_and_run, samebits::fuzz::honest_payload_envelope);
   return 0;
 }

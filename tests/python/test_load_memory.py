@@ -114,13 +114,8 @@ def write_large_legacy(path, cfg, seed=7):
     return Path(path), 4 * n
 
 
-# The measuring child: the growth is this process's high-water mark (VmHWM, reset just before the load)
-# minus its size just before the load, so it is never understated.
-_LOAD_CHILD = textwrap.dedent("""
-    import json, sys, time
-    import numpy as np
-    import samebits
-
+# What both measuring children start with: reading /proc/self/status and resetting the high-water mark.
+_MEASURE = textwrap.dedent("""
     def status(field):
         with open("/proc/self/status") as f:
             return next(int(line.split()[1]) * 1024 for line in f if line.startswith(field + ":"))
@@ -134,6 +129,14 @@ _LOAD_CHILD = textwrap.dedent("""
         except OSError:
             pass
         return status("VmRSS")
+""")
+
+# The measuring child: the growth is this process's high-water mark (VmHWM, reset just before the load)
+# minus its size just before the load, so it is never understated.
+_LOAD_CHILD = _MEASURE + textwrap.dedent("""
+    import json, sys, time
+    import numpy as np
+    import samebits
 
     path = sys.argv[1]
     before = start_measure()
@@ -297,23 +300,9 @@ def _claim_files():
     return files
 
 
-_REFUSE_CHILD = textwrap.dedent("""
+_REFUSE_CHILD = _MEASURE + textwrap.dedent("""
     import json, os, sys
     import samebits
-
-    def status(field):
-        with open("/proc/self/status") as f:
-            return next(int(line.split()[1]) * 1024 for line in f if line.startswith(field + ":"))
-
-    def start_measure():
-        # getrusage's maximum carries the forking parent's size across exec; VmHWM is this image's own
-        # high-water mark, and writing 5 to clear_refs resets it to the current size.
-        try:
-            with open("/proc/self/clear_refs", "w") as f:
-                f.write("5")
-        except OSError:
-            pass
-        return status("VmRSS")
 
     before = start_measure()
     results, peaks = {}, {}
