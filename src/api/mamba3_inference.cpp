@@ -85,19 +85,7 @@ Mamba3BlockInference::Mamba3BlockInference(const std::vector<std::pair<std::stri
 }
 
 void Mamba3BlockInference::check_tokens(const std::vector<std::int64_t>& shape, bool step) const {
-  const std::string what = std::string(kBlock) + (step ? ".step" : ".forward");
-  std::vector<std::int64_t> s = shape;
-  if (step && s.size() == 2) s = {s[0], 1, s[1]};
-  if (s.size() != 3)
-    throw_value_error(what + ": x must be (B, L, d_model)" +
-                      (step ? " -- or (B, d_model) for a step --" : "") + ", got " +
-                      std::to_string(shape.size()) + "-D shape " + shape_repr(shape));
-  if (s[2] != dims().d_model)
-    throw_value_error(what + ": x has d_model " + std::to_string(s[2]) + ", the weights have " +
-                      std::to_string(dims().d_model));
-  if (step && s[1] != 1)
-    throw_value_error(what + ": a decode step takes exactly one token per batch row, got L = " +
-                      std::to_string(s[1]) + "; use forward() for prefill");
+  check_token_shape(shape, dims().d_model, step, std::string(kBlock) + (step ? ".step" : ".forward"));
 }
 
 Mamba3State Mamba3BlockInference::allocate_state(std::int64_t batch_size) const {

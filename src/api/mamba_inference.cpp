@@ -73,20 +73,9 @@ void check_weight_shape(const std::string& block, const blocks::MambaTensor& spe
 std::pair<std::int64_t, std::int64_t> check_tokens(const std::string& what,
                                                    const std::vector<std::int64_t>& shape,
                                                    std::int64_t d_model, bool step) {
-  std::vector<std::int64_t> s = shape;
-  if (step && s.size() == 2) s = {s[0], 1, s[1]};
-  if (s.size() != 3)
-    throw_value_error(kPackage + what + ": x must be (B, L, d_model)" +
-                      (step ? " -- or (B, d_model) for a step --" : "") + ", got " +
-                      std::to_string(shape.size()) + "-D shape " + shape_repr(shape));
-  if (s[2] != d_model)
-    throw_value_error(kPackage + what + ": x has d_model " + std::to_string(s[2]) + ", the weights have " +
-                      std::to_string(d_model));
-  if (step && s[1] != 1)
-    throw_value_error(kPackage + what + ": a decode step takes exactly one token per batch row, got L = " +
-                      std::to_string(s[1]) + "; use forward() for prefill");
-  if (s[0] < 1 || s[1] < 1) throw_value_error(kPackage + what + ": B and L must be positive");
-  return {s[0], s[1]};
+  const auto [batch, length] = check_token_shape(shape, d_model, step, kPackage + what);
+  if (batch < 1 || length < 1) throw_value_error(kPackage + what + ": B and L must be positive");
+  return {batch, length};
 }
 
 void check_state_buffer(const std::string& what, const std::string& name,

@@ -84,6 +84,23 @@ std::string shape_repr(const std::vector<std::int64_t>& shape) {
   return text + ")";
 }
 
+std::array<std::int64_t, 2> check_token_shape(const std::vector<std::int64_t>& shape, std::int64_t d_model,
+                                              bool step, const std::string& what) {
+  std::vector<std::int64_t> s = shape;
+  if (step && s.size() == 2) s = {s[0], 1, s[1]};
+  if (s.size() != 3)
+    throw_value_error(what + ": x must be (B, L, d_model)" +
+                      (step ? " -- or (B, d_model) for a step --" : "") + ", got " +
+                      std::to_string(shape.size()) + "-D shape " + shape_repr(shape));
+  if (s[2] != d_model)
+    throw_value_error(what + ": x has d_model " + std::to_string(s[2]) + ", the weights have " +
+                      std::to_string(d_model));
+  if (step && s[1] != 1)
+    throw_value_error(what + ": a decode step takes exactly one token per batch row, got L = " +
+                      std::to_string(s[1]) + "; use forward() for prefill");
+  return {s[0], s[1]};
+}
+
 MLPInference::MLPInference(const TensorView& weight1, const TensorView& bias1, const TensorView& weight2,
                            const TensorView& bias2, std::string weight_format)
     : weight_format_(std::move(weight_format)) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -32,6 +33,12 @@ struct TensorView {
 
 // "(16, 8)" / "(16,)": Python's repr of a shape tuple, as upstream messages print it.
 std::string shape_repr(const std::vector<std::int64_t>& shape);
+
+// The x-shape refusals the block classes share: x is (B, L, d_model); a step also takes (B, d_model) and
+// needs L = 1. `what` starts every message. Returns {B, L}; whether B and L are positive is the caller's
+// check (the blocks differ in when they make it).
+std::array<std::int64_t, 2> check_token_shape(const std::vector<std::int64_t>& shape, std::int64_t d_model,
+                                              bool step, const std::string& what);
 
 // Ragged-batch lengths (api.md 11): `batch` entries, each in [1, length]; refused by name with `what`
 // ("samebits TransformerBlock.forward") otherwise.
