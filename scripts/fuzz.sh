@@ -3,7 +3,9 @@
 # copy of its committed seed corpus. Usage: scripts/fuzz.sh [SECONDS] [harness ...]   (default 30 s, all)
 # Exits non-zero on any crash, leak, timeout or OOM; the reproducer stays under build-fuzz/artifacts/.
 # FUZZ_FLAGS adds libFuzzer flags (e.g. -jobs=2); FUZZ_BUILD_JOBS sets the build parallelism (default 2);
-# FUZZ_SKIP_BUILD=1 skips the build.
+# FUZZ_SKIP_BUILD=1 skips the build. FUZZ_SEED sets libFuzzer's seed (default 1, so a run of S seconds replays
+# the first S seconds of the same mutation sequence on every machine and CI cannot turn red by luck;
+# FUZZ_SEED=random lets libFuzzer pick one, which is what long campaigns use).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -56,6 +58,9 @@ if [ "${FUZZ_SKIP_BUILD:-0}" != 1 ]; then
   cmake --build "$BUILD" -j"${FUZZ_BUILD_JOBS:-2}" --target "${targets[@]}" || exit 1
 fi
 
+SEED=${FUZZ_SEED:-1}
+seed_flag=()
+[ "$SEED" != random ] && seed_flag=(-seed="$SEED")
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 failed=0
@@ -68,8 +73,8 @@ for h in "${HARNESSES[@]}"; do
   mkdir -p "$scratch" "$artifacts"
   cp "$ROOT/fuzz/corpus/$h/"* "$scratch/"
   log=$BUILD/fuzz_$h.log
-  echo "== fuzz_$h: $SECONDS_EACH s, max_len $(max_len "$h")"
-  "$BUILD/fuzz/fuzz_$h" "$scratch" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 \
+  echo "== fuzz_$h: $SECONDS_EACH s, max_len $(max_len "$h"), seed $SEED"
+  "$BUILD/fuzz/fuzz_$h" "$scratch" "${seed_flag[@]}" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 \
     -max_len="$(max_len "$h")" -detect_leaks=1 -print_final_stats=1 -artifact_prefix="$artifacts/" \
     ${FUZZ_FLAGS:-} >"$log" 2>&1
   rc=$?

@@ -15,9 +15,20 @@ namespace {
 // Releases a raw buffer for good (clear() alone keeps the capacity).
 void release(std::vector<float>& buffer) { std::vector<float>().swap(buffer); }
 
+// The config leaves intermediate (and, for a Mamba-only stack, the head fields) unchecked, so a registry
+// entry may want a negative dimension; no buffer can hold such a tensor, whatever its float count says.
+void require_fillable(const SambaRegistry& registry) {
+  for (const SambaRegistryEntry& entry : registry.entries)
+    for (std::int64_t d : entry.shape)
+      if (d < 0)
+        throw_value_error("samebits.SambaInference: " + entry.name + " wants a negative dimension (" +
+                          std::to_string(d) + ")");
+}
+
 // The flat registry-layout vector cut into one buffer per tensor; the flat copy is gone on return.
 std::vector<std::vector<float>> split(const SambaConfig& config, std::vector<float> flat) {
   const SambaRegistry registry = config.registry();
+  require_fillable(registry);
   if (static_cast<std::int64_t>(flat.size()) != registry.total)
     throw_value_error("samebits.SambaInference: the parameter vector holds " + std::to_string(flat.size()) +
                       " floats, the registry " + std::to_string(registry.total));
@@ -35,6 +46,7 @@ SambaModel::SambaModel(SambaConfig config, std::vector<float> parameters)
 
 SambaModel::SambaModel(SambaConfig config, std::vector<std::vector<float>> tensors)
     : config_(std::move(config)), registry_(config_.registry()) {
+  require_fillable(registry_);
   bool sizes_match = tensors.size() == registry_.entries.size();
   for (std::size_t i = 0; sizes_match && i < tensors.size(); ++i)
     sizes_match = static_cast<std::int64_t>(tensors[i].size()) == registry_.entries[i].size;

@@ -4,7 +4,10 @@
 
 #include <cstdint>
 #include <limits>
+#include <string>
+#include <vector>
 
+#include "api/samba_inference.hpp"
 #include "api/transformer_inference.hpp"
 #include "blocks/mamba1.hpp"
 #include "blocks/mamba2.hpp"
@@ -67,6 +70,44 @@ TEST(FuzzRegression, AllocateStateRefusesAHugeBatch) {
   const TransformerBlockInference block = testing::make_block({4, 2, 1, 4, 0}, 7);
   EXPECT_THROW(block.allocate_state(std::int64_t{1} << 40, std::int64_t{1} << 30), Error);
   EXPECT_EQ(block.allocate_state(2, 3).cache_floats(), 2 * 1 * 3 * 2);
+}
+
+// fuzz_weights: the config does not range-check intermediate, so intermediate = -2 gives registry entries
+// of shape (-2, d_model). A weight dict (or a flat vector) whose shapes echoed the registry was accepted,
+// and copying a tensor of -2 * d_model floats read before its buffer. Such an entry is now refused by
+// name on every construction path. (fuzz/corpus/weights/regression_negative_intermediate)
+TEST(FuzzRegression, SambaRefusesARegistryThatWantsANegativeDimension) {
+  models::SambaConfigArgs args;
+  args.vocab = 4;
+  args.d_model = 4;
+  args.layers = {"attention"};
+  args.n_heads = 2;
+  args.intermediate = -2;
+  const models::SambaConfig config(args);
+  const models::SambaRegistry registry = config.registry();
+  std::vector<std::vector<float>> buffers;
+  SambaInference::NamedWeights weights;
+  std::string unfillable;
+  for (const auto& entry : registry.entries) {
+    buffers.emplace_back(static_cast<std::size_t>(entry.size > 0 ? entry.size : 0), 0.5f);
+    weights.push_back(
+        {entry.name, TensorView{entry.size > 0 ? buffers.back().data() : nullptr, entry.shape}});
+    if (entry.size < 0 && unfillable.empty()) unfillable = entry.name;
+  }
+  ASSERT_FALSE(unfillable.empty());
+  try {
+    SambaInference model(config, weights);
+    FAIL() << "accepted a tensor with a negative dimension";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Value);
+    EXPECT_NE(std::string(e.what()).find(unfillable), std::string::npos) << e.what();
+  }
+  // The flat vector path: a vector as long as the (negative-including) total must not be cut up.
+  if (registry.total >= 0) {
+    EXPECT_THROW(SambaInference(config, std::vector<float>(static_cast<std::size_t>(registry.total), 0.5f)),
+                 Error);
+  }
+  EXPECT_THROW(SambaInference(config, std::move(buffers)), Error);
 }
 
 }  // namespace
