@@ -22,4 +22,9 @@ inline void refuse_non_finite(const float* data, std::int64_t count, const std::
   }
 }
 
+// The vectorized scan first (split over the pool for a large buffer, since a whole-buffer state scan
+// runs on every call), then refuse_non_finite to name the first offender only when there is one.
+void refuse_if_non_finite(const float* data, std::int64_t count, const std::string& what,
+                          const std::string& name);
+
 }  // namespace samebits::blocks

@@ -106,14 +106,14 @@ Mamba1Block::Mamba1Block(Mamba1Weights weights)
 
 void Mamba1Block::refuse_non_finite_inputs(const float* x, std::int64_t count, const Mamba1State& state,
                                            const std::string& entry) const {
-  refuse_non_finite(x, count, entry, "x");
+  refuse_if_non_finite(x, count, entry, "x");
   if (non_finite_weight_) {
     const std::size_t i = *non_finite_weight_;
     refuse_non_finite(weights_[i].data(), static_cast<std::int64_t>(weights_[i].size()), entry,
                       mamba1_tensors(dims_)[i].name);
   }
-  refuse_non_finite(state.conv_window(), state.conv_window_size(), entry, "conv_window");
-  refuse_non_finite(state.h(), state.h_size(), entry, "h");
+  refuse_if_non_finite(state.conv_window(), state.conv_window_size(), entry, "conv_window");
+  refuse_if_non_finite(state.h(), state.h_size(), entry, "h");
 }
 
 void Mamba1Block::forward(const float* x, std::int64_t batch, std::int64_t length, Mamba1State& state,

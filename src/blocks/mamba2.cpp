@@ -234,50 +234,22 @@ Mamba2Block::Mamba2Block(Mamba2Weights weights, float dt_lo, float dt_hi)
   out_proj_ = gemm::PackedRhs::from_transposed(weights_[kM2OutProj].data(), dims_.d_model, dims_.d_inner);
 }
 
-namespace {
-
-// True when every element is finite. The state is scanned whole on every call (blocks.md 2.3 step 1),
-// so this is a branch-free OR over bit patterns that compilers vectorize, split over threads when large:
-// (bits & 0x7FFFFFFF) + 0x00800000 reaches bit 31 exactly for the infinities and NaNs.
-bool all_finite(const float* data, std::int64_t count) {
-  constexpr std::int64_t kBlock = 1 << 14;
-  auto clean = [data](std::int64_t begin, std::int64_t end) {
-    std::uint32_t acc = 0;
-    for (std::int64_t i = begin; i < end; ++i)
-      acc |= (std::bit_cast<std::uint32_t>(data[i]) & 0x7FFFFFFFu) + 0x00800000u;
-    return (acc & 0x80000000u) == 0;
-  };
-  if (count <= 4 * kBlock) return clean(0, count);
-  std::atomic<bool> ok{true};
-  parallel_for((count + kBlock - 1) / kBlock, [&](std::int64_t begin, std::int64_t end) {
-    if (!clean(begin * kBlock, std::min(count, end * kBlock))) ok.store(false, std::memory_order_relaxed);
-  });
-  return ok.load();
-}
-
-// refuse_non_finite's message for the first offender, after the fast scan found one.
-void refuse(const float* data, std::int64_t count, const std::string& entry, const std::string& name) {
-  if (!all_finite(data, count)) refuse_non_finite(data, count, entry, name);
-}
-
-}  // namespace
-
 void Mamba2Block::refuse_inputs(const float* x, std::int64_t count, const Mamba2State& state,
                                 const std::string& entry) const {
   const std::int64_t q0 = state.buffered_tokens();
   if (q0 < 0 || q0 >= Q)
     throw_value_error(entry + ": buf_len must be in [0, 256) (the rows of the open chunk), got " +
                       std::to_string(q0));
-  refuse(x, count, entry, "x");
+  refuse_if_non_finite(x, count, entry, "x");
   if (non_finite_weight_) {
     const std::size_t i = *non_finite_weight_;
     refuse_non_finite(weights_[i].data(), static_cast<std::int64_t>(weights_[i].size()), entry,
                       mamba2_tensors(dims_)[i].name);
   }
-  refuse(state.conv_window(), state.conv_window_size(), entry, "conv_window");
-  refuse(state.h(), state.h_size(), entry, "h");
-  refuse(state.buffer_xbc(), state.buffer_xbc_size(), entry, "buffer_xbc");
-  refuse(state.buffer_dtraw(), state.buffer_dtraw_size(), entry, "buffer_dtraw");
+  refuse_if_non_finite(state.conv_window(), state.conv_window_size(), entry, "conv_window");
+  refuse_if_non_finite(state.h(), state.h_size(), entry, "h");
+  refuse_if_non_finite(state.buffer_xbc(), state.buffer_xbc_size(), entry, "buffer_xbc");
+  refuse_if_non_finite(state.buffer_dtraw(), state.buffer_dtraw_size(), entry, "buffer_dtraw");
 }
 
 namespace {

@@ -6,6 +6,7 @@
 
 #include "blocks/block_support.hpp"
 #include "core/errors.hpp"
+#include "numerics/finite_scan.hpp"
 #include "numerics/mamba3_kernels.hpp"
 
 namespace samebits::blocks {
@@ -19,7 +20,7 @@ constexpr int kOutProj = 8;  // out_proj.weight's
 
 // The first non-finite element as "NaN in <name> at flat index <i> REFUSED", or empty.
 std::string non_finite_message(const float* data, std::int64_t count, const std::string& name) {
-  if (!mamba3_kernels::any_non_finite(data, count)) return {};
+  if (finite::all_finite(data, count)) return {};
   try {
     refuse_non_finite(data, count, "", name);
   } catch (const Error& e) {
@@ -30,7 +31,7 @@ std::string non_finite_message(const float* data, std::int64_t count, const std:
 
 // Refuses the first non-finite element by name; the fast scan keeps the common all-finite case cheap.
 void refuse_array(const float* data, std::int64_t count, const char* entry, const std::string& name) {
-  if (mamba3_kernels::any_non_finite(data, count)) refuse_non_finite(data, count, entry, name);
+  refuse_if_non_finite(data, count, entry, name);
 }
 
 }  // namespace

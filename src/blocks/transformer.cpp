@@ -179,7 +179,7 @@ void TransformerBlock::check_call(const float* x, std::int64_t batch, std::int64
                       float_text(worst.angle) + ", at or beyond the sin/cos domain (8192.0) REFUSED");
   // A vectorized pass first; the scalar one names the first offender only when there is one.
   auto refuse = [&](const float* data, std::int64_t count, const char* name) {
-    if (!attention::all_finite(data, count)) refuse_non_finite(data, count, what, name);
+    refuse_if_non_finite(data, count, what, name);
   };
   if (x != nullptr) refuse(x, batch * length * dims_.d_model, "x");
   if (scan_state) {

@@ -76,26 +76,6 @@ void attend_reference_rows(const Unit& u, std::int64_t row_begin, std::int64_t r
 
 void attend_reference(const Unit& u) { detail::attend_reference_rows(u, 0, u.queries * u.heads); }
 
-bool all_finite(const float* data, std::int64_t count) {
-  detail::FiniteFn kernel = nullptr;
-#if defined(SAMEBITS_HAVE_SIMD)
-  switch (simd::active_target()) {
-    case simd::Target::Avx512:
-      kernel = detail::all_finite_avx512();
-      break;
-    case simd::Target::Avx2:
-      kernel = detail::all_finite_avx2();
-      break;
-    default:
-      break;
-  }
-#endif
-  if (kernel != nullptr) return kernel(data, count);
-  for (std::int64_t i = 0; i < count; ++i)
-    if (!fp::is_finite(data[i])) return false;
-  return true;
-}
-
 void attend(const Unit& u) {
   detail::AttendFn kernel = nullptr;
 #if defined(SAMEBITS_HAVE_SIMD)

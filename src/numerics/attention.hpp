@@ -47,10 +47,6 @@ void attend_reference(const Unit& u);
 // inert, MXCSR-checked flush elision with an exact rerun. Equal to attend_reference bit for bit.
 void attend(const Unit& u);
 
-// True when every float of data[0, count) is finite (the bit test of numerics.md 1.3), vectorized; the
-// cheap pass in front of a refusal that then names the first offender (KV caches are scanned per call).
-bool all_finite(const float* data, std::int64_t count);
-
 namespace detail {
 // The twin restricted to the rows [row_begin, row_end) of u, row r = query (r / heads), head (r % heads).
 // The fast kernels hand rows they cannot prove safe (a non-finite input or score) to it.
@@ -59,9 +55,6 @@ void attend_reference_rows(const Unit& u, std::int64_t row_begin, std::int64_t r
 using AttendFn = void (*)(const Unit& u);
 AttendFn attend_avx2();
 AttendFn attend_avx512();
-using FiniteFn = bool (*)(const float* data, std::int64_t count);
-FiniteFn all_finite_avx2();
-FiniteFn all_finite_avx512();
 }  // namespace detail
 
 }  // namespace samebits::attention

@@ -28,7 +28,6 @@ namespace {
 }  // namespace
 
 AttendFn attend_avx2() { return &attend_fast; }
-FiniteFn all_finite_avx2() { return &all_finite_vector; }
 
 }  // namespace samebits::attention::detail
 

@@ -28,7 +28,6 @@ namespace {
 }  // namespace
 
 AttendFn attend_avx512() { return &attend_fast; }
-FiniteFn all_finite_avx512() { return &all_finite_vector; }
 
 }  // namespace samebits::attention::detail
 

@@ -234,25 +234,6 @@ void softmax_cells(float* cells, std::int64_t n, std::int64_t first, const std::
 
 bool all_finite(const float* data, std::int64_t count) { return max_abs_bits(data, count, 0) < kInfBits; }
 
-// Vector lanes test (bits & inf) == inf (NaN or infinity) and OR the verdicts, 4 vectors per step.
-bool all_finite_vector(const float* data, std::int64_t count) {
-  using I = typename Isa::I;
-  const I exponent = Isa::set1i(static_cast<std::int32_t>(kInfBits));
-  typename Isa::M bad = Isa::ieq(Isa::set1i(1), Isa::set1i(0));  // all false
-  std::int64_t i = 0;
-  for (; i + 4 * kLanes <= count; i += 4 * kLanes) {
-    for (int v = 0; v < 4; ++v) {
-      const I e = Isa::and_i(Isa::cast_i(Isa::load(data + i + v * kLanes)), exponent);
-      bad = Isa::mask_or(bad, Isa::ieq(e, exponent));
-    }
-  }
-  alignas(64) float flags[kLanes];
-  Isa::store(flags, Isa::select(bad, Isa::zero(), Isa::set1(1.0f)));
-  for (int l = 0; l < kLanes; ++l)
-    if (flags[l] != 0.0f) return false;
-  return all_finite(data + i, count - i);
-}
-
 void attend_fast(const Unit& u) {
   const std::int64_t hd = u.head_dim;
   const std::int64_t rows = u.queries * u.heads;

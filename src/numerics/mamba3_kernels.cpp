@@ -15,19 +15,6 @@ namespace {
 
 constexpr float kTwoPi = std::bit_cast<float>(0x40C90FDBu);
 
-bool any_non_finite_scalar(const float* x, std::int64_t n) {
-  // A branch-free OR per block lets the compiler vectorize; the early exit is per block.
-  constexpr std::int64_t kBlock = 256;
-  for (std::int64_t begin = 0; begin < n; begin += kBlock) {
-    const std::int64_t end = begin + kBlock < n ? begin + kBlock : n;
-    std::uint32_t bad = 0;
-    for (std::int64_t i = begin; i < end; ++i)
-      bad |= static_cast<std::uint32_t>((fp::bits(x[i]) & fp::kAbsMask) >= fp::kInfBits);
-    if (bad) return true;
-  }
-  return false;
-}
-
 const detail::Kernels& active() {
 #if defined(SAMEBITS_HAVE_SIMD) && (defined(__x86_64__) || defined(__i386__))
   switch (simd::active_target()) {
@@ -121,15 +108,13 @@ void decay_accumulate_reference(float* h, float decay, const float* inc, std::in
 namespace detail {
 
 const Kernels& scalar_kernels() {
-  static const Kernels kernels{&any_non_finite_scalar, &dot_chains_reference,  &scaled_dot_chains_reference,
-                               &axpy_chains_reference, &angle_scan_reference,  &scaled_copy_reference,
-                               &gate_row_reference,    &bias_rotate_reference, &decay_accumulate_reference};
+  static const Kernels kernels{&dot_chains_reference,  &scaled_dot_chains_reference, &axpy_chains_reference,
+                               &angle_scan_reference,  &scaled_copy_reference,       &gate_row_reference,
+                               &bias_rotate_reference, &decay_accumulate_reference};
   return kernels;
 }
 
 }  // namespace detail
-
-bool any_non_finite(const float* x, std::int64_t n) { return active().any_non_finite(x, n); }
 
 void dot_chains(const float* a, std::int64_t a_stride, const float* b, std::int64_t b_stride,
                 std::int64_t rows, std::int64_t len, float* out) {

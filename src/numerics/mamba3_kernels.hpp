@@ -6,9 +6,6 @@
 
 namespace samebits::mamba3_kernels {
 
-// True when any of x[0..n) is NaN or +-inf (judged on the bits, numerics.md 1.3).
-bool any_non_finite(const float* x, std::int64_t n);
-
 // out[r] = the GEMM profile's single-leaf cell for r < rows: acc = +0.0; for p < len ascending:
 // acc = F(FMA(F(a_r[p]), F(b_r[p]), acc)); out[r] = F(acc), with a_r = a + r * a_stride (a_stride may be
 // 0: one shared vector) and b_r = b + r * b_stride. len <= 128, so the cell is one leaf (numerics.md 3.2).
@@ -73,7 +70,6 @@ namespace detail {
 
 // The per-target kernel tables behind the dispatch (defined in mamba3_kernels_*.cpp).
 struct Kernels {
-  bool (*any_non_finite)(const float* x, std::int64_t n);
   void (*dot_chains)(const float* a, std::int64_t a_stride, const float* b, std::int64_t b_stride,
                      std::int64_t rows, std::int64_t len, float* out);
   void (*scaled_dot_chains)(const float* a, const float* b, std::int64_t b_stride, const float* b_scale,

@@ -15,8 +15,6 @@ namespace {
 
 #include "numerics/isa_avx2.hpp"
 
-inline bool any_lane(Isa::M m) { return _mm256_movemask_ps(m) != 0; }
-
 // In-place 8x8 transpose: afterwards r[j] lane l holds what r[l] lane j held.
 inline void transpose_lanes(__m256 r[8]) {
   __m256 t[8], u[8];

@@ -20,8 +20,6 @@ namespace {
 
 #include "numerics/isa_avx512.hpp"
 
-inline bool any_lane(Isa::M m) { return m != 0; }
-
 // In-place 16x16 transpose: afterwards r[j] lane l holds what r[l] lane j held.
 inline void transpose_lanes(__m512 r[16]) {
   __m512 t[16], u[16];

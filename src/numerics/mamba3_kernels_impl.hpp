@@ -1,10 +1,9 @@
 // SIMD bodies of the Mamba-3 array kernels, shared by mamba3_kernels_avx2.cpp and mamba3_kernels_avx512.cpp.
 //
 // Include it only from those translation units, INSIDE a TU-unique (anonymous) namespace, after the ISA's
-// `struct Isa` (numerics/isa_*.hpp) and a function `bool any_lane(Isa::M)`. Every lane runs exactly the
-// scalar twin's operations in the twin's order (real FMA instructions, the same flushes, or none where the
-// MXCSR flags prove them inert); vectors run across independent outputs only, never across a chain's own
-// index.
+// `struct Isa` (numerics/isa_*.hpp) and the transpose helpers. Every lane runs exactly the scalar twin's
+// operations in the twin's order (real FMA instructions, the same flushes, or none where the MXCSR flags
+// prove them inert); vectors run across independent outputs only, never across a chain's own index.
 
 using V = Isa::V;
 using I = Isa::I;
@@ -12,23 +11,6 @@ constexpr std::int64_t kLanes = Isa::kLanes;
 
 inline V splat_bits(std::uint32_t pattern) {
   return Isa::cast_f(Isa::set1i(static_cast<std::int32_t>(pattern)));
-}
-
-bool any_non_finite_simd(const float* x, std::int64_t n) {
-  const I abs_mask = Isa::set1i(0x7FFFFFFF);
-  const I finite_max = Isa::set1i(0x7F7FFFFF);
-  std::int64_t i = 0;
-  for (; i + 4 * kLanes <= n; i += 4 * kLanes) {
-    I worst = Isa::and_i(Isa::cast_i(Isa::load(x + i)), abs_mask);
-    for (int u = 1; u < 4; ++u) {
-      const I a = Isa::and_i(Isa::cast_i(Isa::load(x + i + u * kLanes)), abs_mask);
-      worst = Isa::selecti(Isa::igt(a, worst), worst, a);
-    }
-    if (any_lane(Isa::igt(worst, finite_max))) return true;
-  }
-  for (; i < n; ++i)
-    if ((fp::bits(x[i]) & fp::kAbsMask) >= fp::kInfBits) return true;
-  return false;
 }
 
 // MXCSR status flags. A skipped flush could only have acted if a subnormal was produced inexactly (UE) or
@@ -268,6 +250,6 @@ void decay_accumulate_simd(float* h, float decay, const float* inc, std::int64_t
   for (; i < n; ++i) h[i] = fp::F(fp::FMA(decay, fp::F(h[i]), fp::F(inc[i])));
 }
 
-const detail::Kernels kIsaKernels{&any_non_finite_simd, &dot_chains_simd,  &scaled_dot_chains_simd,
-                                  &axpy_chains_simd,    &angle_scan_simd,  &scaled_copy_simd,
-                                  &gate_row_simd,       &bias_rotate_simd, &decay_accumulate_simd};
+const detail::Kernels kIsaKernels{&dot_chains_simd,  &scaled_dot_chains_simd, &axpy_chains_simd,
+                                  &angle_scan_simd,  &scaled_copy_simd,       &gate_row_simd,
+                                  &bias_rotate_simd, &decay_accumulate_simd};

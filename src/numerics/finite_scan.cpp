@@ -1,0 +1,32 @@
+// Dispatch of the non-finite scan to the active SIMD target, and its literal twin.
+#include "numerics/finite_scan.hpp"
+
+#include "numerics/fp.hpp"
+#include "numerics/simd_target.hpp"
+
+namespace samebits::finite {
+
+bool all_finite_reference(const float* data, std::int64_t count) {
+  for (std::int64_t i = 0; i < count; ++i)
+    if (!fp::is_finite(data[i])) return false;
+  return true;
+}
+
+bool all_finite(const float* data, std::int64_t count) {
+  detail::FiniteFn kernel = nullptr;
+#if defined(SAMEBITS_HAVE_SIMD)
+  switch (simd::active_target()) {
+    case simd::Target::Avx512:
+      kernel = detail::all_finite_avx512();
+      break;
+    case simd::Target::Avx2:
+      kernel = detail::all_finite_avx2();
+      break;
+    default:
+      break;
+  }
+#endif
+  return kernel != nullptr ? kernel(data, count) : all_finite_reference(data, count);
+}
+
+}  // namespace samebits::finite
