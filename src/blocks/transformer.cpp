@@ -157,7 +157,7 @@ std::shared_ptr<const rope::Table> TransformerBlock::rope_rows(std::int64_t posi
 }
 
 void TransformerBlock::check_call(const float* x, std::int64_t batch, std::int64_t length,
-                                  const KvCache& cache, const std::string& what, bool scan_state) const {
+                                  const KvCache& cache, const std::string& what, StateScan scan) const {
   if (batch <= 0 || length <= 0) throw_value_error(what + ": B and L must be positive");
   if (cache.batch != batch)
     throw_value_error(what + ": the cache holds " + std::to_string(cache.batch) +
@@ -182,12 +182,13 @@ void TransformerBlock::check_call(const float* x, std::int64_t batch, std::int64
     refuse_if_non_finite(data, count, what, name);
   };
   if (x != nullptr) refuse(x, batch * length * dims_.d_model, "x");
-  if (scan_state) {
+  const std::int64_t needed = cache.cached_tokens + length;
+  const bool overflows = needed > cache.max_tokens || needed > kMaxPositions;
+  if (scan == StateScan::kNow || (scan == StateScan::kAtAppend && (dims_.window > 0 || overflows))) {
     const std::int64_t state = kv::state_floats(cache, dims_);
     refuse(cache.k, state, "k_cache");
     refuse(cache.v, state, "v_cache");
   }
-  const std::int64_t needed = cache.cached_tokens + length;
   if (needed > cache.max_tokens)
     throw_value_error(what + ": this call would use " + std::to_string(needed) +
                       " KV slots and the cache holds " + std::to_string(cache.max_tokens) + " REFUSED");
@@ -197,9 +198,9 @@ void TransformerBlock::check_call(const float* x, std::int64_t batch, std::int64
 }
 
 void TransformerBlock::forward(const float* x, std::int64_t batch, std::int64_t length, KvCache& cache,
-                               float* y, const std::string& what, bool state_checked) const {
+                               float* y, const std::string& what, StateScan scan) const {
   if (x == nullptr) throw_value_error(what + ": x has no data");
-  check_call(x, batch, length, cache, what, !state_checked);
+  check_call(x, batch, length, cache, what, scan);
   const TransformerDims& d = dims_;
   const std::int64_t dm = d.d_model, hd = d.head_dim, qw = d.q_width(), kw = d.kv_width(),
                      it = d.intermediate;
@@ -241,7 +242,13 @@ void TransformerBlock::forward(const float* x, std::int64_t batch, std::int64_t 
     keys = span_keys.data();
     values = span_values.data();
   } else {
-    kv::append_packed(cache, d, fresh);  // the packed region of (b, g) is then exactly its key span
+    // The packed region of (b, g) is then exactly its key span.
+    if (scan != StateScan::kAtAppend) {
+      kv::append_packed(cache, d, fresh);
+    } else if (!kv::append_packed_checked(cache, d, fresh)) {
+      check_call(x, batch, length, cache, what, StateScan::kNow);  // names the first offender
+      throw_runtime_error(what + ": the cache scans disagree");    // unreachable: both test the same bits
+    }
     keys = cache.k;
     values = cache.v;
   }

@@ -65,6 +65,13 @@ struct KvCache {
   }
 };
 
+// When a call scans its cache for non-finite contents (blocks.md 4.3 refuses them before any arithmetic):
+// kNow in check_call; kAtAppend while the full-causal cache is restrided, one read of the cache instead
+// of two (a refusal is then raised after the projections but before anything is written, with the same
+// message); kDone when the caller already scanned it for this call (a Samba stack checks every layer
+// before any layer moves). A windowed cache (a ring, never restrided) is scanned as kNow.
+enum class StateScan { kNow, kAtAppend, kDone };
+
 // Immutable after construction; calls may run concurrently. The seven projection matrices live only in
 // their packed panels (each raw buffer is released as soon as it is packed); the two norm vectors stay.
 class TransformerBlock {
@@ -84,26 +91,26 @@ class TransformerBlock {
   // non-finite x or cache contents and a call that would overflow the cache, before any arithmetic.
   void forward(const float* x, std::int64_t batch, std::int64_t length, KvCache& cache, float* y,
                const std::string& what) const {
-    forward(x, batch, length, cache, y, what, false);
+    forward(x, batch, length, cache, y, what, StateScan::kAtAppend);
   }
-  // `state_checked`: the caller already ran check_call(nullptr, ..., scan_state = true) on this cache for
-  // this call (a Samba stack checks every layer before any layer moves), so the O(cache) finiteness scan
-  // is not repeated; x and the bounds are still checked.
+  // `scan`: when the O(cache) finiteness scan happens (StateScan); x and the bounds are always checked.
   void forward(const float* x, std::int64_t batch, std::int64_t length, KvCache& cache, float* y,
-               const std::string& what, bool state_checked) const;
+               const std::string& what, StateScan scan) const;
   // The scalar twin: blocks.md 4.3 literally (gemm_reference, a per-call RoPE table, the oracle's cache
   // layout at stride max_tokens converted back to the packed layout); same refusals, same bits.
   void forward_reference(const float* x, std::int64_t batch, std::int64_t length, KvCache& cache, float* y,
                          const std::string& what) const {
-    forward_reference(x, batch, length, cache, y, what, false);
+    forward_reference(x, batch, length, cache, y, what, StateScan::kNow);
   }
   void forward_reference(const float* x, std::int64_t batch, std::int64_t length, KvCache& cache, float* y,
-                         const std::string& what, bool state_checked) const;
+                         const std::string& what, StateScan scan) const;
 
   // Every refusal of a call, in order, without touching the cache: B/L, the cache bounds and the rotary
-  // table, non-finite x (skipped when x is null), non-finite cache contents (when scan_state), overflow.
+  // table, non-finite x (skipped when x is null), non-finite cache contents, overflow. The contents are
+  // scanned for kNow, not for kDone, and for kAtAppend only when a later refusal here would otherwise
+  // be raised first.
   void check_call(const float* x, std::int64_t batch, std::int64_t length, const KvCache& cache,
-                  const std::string& what, bool scan_state = true) const;
+                  const std::string& what, StateScan scan = StateScan::kNow) const;
 
   // The RoPE table rows for positions [0, positions), grown on demand and shared; entries depend only on
   // the position, so they are the per-call table's bits (tested).

@@ -22,6 +22,12 @@ struct NewRows {
 // past the new packed region is left untouched. The cache must hold S_new positions.
 void append_packed(KvCache& cache, const TransformerDims& dims, const NewRows& rows);
 
+// append_packed with the state's finiteness scan folded into the move: each carried block is scanned just
+// before it moves (so the move reads it from cache, and the cache is read from memory once, not twice).
+// When a carried key or value is non-finite it returns false with both buffers exactly as they were,
+// capacity included, and writes nothing; the caller then refuses with the ordinary scan's message.
+bool append_packed_checked(KvCache& cache, const TransformerDims& dims, const NewRows& rows);
+
 // Window W: the keys and values at absolute positions [key_lo, S_old + length) of every (b, kv head),
 // ascending, as [B, KV, span, HD] arrays; positions below S_old come from the ring.
 void gather_window_span(const KvCache& cache, const TransformerDims& dims, const NewRows& rows,

@@ -29,9 +29,9 @@ std::vector<float> linear(const std::vector<float>& a, const std::vector<float>&
 
 void TransformerBlock::forward_reference(const float* x_in, std::int64_t batch, std::int64_t length,
                                          KvCache& cache, float* y, const std::string& what,
-                                         bool state_checked) const {
+                                         StateScan scan) const {
   if (x_in == nullptr) throw_value_error(what + ": x has no data");
-  check_call(x_in, batch, length, cache, what, !state_checked);
+  check_call(x_in, batch, length, cache, what, scan == StateScan::kDone ? StateScan::kDone : StateScan::kNow);
   const TransformerDims& d = dims_;
   const TransformerWeights weights = this->weights();  // the raw matrices, rebuilt for this call
   const std::int64_t dm = d.d_model, hd = d.head_dim, qw = d.q_width(), kw = d.kv_width(),

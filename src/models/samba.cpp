@@ -136,9 +136,19 @@ const blocks::Mamba3Block& SambaModel::mamba3(std::int64_t i) const {
 template <bool Reference>
 void SambaModel::run(const std::int32_t* ids, std::int64_t batch, std::int64_t length,
                      std::vector<SambaLayerState>& states, float* logits, const std::string& what) const {
-  // Every refusal that depends on a state comes before any layer moves (and is the calls' only scan of
-  // the states: the blocks below run with state_checked).
-  check_layer_states(*this, batch, length, states, what);
+  // Every refusal that depends on a state comes before any layer moves. The fast path leaves each KV
+  // cache's scan to its layer's restride (one read of the cache, not two); whenever anything is refused,
+  // the stack is put back and the full up-front check runs, so the refusal raised is the one it finds.
+  const blocks::StateScan kv_scan = Reference ? blocks::StateScan::kNow : blocks::StateScan::kAtAppend;
+  auto recheck_in_full = [&] {
+    if (kv_scan != blocks::StateScan::kNow) check_layer_states(*this, batch, length, states, what);
+  };
+  try {
+    check_layer_states(*this, batch, length, states, what, kv_scan);
+  } catch (...) {
+    recheck_in_full();
+    throw;
+  }
   const std::int64_t d = config_.d_model();
   const std::int64_t rows = batch * length;
   std::vector<float> x(static_cast<std::size_t>(rows * d));  // [B, L, d_model]
@@ -173,15 +183,17 @@ void SambaModel::run(const std::int32_t* ids, std::int64_t batch, std::int64_t l
         if (state.kv == nullptr)
           throw_value_error(what + ": layer " + std::to_string(i) + " needs a TransformerState");
         if constexpr (Reference)
-          attention.forward_reference(x.data(), batch, length, *state.kv, y.data(), what, true);
+          attention.forward_reference(x.data(), batch, length, *state.kv, y.data(), what,
+                                      blocks::StateScan::kDone);
         else
-          attention.forward(x.data(), batch, length, *state.kv, y.data(), what, true);
+          attention.forward(x.data(), batch, length, *state.kv, y.data(), what, kv_scan);
       }
       undo.commit();
       std::swap(x, y);
     }
   } catch (...) {
     undo.restore();
+    recheck_in_full();
     throw;
   }
   const float* norm_f = norm_f_.data();

@@ -16,7 +16,8 @@ void save_span(std::vector<float>& out, const float* at, std::int64_t count) {
 }  // namespace
 
 void check_layer_states(const SambaModel& model, std::int64_t batch, std::int64_t length,
-                        const std::vector<SambaLayerState>& states, const std::string& what) {
+                        const std::vector<SambaLayerState>& states, const std::string& what,
+                        blocks::StateScan kv_scan) {
   if (static_cast<std::int64_t>(states.size()) != model.layer_count())
     throw_value_error(what + ": the state has " + std::to_string(states.size()) +
                       " layers but the stack has " + std::to_string(model.layer_count()));
@@ -29,7 +30,7 @@ void check_layer_states(const SambaModel& model, std::int64_t batch, std::int64_
     } else {
       if (state.kv == nullptr)
         throw_value_error(what + ": layer " + std::to_string(i) + " needs a TransformerState");
-      model.attention(i).check_call(nullptr, batch, length, *state.kv, what, true);
+      model.attention(i).check_call(nullptr, batch, length, *state.kv, what, kv_scan);
     }
   }
 }

@@ -13,9 +13,12 @@ namespace samebits::models {
 // Every refusal of a call of (batch, length) that does not depend on a layer's input, layer by layer in
 // stack order, without touching any state: the state count and kinds, then each block's own checks on
 // its state (bounds, batch and heads, buffered_tokens, Input_States, non-finite contents, KV overflow).
-// The one scan of the states happens here; the blocks then run with state_checked = true.
+// The Mamba-3 states are scanned here; the KV caches too with kv_scan = kNow, while with kAtAppend each
+// attention layer scans its cache as it restrides it, and a caller that sees any refusal puts the stack
+// back and runs this again with kNow, so the refusal raised is the one the up-front scan would raise.
 void check_layer_states(const SambaModel& model, std::int64_t batch, std::int64_t length,
-                        const std::vector<SambaLayerState>& states, const std::string& what);
+                        const std::vector<SambaLayerState>& states, const std::string& what,
+                        blocks::StateScan kv_scan = blocks::StateScan::kNow);
 
 // What the layers of one call overwrote, saved just before each ran, so that a refusal by a later layer
 // (its input x non-finite: finite but huge weights can overflow a layer's output) leaves every state as

@@ -86,6 +86,65 @@ TEST(TransformerState, PackedLayoutGrowsInPlaceAndNeverReadsTheCapacityAfterIt) 
   EXPECT_TRUE(fp::is_nan(state.k_cache()[state.cache_floats() - 1]));
 }
 
+// The fast path scans a full-causal cache while it restrides it: a non-finite carried key or value in any
+// (b, kv head) block, in k or in v, must give the up-front scan's message (the twin's) and leave both
+// buffers bit for bit as they were, the capacity past the packed region included.
+TEST(TransformerState, ARefusalFoundWhileRestridingLeavesTheCacheAsItWas) {
+  const std::int64_t batch = 2, dm = 32, hd = 8, kv = 2, cached = 5, length = 2;
+  const TransformerBlockInference block = make_block({dm, 4, kv, 48, 0}, 6);
+  const std::vector<float> prefix = random_tokens(batch, cached, dm, 7);
+  const std::vector<float> x = random_tokens(batch, length, dm, 8);
+  TransformerState prepared = block.allocate_state(batch, 12);
+  block.forward(TensorView{prefix.data(), {batch, cached, dm}}, prepared);
+  for (std::int64_t i = batch * kv * cached * hd; i < prepared.cache_floats(); ++i) {
+    prepared.k_cache()[i] = static_cast<float>(i);  // capacity sentinels: not state, but not to be moved
+    prepared.v_cache()[i] = -static_cast<float>(i);
+  }
+  const std::int64_t used = batch * kv * cached * hd;
+  for (bool in_k : {true, false}) {
+    for (std::int64_t at : {std::int64_t{0}, hd + 3, cached * hd, 2 * cached * hd + 1, used - 1}) {
+      for (float bad : {fp::quiet_nan(), fp::from_bits(0xFF800000u)}) {
+        TransformerState state = prepared.clone();
+        (in_k ? state.k_cache() : state.v_cache())[at] = bad;
+        const TransformerState before = state.clone();
+        std::string fast, twin;
+        try {
+          block.forward(TensorView{x.data(), {batch, length, dm}}, state);
+        } catch (const Error& e) {
+          fast = e.what();
+        }
+        TransformerState twin_state = before.clone();
+        TransformerStateView view{twin_state.k_cache(), twin_state.v_cache(),      batch, 12,
+                                  twin_state.window(),  twin_state.cached_tokens()};
+        try {
+          block.forward_reference(TensorView{x.data(), {batch, length, dm}}, view, false);
+        } catch (const Error& e) {
+          twin = e.what();
+        }
+        ASSERT_FALSE(fast.empty()) << "accepted a non-finite cache, k=" << in_k << " at " << at;
+        EXPECT_EQ(fast, twin);
+        EXPECT_NE(
+            fast.find(std::string(in_k ? "k_cache" : "v_cache") + " at flat index " + std::to_string(at)),
+            std::string::npos)
+            << fast;
+        EXPECT_EQ(state.cached_tokens(), cached);
+        ASSERT_EQ(std::memcmp(state.k_cache(), before.k_cache(), state.cache_floats() * 4), 0) << in_k << at;
+        ASSERT_EQ(std::memcmp(state.v_cache(), before.v_cache(), state.cache_floats() * 4), 0) << in_k << at;
+      }
+    }
+  }
+  // A call that would also overflow the cache reports the cache contents first, as the up-front scan does.
+  TransformerState full = prepared.clone();
+  full.v_cache()[3] = fp::quiet_nan();
+  const std::vector<float> many = random_tokens(batch, 8, dm, 9);
+  try {
+    block.forward(TensorView{many.data(), {batch, 8, dm}}, full);
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("NaN in v_cache at flat index 3"), std::string::npos) << e.what();
+  }
+}
+
 TEST(TransformerState, WindowRingHoldsTheMostRecentKeysOfTheFullCache) {
   const std::int64_t batch = 2, length = 13, dm = 32;
   const TransformerBlockInference full = make_block({dm, 4, 2, 48, 0}, 4);
