@@ -69,13 +69,36 @@ struct Isa {
   // F: |x| < FLT_MIN keeps only the sign bit (zeros are unchanged by that; NaN compares false).
   static V flush(V x) {
     const V sign = _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(0x80000000u)));
-    const V tiny = _mm256_cmp_ps(_mm256_andnot_ps(sign, x), _mm256_castsi256_ps(_mm256_set1_epi32(0x00800000)),
-                                 _CMP_LT_OQ);
+    const V tiny = _mm256_cmp_ps(_mm256_andnot_ps(sign, x),
+                                 _mm256_castsi256_ps(_mm256_set1_epi32(0x00800000)), _CMP_LT_OQ);
     return _mm256_blendv_ps(x, _mm256_and_ps(x, sign), tiny);
   }
   // Lane i reads base[i * stride] (stride * (kLanes - 1) must fit in int32).
   static I lane_offsets(std::int64_t stride) {
-    return _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(static_cast<int>(stride)));
+    return _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+                              _mm256_set1_epi32(static_cast<int>(stride)));
   }
   static V gather(const float* base, I offsets) { return _mm256_i32gather_ps(base, offsets, 4); }
+
+  // In-place 8x8 transpose: afterwards r[j] lane l holds what r[l] lane j held.
+  static void transpose(__m256 r[8]) {
+    __m256 t[8], u[8];
+    for (int k = 0; k < 4; ++k) {
+      t[2 * k] = _mm256_unpacklo_ps(r[2 * k], r[2 * k + 1]);
+      t[2 * k + 1] = _mm256_unpackhi_ps(r[2 * k], r[2 * k + 1]);
+    }
+    // u[4k + j], 128-bit lane L: column 4L + j of rows 4k..4k+3.
+    for (int k = 0; k < 2; ++k) {
+      const __m256d t0 = _mm256_castps_pd(t[4 * k]), t1 = _mm256_castps_pd(t[4 * k + 1]);
+      const __m256d t2 = _mm256_castps_pd(t[4 * k + 2]), t3 = _mm256_castps_pd(t[4 * k + 3]);
+      u[4 * k] = _mm256_castpd_ps(_mm256_unpacklo_pd(t0, t2));
+      u[4 * k + 1] = _mm256_castpd_ps(_mm256_unpackhi_pd(t0, t2));
+      u[4 * k + 2] = _mm256_castpd_ps(_mm256_unpacklo_pd(t1, t3));
+      u[4 * k + 3] = _mm256_castpd_ps(_mm256_unpackhi_pd(t1, t3));
+    }
+    for (int j = 0; j < 4; ++j) {
+      r[j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x20);
+      r[4 + j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x31);
+    }
+  }
 };

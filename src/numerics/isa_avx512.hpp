@@ -66,7 +66,8 @@ struct Isa {
   // F: lanes classified as denormal keep only their sign bit.
   static V flush(V x) {
     const __mmask16 denormal = _mm512_fpclass_ps_mask(x, 0x20);
-    return _mm512_mask_and_ps(x, denormal, x, _mm512_castsi512_ps(_mm512_set1_epi32(static_cast<int>(0x80000000u))));
+    return _mm512_mask_and_ps(x, denormal, x,
+                              _mm512_castsi512_ps(_mm512_set1_epi32(static_cast<int>(0x80000000u))));
   }
   // Lane i reads base[i * stride] (stride * (kLanes - 1) must fit in int32).
   static I lane_offsets(std::int64_t stride) {
@@ -74,4 +75,32 @@ struct Isa {
                               _mm512_set1_epi32(static_cast<int>(stride)));
   }
   static V gather(const float* base, I offsets) { return _mm512_i32gather_ps(offsets, base, 4); }
+
+  // In-place 16x16 transpose: afterwards r[j] lane l holds what r[l] lane j held.
+  static void transpose(__m512 r[16]) {
+    __m512 t[16], u[16];
+    for (int k = 0; k < 8; ++k) {
+      t[2 * k] = _mm512_unpacklo_ps(r[2 * k], r[2 * k + 1]);
+      t[2 * k + 1] = _mm512_unpackhi_ps(r[2 * k], r[2 * k + 1]);
+    }
+    // u[4k + j], 128-bit lane L: column 4L + j of rows 4k..4k+3.
+    for (int k = 0; k < 4; ++k) {
+      const __m512d t0 = _mm512_castps_pd(t[4 * k]), t1 = _mm512_castps_pd(t[4 * k + 1]);
+      const __m512d t2 = _mm512_castps_pd(t[4 * k + 2]), t3 = _mm512_castps_pd(t[4 * k + 3]);
+      u[4 * k] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
+      u[4 * k + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
+      u[4 * k + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
+      u[4 * k + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
+    }
+    for (int j = 0; j < 4; ++j) {
+      const __m512 x0 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0x88),
+                   y0 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0xDD);
+      const __m512 x1 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0x88);
+      const __m512 y1 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0xDD);
+      r[j] = _mm512_shuffle_f32x4(x0, x1, 0x88);
+      r[4 + j] = _mm512_shuffle_f32x4(y0, y1, 0x88);
+      r[8 + j] = _mm512_shuffle_f32x4(x0, x1, 0xDD);
+      r[12 + j] = _mm512_shuffle_f32x4(y0, y1, 0xDD);
+    }
+  }
 };

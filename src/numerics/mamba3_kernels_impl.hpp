@@ -1,7 +1,7 @@
 // SIMD bodies of the Mamba-3 array kernels, shared by mamba3_kernels_avx2.cpp and mamba3_kernels_avx512.cpp.
 //
 // Include it only from those translation units, INSIDE a TU-unique (anonymous) namespace, after the ISA's
-// `struct Isa` (numerics/isa_*.hpp) and the transpose helpers. Every lane runs exactly the scalar twin's
+// `struct Isa` (numerics/isa_*.hpp). Every lane runs exactly the scalar twin's
 // operations in the twin's order (real FMA instructions, the same flushes, or none where the MXCSR flags
 // prove them inert); vectors run across independent outputs only, never across a chain's own index.
 
@@ -49,7 +49,7 @@ inline float chain_step_scalar(float a, float b, const float* scale, float acc) 
 // Loads kLanes consecutive floats of each lane's row and transposes them: out[j] lane l = rows[l][p0 + j].
 inline void load_transposed(const float* const* rows, std::int64_t p0, V out[kLanes]) {
   for (int l = 0; l < kLanes; ++l) out[l] = Isa::load(rows[l] + p0);
-  transpose_lanes(out);
+  Isa::transpose(out);
 }
 
 // G groups of kLanes rows advance together (independent chains hide the FMA latency). Lane l of group g

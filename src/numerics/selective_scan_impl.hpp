@@ -30,17 +30,42 @@ std::int64_t conv4_silu_lanes(const samebits::sscan::Conv4Args& a, std::int64_t 
   return end;
 }
 
+// A and h are [channel][16 states]; lanes are channels, so each state's vector is a column: kLanes
+// channel rows are loaded whole and transposed in registers (kLanes divides the 16 states).
+constexpr int kStates = static_cast<int>(samebits::sscan::kScanStates);
+static_assert(kStates % Isa::kLanes == 0, "the states split into whole lane tiles");
+
+// out[s] lane l = rows[(d0 + l) * kStates + s].
+inline void load_state_columns(const float* rows, std::int64_t d0, V out[kStates]) {
+  for (int tile = 0; tile < kStates / Isa::kLanes; ++tile) {
+    V r[Isa::kLanes];
+    for (int l = 0; l < Isa::kLanes; ++l) r[l] = Isa::load(rows + (d0 + l) * kStates + tile * Isa::kLanes);
+    Isa::transpose(r);
+    for (int j = 0; j < Isa::kLanes; ++j) out[tile * Isa::kLanes + j] = r[j];
+  }
+}
+
+// The inverse: rows[(d0 + l) * kStates + s] = columns[s] lane l.
+inline void store_state_columns(const V columns[kStates], std::int64_t d0, float* rows) {
+  for (int tile = 0; tile < kStates / Isa::kLanes; ++tile) {
+    V r[Isa::kLanes];
+    for (int j = 0; j < Isa::kLanes; ++j) r[j] = columns[tile * Isa::kLanes + j];
+    Isa::transpose(r);
+    for (int l = 0; l < Isa::kLanes; ++l) Isa::store(rows + (d0 + l) * kStates + tile * Isa::kLanes, r[l]);
+  }
+}
+
 std::int64_t selective_scan_lanes(const samebits::sscan::ScanArgs& a, std::int64_t c0, std::int64_t c1) {
   constexpr std::int64_t kLanes = Isa::kLanes;
-  constexpr int kStates = static_cast<int>(samebits::sscan::kScanStates);
   const std::int64_t end = c0 + (c1 - c0) / kLanes * kLanes;
-  const auto state_offsets = Isa::lane_offsets(kStates);  // lane l reads channel d0 + l
   for (std::int64_t d0 = c0; d0 < end; d0 += kLanes) {
     V A[kStates];
     V h[kStates];
+    load_state_columns(a.A, d0, A);
+    load_state_columns(a.h, d0, h);
     for (int s = 0; s < kStates; ++s) {
-      A[s] = flushed(Isa::gather(a.A + d0 * kStates + s, state_offsets));
-      h[s] = flushed(Isa::gather(a.h + d0 * kStates + s, state_offsets));
+      A[s] = flushed(A[s]);
+      h[s] = flushed(h[s]);
     }
     for (std::int64_t t = 0; t < a.rows; ++t) {
       const V uv = flushed(Isa::load(a.u + t * a.u_stride + d0));
@@ -57,11 +82,7 @@ std::int64_t selective_scan_lanes(const samebits::sscan::ScanArgs& a, std::int64
       for (int s = 0; s < kStates; ++s) y = flushed(Isa::fma(Isa::set1(samebits::fp::F(crow[s])), h[s], y));
       Isa::store(a.y + t * a.y_stride + d0, y);
     }
-    alignas(64) float lanes[kLanes];
-    for (int s = 0; s < kStates; ++s) {
-      Isa::store(lanes, h[s]);
-      for (std::int64_t l = 0; l < kLanes; ++l) a.h[(d0 + l) * kStates + s] = lanes[l];
-    }
+    store_state_columns(h, d0, a.h);
   }
   return end;
 }
