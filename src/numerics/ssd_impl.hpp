@@ -54,7 +54,7 @@ void nn_cells(const float* a, const float* b, std::int64_t ldb, std::int64_t k, 
 }
 
 // NT cells: B_eff[p][j] = b[j * ldb + p], a column of rows. Whole blocks of lanes x lanes are loaded
-// row-wise and transposed in registers (`transpose_lanes`, from the including TU); the rest of a leaf is
+// row-wise and transposed in registers (Isa::transpose); the rest of a leaf is
 // gathered. Either way lane j sees exactly its cell's operands in ascending p.
 template <int G>
 void nt_cells(const float* a, const float* b, std::int64_t ldb, std::int64_t k, std::int64_t leaf, int leaves,
@@ -72,7 +72,7 @@ void nt_cells(const float* a, const float* b, std::int64_t ldb, std::int64_t k, 
       for (int g = 0; g < G; ++g) {
         const float* base = b + (j0 + g * kLanes) * ldb + p;
         for (int r = 0; r < kLanes; ++r) cols[g][r] = Isa::load(base + r * ldb);
-        transpose_lanes(cols[g]);
+        Isa::transpose(cols[g]);
       }
       for (int q = 0; q < kLanes; ++q) {
         const V ap = Isa::set1(samebits::fp::F(a[p + q]));
