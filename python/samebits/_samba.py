@@ -160,6 +160,12 @@ class SambaInference:
             raise ValueError(f"{PACKAGE} {what}: inputs must be in [0, vocab)")
         ids32 = np.ascontiguousarray(ids, dtype=np.int32)
         handles = None if state is None else self._layers(state, what, batch)
+        if state is not None:
+            # A Mamba3State may also be the state of a standalone Mamba3BlockInference whose reports
+            # (h_last_, ...) are still owed from it: they are computed before this call moves it.
+            for layer in state.layers:
+                if isinstance(layer, Mamba3State):
+                    layer._before_change()
         logits, cached = self._engine.run(ids32, handles, step, reference)
         if state is not None:
             for layer, tokens in zip(state.layers, cached):

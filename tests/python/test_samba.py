@@ -195,3 +195,22 @@ def test_refusals():
     bad["embed.weight"][3, 3] = np.inf
     with pytest.raises(ValueError, match="embed.weight is not finite"):
         SambaInference(config, bad)
+
+
+def test_a_shared_mamba3_state_keeps_a_standalone_blocks_reports():
+    """A Mamba3State of a SambaState may also be driven by a standalone Mamba3BlockInference; the block's
+    reports are owed from the state its last call left, so a Samba call that moves the state must not
+    change what the block then reports."""
+    model = _model(True)
+    params = model.parameters()
+    layer0 = {name[len("layers.0."):]: value for name, value in params.items() if name.startswith("layers.0.")}
+    block, block_twin = samebits.Mamba3BlockInference(layer0), samebits.Mamba3BlockInference(layer0)
+    x = np.random.default_rng(3).standard_normal((1, 3, 32)).astype(np.float32)
+    state = model.allocate_state(1, 16)
+    twin = state.layers[0].copy()
+    block.forward(x, state.layers[0])  # reports owed from state.layers[0]
+    block_twin.forward(x, twin)
+    want = [getattr(block_twin, name).copy() for name in ("h_last_", "k_last_", "v_last_", "theta_last_")]
+    model.step(_ids((1,)), state)  # moves state.layers[0]
+    for name, expected in zip(("h_last_", "k_last_", "v_last_", "theta_last_"), want):
+        assert getattr(block, name).tobytes() == expected.tobytes(), name
