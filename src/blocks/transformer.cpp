@@ -227,13 +227,44 @@ void TransformerBlock::forward(const float* x, std::int64_t batch, std::int64_t 
       },
       16);
 
-  // Step 5: the key span of every (batch row, kv head), then the cache append.
-  const kv::NewRows fresh{qkv.data() + qw, qkv.data() + qw + kw, qkv_width, length};
+  // Steps 6-9 for one (batch row, kv head) unit and one slice of its queries, over `keys` / `values`
+  // laid out [B, KV, span, HD].
+  AlignedBuffer<float> ctx(static_cast<std::size_t>(rows * qw));
   const std::int64_t key_lo = d.window > 0 ? std::max<std::int64_t>(0, pos0 - d.window + 1) : 0;
   const std::int64_t span = pos0 + length - key_lo;
+  const std::int64_t group = d.group();
+  const std::int64_t per_task = queries_per_task(length, group);
+  const std::int64_t slices = (length + per_task - 1) / per_task;
+  const std::int64_t units = batch * d.n_kv_heads;
+  const float* keys = nullptr;
+  const float* values = nullptr;
+  auto attend_task = [&](std::int64_t task) {
+    const std::int64_t unit_index = task / slices;
+    const std::int64_t b = unit_index / d.n_kv_heads;
+    const std::int64_t g = unit_index % d.n_kv_heads;
+    attention::Unit unit;
+    unit.q = qkv.data() + b * length * qkv_width + g * group * hd;
+    unit.q_stride = qkv_width;
+    unit.ctx = ctx.data() + b * length * qw + g * group * hd;
+    unit.ctx_stride = qw;
+    unit.queries = length;
+    unit.heads = group;
+    unit.keys = keys + unit_index * span * hd;
+    unit.values = values + unit_index * span * hd;
+    unit.span = span;
+    unit.head_dim = hd;
+    unit.key_lo = key_lo;
+    unit.pos0 = pos0;
+    unit.window = d.window;
+    unit.finite_keys = pos0 - key_lo;  // the carried part was refused when non-finite
+    const std::int64_t first = (task % slices) * per_task;
+    attention::attend(attention::query_slice(unit, first, std::min(per_task, length - first)));
+  };
+
+  // Step 5: the key span of every (batch row, kv head), then the cache append.
+  const kv::NewRows fresh{qkv.data() + qw, qkv.data() + qw + kw, qkv_width, length};
   AlignedBuffer<float> span_keys, span_values;
-  const float* keys;
-  const float* values;
+  bool attended = false;
   if (d.window > 0) {
     span_keys.resize_uninitialized(static_cast<std::size_t>(batch * d.n_kv_heads * span * hd));
     span_values.resize_uninitialized(span_keys.size());
@@ -243,46 +274,30 @@ void TransformerBlock::forward(const float* x, std::int64_t batch, std::int64_t 
     values = span_values.data();
   } else {
     // The packed region of (b, g) is then exactly its key span.
-    if (scan != StateScan::kAtAppend) {
-      kv::append_packed(cache, d, fresh);
-    } else if (!kv::append_packed_checked(cache, d, fresh)) {
-      check_call(x, batch, length, cache, what, StateScan::kNow);  // names the first offender
-      throw_runtime_error(what + ": the cache scans disagree");    // unreachable: both test the same bits
-    }
     keys = cache.k;
     values = cache.v;
-  }
-
-  // Steps 6-9 per (batch row, kv head, slice of queries).
-  AlignedBuffer<float> ctx(static_cast<std::size_t>(rows * qw));
-  const std::int64_t group = d.group();
-  const std::int64_t per_task = queries_per_task(length, group);
-  const std::int64_t slices = (length + per_task - 1) / per_task;
-  const std::int64_t units = batch * d.n_kv_heads;
-  parallel_for(units * slices, [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t task = begin; task < end; ++task) {
-      const std::int64_t unit_index = task / slices;
-      const std::int64_t b = unit_index / d.n_kv_heads;
-      const std::int64_t g = unit_index % d.n_kv_heads;
-      attention::Unit unit;
-      unit.q = qkv.data() + b * length * qkv_width + g * group * hd;
-      unit.q_stride = qkv_width;
-      unit.ctx = ctx.data() + b * length * qw + g * group * hd;
-      unit.ctx_stride = qw;
-      unit.queries = length;
-      unit.heads = group;
-      unit.keys = keys + unit_index * span * hd;
-      unit.values = values + unit_index * span * hd;
-      unit.span = span;
-      unit.head_dim = hd;
-      unit.key_lo = key_lo;
-      unit.pos0 = pos0;
-      unit.window = d.window;
-      unit.finite_keys = pos0 - key_lo;  // the carried part was refused when non-finite
-      const std::int64_t first = (task % slices) * per_task;
-      attention::attend(attention::query_slice(unit, first, std::min(per_task, length - first)));
+    if (scan != StateScan::kAtAppend) {
+      kv::append_packed(cache, d, fresh);
+    } else {
+      // On one thread each unit attends right after its block is restrided, while the block is still in
+      // cache (the units are independent, so the order changes no bits); with more threads the units
+      // run in parallel afterwards instead.
+      const bool one_thread = num_threads() == 1;
+      const kv::BlockVisitor visit = [&](std::int64_t block) {
+        for (std::int64_t slice = 0; slice < slices; ++slice) attend_task(block * slices + slice);
+      };
+      if (!kv::append_packed_checked(cache, d, fresh, one_thread ? &visit : nullptr)) {
+        check_call(x, batch, length, cache, what, StateScan::kNow);  // names the first offender
+        throw_runtime_error(what + ": the cache scans disagree");    // unreachable: both test the same bits
+      }
+      attended = one_thread;
     }
-  });
+  }
+  if (!attended) {
+    parallel_for(units * slices, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t task = begin; task < end; ++task) attend_task(task);
+    });
+  }
 
   // Step 10: the output projection and the first residual.
   AlignedBuffer<float> residual(static_cast<std::size_t>(rows * dm));

@@ -13,48 +13,46 @@ void copy_floats(float* dst, const float* src, std::int64_t count) {
   if (count > 0) std::memmove(dst, src, static_cast<std::size_t>(count) * sizeof(float));
 }
 
-// Block i of the packed region moves from i * old_len to i * new_len >= its old place: the last block
-// first, so every destination is either its own (overlapping, memmove) or already vacated. With `check`,
-// each block is scanned before it moves; at the first non-finite block the blocks already moved go back
-// (first moved last, so each returns to a place already vacated) and the function returns false.
-bool restride(float* buffer, std::int64_t blocks, std::int64_t old_len, std::int64_t new_len, std::int64_t hd,
-              bool check) {
-  for (std::int64_t block = blocks - 1; block >= 0; --block) {
-    float* from = buffer + block * old_len * hd;
-    if (check && !finite::all_finite(from, old_len * hd)) {
-      for (std::int64_t moved = block + 1; moved < blocks; ++moved)
-        copy_floats(buffer + moved * old_len * hd, buffer + moved * new_len * hd, old_len * hd);
-      return false;
-    }
-    if (block > 0) copy_floats(buffer + block * new_len * hd, from, old_len * hd);
-  }
-  return true;
-}
+// The packed region grows from stride old_len to new_len: block i (one (b, kv head)) moves from
+// i * old_len to i * new_len >= its old place, so blocks move last first, each destination being its
+// own place (overlapping: memmove) or one already vacated; block i's new rows then go right after its
+// carried ones, in space no unmoved block still holds. Moving blocks back goes first to last.
+struct Packed {
+  KvCache& cache;
+  const NewRows& rows;
+  std::int64_t hd, kv, old_len, new_len;
 
-// Undoes a completed restride: block i returns from i * new_len to i * old_len, the first block first.
-void restride_back(float* buffer, std::int64_t blocks, std::int64_t old_len, std::int64_t new_len,
-                   std::int64_t hd) {
-  for (std::int64_t block = 1; block < blocks; ++block)
-    copy_floats(buffer + block * old_len * hd, buffer + block * new_len * hd, old_len * hd);
-}
+  Packed(KvCache& c, const TransformerDims& dims, const NewRows& r)
+      : cache(c),
+        rows(r),
+        hd(dims.head_dim),
+        kv(dims.n_kv_heads),
+        old_len(c.cached_tokens),
+        new_len(c.cached_tokens + r.length) {}
 
-void write_new_rows(KvCache& cache, const TransformerDims& dims, const NewRows& rows) {
-  const std::int64_t hd = dims.head_dim;
-  const std::int64_t kv = dims.n_kv_heads;
-  const std::int64_t old_len = cache.cached_tokens;
-  const std::int64_t new_len = old_len + rows.length;
-  for (std::int64_t b = 0; b < cache.batch; ++b) {
-    for (std::int64_t g = 0; g < kv; ++g) {
-      const std::int64_t block = (b * kv + g) * new_len;
-      for (std::int64_t li = 0; li < rows.length; ++li) {
-        const std::int64_t src = (b * rows.length + li) * rows.row_stride + g * hd;
-        copy_floats(cache.k + (block + old_len + li) * hd, rows.k + src, hd);
-        copy_floats(cache.v + (block + old_len + li) * hd, rows.v + src, hd);
-      }
+  std::int64_t blocks() const { return cache.batch * kv; }
+  bool carried_finite(std::int64_t block) const {
+    return finite::all_finite(cache.k + block * old_len * hd, old_len * hd) &&
+           finite::all_finite(cache.v + block * old_len * hd, old_len * hd);
+  }
+  void move_up(std::int64_t block) const {
+    for (float* buffer : {cache.k, cache.v})
+      copy_floats(buffer + block * new_len * hd, buffer + block * old_len * hd, old_len * hd);
+  }
+  void move_back(std::int64_t block) const {
+    for (float* buffer : {cache.k, cache.v})
+      copy_floats(buffer + block * old_len * hd, buffer + block * new_len * hd, old_len * hd);
+  }
+  void write_rows(std::int64_t block) const {
+    const std::int64_t b = block / kv, g = block % kv;
+    for (std::int64_t li = 0; li < rows.length; ++li) {
+      const std::int64_t src = (b * rows.length + li) * rows.row_stride + g * hd;
+      const std::int64_t dst = (block * new_len + old_len + li) * hd;
+      copy_floats(cache.k + dst, rows.k + src, hd);
+      copy_floats(cache.v + dst, rows.v + src, hd);
     }
   }
-  cache.cached_tokens = new_len;
-}
+};
 
 }  // namespace
 
@@ -62,32 +60,36 @@ void write_new_rows(KvCache& cache, const TransformerDims& dims, const NewRows& 
 // was (zeros unless the caller wrote there), so a decode step costs O(cached tokens), not O(max_tokens).
 // Growth only moves data upward inside the new packed region, so it never dirties it.
 void append_packed(KvCache& cache, const TransformerDims& dims, const NewRows& rows) {
-  const std::int64_t blocks = cache.batch * dims.n_kv_heads;
-  const std::int64_t old_len = cache.cached_tokens, new_len = old_len + rows.length;
-  for (float* buffer : {cache.k, cache.v}) restride(buffer, blocks, old_len, new_len, dims.head_dim, false);
-  write_new_rows(cache, dims, rows);
+  const Packed packed(cache, dims, rows);
+  for (std::int64_t block = packed.blocks() - 1; block >= 0; --block) {
+    if (block > 0) packed.move_up(block);
+    packed.write_rows(block);
+  }
+  cache.cached_tokens = packed.new_len;
 }
 
-bool append_packed_checked(KvCache& cache, const TransformerDims& dims, const NewRows& rows) {
-  const std::int64_t hd = dims.head_dim;
-  const std::int64_t blocks = cache.batch * dims.n_kv_heads;
-  const std::int64_t old_len = cache.cached_tokens, new_len = old_len + rows.length;
-  // A refused call must leave the capacity past the old packed region as it was too: the moves write
-  // into [blocks * old_len, blocks * new_len) * hd, so that span is kept until both buffers passed.
-  const std::int64_t tail_begin = blocks * old_len * hd, tail_count = blocks * rows.length * hd;
-  std::vector<float> k_tail(cache.k + tail_begin, cache.k + tail_begin + tail_count);
-  if (!restride(cache.k, blocks, old_len, new_len, hd, true)) {
-    copy_floats(cache.k + tail_begin, k_tail.data(), tail_count);
-    return false;
+bool append_packed_checked(KvCache& cache, const TransformerDims& dims, const NewRows& rows,
+                           const BlockVisitor* visit) {
+  const Packed packed(cache, dims, rows);
+  const std::int64_t blocks = packed.blocks();
+  // A refused call must leave the capacity past the old packed region as it was too: the moves and the
+  // new rows write into [blocks * old_len, blocks * new_len) * hd, so that span is kept until all passed.
+  const std::int64_t tail_begin = blocks * packed.old_len * packed.hd;
+  const std::int64_t tail_count = blocks * rows.length * packed.hd;
+  const std::vector<float> k_tail(cache.k + tail_begin, cache.k + tail_begin + tail_count);
+  const std::vector<float> v_tail(cache.v + tail_begin, cache.v + tail_begin + tail_count);
+  for (std::int64_t block = blocks - 1; block >= 0; --block) {
+    if (!packed.carried_finite(block)) {
+      for (std::int64_t moved = block + 1; moved < blocks; ++moved) packed.move_back(moved);
+      copy_floats(cache.k + tail_begin, k_tail.data(), tail_count);
+      copy_floats(cache.v + tail_begin, v_tail.data(), tail_count);
+      return false;
+    }
+    if (block > 0) packed.move_up(block);
+    packed.write_rows(block);
+    if (visit != nullptr) (*visit)(block);
   }
-  std::vector<float> v_tail(cache.v + tail_begin, cache.v + tail_begin + tail_count);
-  if (!restride(cache.v, blocks, old_len, new_len, hd, true)) {
-    copy_floats(cache.v + tail_begin, v_tail.data(), tail_count);
-    restride_back(cache.k, blocks, old_len, new_len, hd);
-    copy_floats(cache.k + tail_begin, k_tail.data(), tail_count);
-    return false;
-  }
-  write_new_rows(cache, dims, rows);
+  cache.cached_tokens = packed.new_len;
   return true;
 }
 

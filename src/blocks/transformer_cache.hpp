@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "blocks/transformer.hpp"
 
@@ -22,11 +23,17 @@ struct NewRows {
 // past the new packed region is left untouched. The cache must hold S_new positions.
 void append_packed(KvCache& cache, const TransformerDims& dims, const NewRows& rows);
 
-// append_packed with the state's finiteness scan folded into the move: each carried block is scanned just
-// before it moves (so the move reads it from cache, and the cache is read from memory once, not twice).
+// Called with a (b, kv head) block index, b * n_kv_heads + g, once that block's key span is in place.
+using BlockVisitor = std::function<void(std::int64_t block)>;
+
+// append_packed with the state's finiteness scan folded into the move, block by block from the last:
+// a block's carried keys and values are scanned, moved, followed by this call's rows, and handed to
+// `visit` (when given) while they are still in cache, so a decode step reads the cache from memory once.
 // When a carried key or value is non-finite it returns false with both buffers exactly as they were,
-// capacity included, and writes nothing; the caller then refuses with the ordinary scan's message.
-bool append_packed_checked(KvCache& cache, const TransformerDims& dims, const NewRows& rows);
+// capacity included (anything visited so far must be discarded); the caller then refuses with the
+// ordinary scan's message.
+bool append_packed_checked(KvCache& cache, const TransformerDims& dims, const NewRows& rows,
+                           const BlockVisitor* visit = nullptr);
 
 // Window W: the keys and values at absolute positions [key_lo, S_old + length) of every (b, kv head),
 // ascending, as [B, KV, span, HD] arrays; positions below S_old come from the ring.

@@ -128,8 +128,8 @@ void dots(const float* qt, const float* keys, std::int64_t head_dim, std::int64_
 // The value chains of up to kRows rows (lanes l0 .. l0 + kRows - 1 of `weights`) for kCols vectors of
 // output columns starting at d0, keys [0, n).
 template <bool kFlush, int kRows, int kCols>
-void value_tile(const float* weights, const float* values, std::int64_t head_dim, std::int64_t n, int l0,
-                std::int64_t d0, float* const* out) {
+void value_tile(const float* weights, std::int64_t w_stride, const float* values, std::int64_t head_dim,
+                std::int64_t n, int l0, std::int64_t d0, float* const* out) {
   using V = typename Isa::V;
   V acc[kRows][kCols];
   for (int g = 0; g < kRows; ++g)
@@ -142,7 +142,7 @@ void value_tile(const float* weights, const float* values, std::int64_t head_dim
       if constexpr (kFlush) v[c] = Isa::flush(v[c]);
     }
     for (int g = 0; g < kRows; ++g) {
-      const V w = Isa::set1(weights[j * kLanes + l0 + g]);
+      const V w = Isa::set1(weights[j * w_stride + l0 + g]);
       for (int c = 0; c < kCols; ++c) {
         acc[g][c] = Isa::fma(w, v[c], acc[g][c]);
         if constexpr (kFlush) acc[g][c] = Isa::flush(acc[g][c]);
@@ -154,21 +154,21 @@ void value_tile(const float* weights, const float* values, std::int64_t head_dim
 }
 
 template <bool kFlush, int kRows>
-void value_rows(const float* weights, const float* values, std::int64_t head_dim, std::int64_t n, int l0,
-                float* const* out) {
+void value_rows(const float* weights, std::int64_t w_stride, const float* values, std::int64_t head_dim,
+                std::int64_t n, int l0, float* const* out) {
   const std::int64_t vectors = head_dim / kLanes;
   std::int64_t c = 0;
   for (; c + 4 <= vectors; c += 4)
-    value_tile<kFlush, kRows, 4>(weights, values, head_dim, n, l0, c * kLanes, out);
+    value_tile<kFlush, kRows, 4>(weights, w_stride, values, head_dim, n, l0, c * kLanes, out);
   switch (vectors - c) {
     case 3:
-      value_tile<kFlush, kRows, 3>(weights, values, head_dim, n, l0, c * kLanes, out);
+      value_tile<kFlush, kRows, 3>(weights, w_stride, values, head_dim, n, l0, c * kLanes, out);
       break;
     case 2:
-      value_tile<kFlush, kRows, 2>(weights, values, head_dim, n, l0, c * kLanes, out);
+      value_tile<kFlush, kRows, 2>(weights, w_stride, values, head_dim, n, l0, c * kLanes, out);
       break;
     case 1:
-      value_tile<kFlush, kRows, 1>(weights, values, head_dim, n, l0, c * kLanes, out);
+      value_tile<kFlush, kRows, 1>(weights, w_stride, values, head_dim, n, l0, c * kLanes, out);
       break;
     default:
       break;
@@ -176,19 +176,19 @@ void value_rows(const float* weights, const float* values, std::int64_t head_dim
 }
 
 template <bool kFlush>
-void value_chains(const float* weights, const float* values, std::int64_t head_dim, std::int64_t n, int rows,
-                  float* const* out) {
+void value_chains(const float* weights, std::int64_t w_stride, const float* values, std::int64_t head_dim,
+                  std::int64_t n, int rows, float* const* out) {
   int l0 = 0;
-  for (; l0 + 4 <= rows; l0 += 4) value_rows<kFlush, 4>(weights, values, head_dim, n, l0, out + l0);
+  for (; l0 + 4 <= rows; l0 += 4) value_rows<kFlush, 4>(weights, w_stride, values, head_dim, n, l0, out + l0);
   switch (rows - l0) {
     case 3:
-      value_rows<kFlush, 3>(weights, values, head_dim, n, l0, out + l0);
+      value_rows<kFlush, 3>(weights, w_stride, values, head_dim, n, l0, out + l0);
       break;
     case 2:
-      value_rows<kFlush, 2>(weights, values, head_dim, n, l0, out + l0);
+      value_rows<kFlush, 2>(weights, w_stride, values, head_dim, n, l0, out + l0);
       break;
     case 1:
-      value_rows<kFlush, 1>(weights, values, head_dim, n, l0, out + l0);
+      value_rows<kFlush, 1>(weights, w_stride, values, head_dim, n, l0, out + l0);
       break;
     default:
       break;
@@ -234,6 +234,195 @@ void softmax_cells(float* cells, std::int64_t n, std::int64_t first, const std::
 
 bool all_finite(const float* data, std::int64_t count) { return max_abs_bits(data, count, 0) < kInfBits; }
 
+// The end of one row's value chains: columns past the last full vector run lane by lane (weights[j *
+// w_stride] is key j's weight), and when trailing hidden keys were skipped, a chain that ended at -0.0
+// picks up the +0.0 the literal chain gets from a later value with a clear sign bit.
+void finish_row(const Unit& u, const float* weights, std::int64_t w_stride, const float* values,
+                std::int64_t n, std::int64_t last, float* out) {
+  const std::int64_t hd = u.head_dim;
+  for (std::int64_t d = hd / kLanes * kLanes; d < hd; ++d) {
+    float chain = 0.0f;
+    for (std::int64_t jj = 0; jj < n; ++jj)
+      chain = samebits::fp::F(samebits::fp::FMA(samebits::fp::F(weights[jj * w_stride]),
+                                                samebits::fp::F(values[jj * hd + d]), chain));
+    out[d] = chain;
+  }
+  for (std::int64_t d = 0; d < hd && last < u.span; ++d) {
+    if (samebits::fp::bits(out[d]) != samebits::fp::kSignMask) continue;
+    for (std::int64_t j = last; j < u.span; ++j) {
+      if ((samebits::fp::bits(u.values[j * hd + d]) & samebits::fp::kSignMask) == 0) {
+        out[d] = 0.0f;
+        break;
+      }
+    }
+  }
+}
+
+// ---- one row with the KEYS across the lanes (decode: a unit of one or a few rows would leave most lanes
+// of a row block idle). Every score is still its own serial chain over head_dim from +0.0 (key rows are
+// transposed into columns in registers); exp and the division run lane-wise over keys; the denominator
+// stays one serial chain in key order; the value chains are the row blocks' with a weight stride of 1.
+
+// Lanes = keys [0, kLanes) of `keys` (rows head_dim apart): acc = FMA(q[d], key[d], acc) for d in
+// [d_begin, d_end), kLanes-deep column tiles transposed, the rest read lane by lane.
+template <bool kFlush>
+inline typename Isa::V key_chain(const float* q, const float* keys, std::int64_t head_dim,
+                                 std::int64_t d_begin, std::int64_t d_end, typename Isa::V acc) {
+  using V = typename Isa::V;
+  std::int64_t d = d_begin;
+  for (; d + kLanes <= d_end; d += kLanes) {
+    V cols[kLanes];
+    for (int l = 0; l < kLanes; ++l) cols[l] = Isa::load(keys + l * head_dim + d);
+    Isa::transpose(cols);
+    for (int c = 0; c < kLanes; ++c) {
+      float qd = q[d + c];
+      V key = cols[c];
+      if constexpr (kFlush) {
+        qd = samebits::fp::F(qd);
+        key = Isa::flush(key);
+      }
+      acc = Isa::fma(Isa::set1(qd), key, acc);
+      if constexpr (kFlush) acc = Isa::flush(acc);
+    }
+  }
+  for (; d < d_end; ++d) {
+    alignas(64) float column[kLanes];
+    for (int l = 0; l < kLanes; ++l) column[l] = keys[l * head_dim + d];
+    float qd = q[d];
+    V key = Isa::load(column);
+    if constexpr (kFlush) {
+      qd = samebits::fp::F(qd);
+      key = Isa::flush(key);
+    }
+    acc = Isa::fma(Isa::set1(qd), key, acc);
+    if constexpr (kFlush) acc = Isa::flush(acc);
+  }
+  return acc;
+}
+
+// out[j] = the dot of q with key j for j < n (the GEMM leaf rule over head_dim, leaves folded).
+template <bool kFlush>
+void key_dots(const float* q, const float* keys, std::int64_t head_dim, std::int64_t n, float* out,
+              Scratch& scratch) {
+  using V = typename Isa::V;
+  const std::int64_t leaf = samebits::gemm::leaf_length(head_dim);
+  const std::int64_t leaf_count = (head_dim + leaf - 1) / leaf;
+  Scratch::ensure(scratch.leaves, leaf_count * kLanes);
+  Scratch::ensure(scratch.qt, head_dim * kLanes);  // the zero-padded tail keys
+  auto* partials = reinterpret_cast<V*>(scratch.leaves.data());
+  for (std::int64_t j0 = 0; j0 < n; j0 += kLanes) {
+    const float* group = keys + j0 * head_dim;
+    const std::int64_t valid = n - j0 < kLanes ? n - j0 : kLanes;
+    if (valid < kLanes) {  // the last keys, padded with zero rows (their lanes are never stored)
+      float* tail = scratch.qt.data();
+      for (std::int64_t c = 0; c < head_dim * kLanes; ++c) tail[c] = 0.0f;
+      for (std::int64_t c = 0; c < valid * head_dim; ++c) tail[c] = group[c];
+      group = tail;
+    }
+    for (std::int64_t t = 0; t < leaf_count; ++t) {
+      const std::int64_t d_end = (t + 1) * leaf < head_dim ? (t + 1) * leaf : head_dim;
+      partials[t] = Isa::flush(key_chain<kFlush>(q, group, head_dim, t * leaf, d_end, Isa::zero()));
+    }
+    alignas(64) float lanes[kLanes];
+    Isa::store(lanes, leaf_count == 1 ? partials[0] : fold_leaves(partials, leaf_count));
+    for (std::int64_t l = 0; l < valid; ++l) out[j0 + l] = lanes[l];
+  }
+}
+
+// The total order key_max uses, on one float: larger key = larger value, -0.0 below +0.0.
+inline std::int32_t order_key(float x) {
+  const std::int32_t i = static_cast<std::int32_t>(samebits::fp::bits(x));
+  return i ^ static_cast<std::int32_t>(static_cast<std::uint32_t>(i >> 31) >> 1);
+}
+
+// Softmax steps 7-8 over sc[0, n) (dots in, weights out) for one row; key jj is span key first + jj and
+// the row sees span keys [lo, hi).
+void softmax_keys(float* sc, std::int64_t n, std::int64_t first, std::int64_t lo, std::int64_t hi,
+                  float scale) {
+  using V = typename Isa::V;
+  using I = typename Isa::I;
+  const V scale_v = Isa::set1(scale);
+  const V hidden_fill = Isa::set1(samebits::fp::from_bits(kNegFltMaxBits));
+  const V zero = Isa::zero();
+  alignas(64) std::int32_t lane_index[kLanes];
+  for (int l = 0; l < kLanes; ++l) lane_index[l] = l;
+  const I lanes = *reinterpret_cast<const I*>(lane_index);
+  const I lo_v = Isa::set1i(static_cast<std::int32_t>(lo - 1)),
+          hi_v = Isa::set1i(static_cast<std::int32_t>(hi));
+  std::int64_t jj = 0;
+  for (; jj + kLanes <= n; jj += kLanes) {
+    const V score = Isa::flush(Isa::mul(Isa::flush(Isa::load(sc + jj)), scale_v));
+    const I key = Isa::add_i(Isa::set1i(static_cast<std::int32_t>(first + jj)), lanes);
+    const typename Isa::M visible = Isa::mask_and(Isa::igt(key, lo_v), Isa::igt(hi_v, key));
+    Isa::store(sc + jj, Isa::flush(Isa::add(Isa::flush(score), Isa::select(visible, hidden_fill, zero))));
+  }
+  for (; jj < n; ++jj) {
+    const std::int64_t key = first + jj;
+    const float score = samebits::fp::F(samebits::fp::MUL(samebits::fp::F(sc[jj]), scale));
+    const float mask = key >= lo && key < hi ? 0.0f : samebits::fp::from_bits(kNegFltMaxBits);
+    sc[jj] = samebits::fp::F(samebits::fp::F(score) + mask);
+  }
+  float mx = sc[0];
+  for (std::int64_t j = 1; j < n; ++j)
+    if (order_key(sc[j]) > order_key(mx)) mx = sc[j];
+  const V mx_v = Isa::set1(mx);
+  for (jj = 0; jj + kLanes <= n; jj += kLanes)
+    Isa::store(sc + jj, Isa::flush(Isa::sub(Isa::load(sc + jj), mx_v)));
+  for (; jj < n; ++jj) sc[jj] = samebits::fp::F(sc[jj] - mx);
+  samebits::vmath::exp(sc, sc, static_cast<std::size_t>(n));
+  float acc = 0.0f;
+  for (std::int64_t j = 0; j < n; ++j) {
+    sc[j] = samebits::fp::F(sc[j]);
+    acc = samebits::fp::F(samebits::fp::F(acc) + sc[j]);
+  }
+  const V den = Isa::set1(acc);
+  for (jj = 0; jj + kLanes <= n; jj += kLanes)
+    Isa::store(sc + jj, Isa::flush(Isa::div(Isa::load(sc + jj), den)));
+  for (; jj < n; ++jj) sc[jj] = samebits::fp::F(samebits::fp::DIV(sc[jj], acc));
+}
+
+// Steps 6-9 for row r of u (query r / heads, head r % heads) with the keys across the lanes.
+void attend_row_by_keys(const Unit& u, std::int64_t r, std::uint32_t q_max, int& may_skip, Scratch& scratch,
+                        const MxcsrGuard& mxcsr) {
+  const std::int64_t hd = u.head_dim;
+  const std::int64_t s = u.span;
+  const std::int64_t i = r / u.heads;
+  const std::int64_t h = r % u.heads;
+  const std::int64_t p = u.pos0 + i;
+  const std::int64_t lo = u.window > 0 && p - u.window + 1 - u.key_lo > 0 ? p - u.window + 1 - u.key_lo : 0;
+  const std::int64_t hi = p - u.key_lo + 1;
+  std::int64_t first = lo;
+  std::int64_t last = hi;
+  if (first > 0 || last < s) {
+    if (may_skip < 0) may_skip = q_max < kSkipBoundBits && max_abs_bits(u.keys, s * hd, 0) < kSkipBoundBits;
+    if (may_skip == 0) {
+      first = 0;
+      last = s;
+    }
+  }
+  const std::int64_t n = last - first;
+  const float* keys = u.keys + first * hd;
+  const float* values = u.values + first * hd;
+  const float* q = u.q + i * u.q_stride + h * hd;
+  float* out = u.ctx + i * u.ctx_stride + h * hd;
+  Scratch::ensure(scratch.cells, n);
+  float* sc = scratch.cells.data();
+
+  mxcsr.clear();
+  key_dots<false>(q, keys, hd, n, sc, scratch);
+  if (MxcsrGuard::subnormal_seen()) key_dots<true>(q, keys, hd, n, sc, scratch);
+  if (!all_finite(sc, n)) {  // an overflowing score: the twin handles NaN and infinity
+    samebits::attention::detail::attend_reference_rows(u, r, r + 1);
+    return;
+  }
+  softmax_keys(sc, n, first, lo, hi, samebits::attention::score_scale(hd));
+  float* const outs[1] = {out};
+  mxcsr.clear();
+  value_chains<false>(sc, 1, values, hd, n, 1, outs);
+  if (MxcsrGuard::subnormal_seen()) value_chains<true>(sc, 1, values, hd, n, 1, outs);
+  finish_row(u, sc, 1, values, n, last, out);
+}
+
 void attend_fast(const Unit& u) {
   const std::int64_t hd = u.head_dim;
   const std::int64_t rows = u.queries * u.heads;
@@ -253,6 +442,11 @@ void attend_fast(const Unit& u) {
   int may_skip = -1;
 
   thread_local Scratch scratch;
+  if (rows * 4 <= kLanes) {  // a decode-sized unit: each row with the keys across the lanes
+    MxcsrGuard mxcsr;
+    for (std::int64_t r = 0; r < rows; ++r) attend_row_by_keys(u, r, q_max, may_skip, scratch, mxcsr);
+    return;
+  }
   Scratch::ensure(scratch.qt, hd * kLanes);
   Scratch::ensure(scratch.cells, s * kLanes);
   float* qt = scratch.qt.data();
@@ -306,28 +500,9 @@ void attend_fast(const Unit& u) {
     }
     softmax_cells(cells, n, first, lo, hi, scale);
 
-    const std::int64_t vector_cols = hd / kLanes * kLanes;
     mxcsr.clear();
-    value_chains<false>(cells, values, hd, n, active, out);
-    if (MxcsrGuard::subnormal_seen()) value_chains<true>(cells, values, hd, n, active, out);
-    for (int l = 0; l < active; ++l) {
-      for (std::int64_t d = vector_cols; d < hd; ++d) {  // columns past the last full vector
-        float chain = 0.0f;
-        for (std::int64_t jj = 0; jj < n; ++jj)
-          chain = samebits::fp::F(samebits::fp::FMA(samebits::fp::F(cells[jj * kLanes + l]),
-                                                    samebits::fp::F(values[jj * hd + d]), chain));
-        out[l][d] = chain;
-      }
-      // Skipped trailing keys: a chain that ended at -0.0 picks up +0.0 from a value with a clear sign.
-      for (std::int64_t d = 0; d < hd && last < s; ++d) {
-        if (samebits::fp::bits(out[l][d]) != samebits::fp::kSignMask) continue;
-        for (std::int64_t j = last; j < s; ++j) {
-          if ((samebits::fp::bits(u.values[j * hd + d]) & samebits::fp::kSignMask) == 0) {
-            out[l][d] = 0.0f;
-            break;
-          }
-        }
-      }
-    }
+    value_chains<false>(cells, kLanes, values, hd, n, active, out);
+    if (MxcsrGuard::subnormal_seen()) value_chains<true>(cells, kLanes, values, hd, n, active, out);
+    for (int l = 0; l < active; ++l) finish_row(u, cells + l, kLanes, values, n, last, out[l]);
   }
 }

@@ -109,6 +109,24 @@ TEST(Attention, LongSpans) {
   expect_fast_equals_twin(windowed, "window 8 at 260");
 }
 
+// Decode-sized units run each row with the keys across the lanes: every span length around the lane
+// widths (whole key groups, zero-padded tails), one- and multi-leaf head_dims, one to four rows.
+TEST(Attention, DecodeRowsOverEverySpanLength) {
+  std::uint64_t seed = 500;
+  for (std::int64_t head_dim : {8, 24, 64, 136}) {
+    for (std::int64_t heads : {1, 3, 4}) {
+      for (std::int64_t pos0 = 0; pos0 < 70; pos0 += head_dim == 64 ? 1 : 7) {
+        for (std::int64_t window : {0, 6}) {
+          Case c(1, heads, head_dim, pos0, window, seed++);
+          expect_fast_equals_twin(c, "decode hd " + std::to_string(head_dim) + " heads " +
+                                         std::to_string(heads) + " pos0 " + std::to_string(pos0) +
+                                         " window " + std::to_string(window));
+        }
+      }
+    }
+  }
+}
+
 TEST(Attention, PlantedSubnormalsTakeTheFlushingRerun) {
   Case c(24, 2, 32, 5, 0, 91);
   const float tiny = fp::from_bits(0x00000123u);

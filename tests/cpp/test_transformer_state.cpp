@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/errors.hpp"
+#include "core/thread_pool.hpp"
 #include "numerics/fp.hpp"
 #include "numerics/rope.hpp"
 #include "numerics/simd_target.hpp"
@@ -101,38 +102,56 @@ TEST(TransformerState, ARefusalFoundWhileRestridingLeavesTheCacheAsItWas) {
     prepared.v_cache()[i] = -static_cast<float>(i);
   }
   const std::int64_t used = batch * kv * cached * hd;
-  for (bool in_k : {true, false}) {
-    for (std::int64_t at : {std::int64_t{0}, hd + 3, cached * hd, 2 * cached * hd + 1, used - 1}) {
-      for (float bad : {fp::quiet_nan(), fp::from_bits(0xFF800000u)}) {
-        TransformerState state = prepared.clone();
-        (in_k ? state.k_cache() : state.v_cache())[at] = bad;
-        const TransformerState before = state.clone();
-        std::string fast, twin;
-        try {
-          block.forward(TensorView{x.data(), {batch, length, dm}}, state);
-        } catch (const Error& e) {
-          fast = e.what();
+  const int saved_threads = num_threads();
+  // One thread attends each block as it is restrided; more threads attend after the whole restride.
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    for (bool in_k : {true, false}) {
+      for (std::int64_t at : {std::int64_t{0}, hd + 3, cached * hd, 2 * cached * hd + 1, used - 1}) {
+        for (float bad : {fp::quiet_nan(), fp::from_bits(0xFF800000u)}) {
+          TransformerState state = prepared.clone();
+          (in_k ? state.k_cache() : state.v_cache())[at] = bad;
+          const TransformerState before = state.clone();
+          std::string fast, twin;
+          try {
+            block.forward(TensorView{x.data(), {batch, length, dm}}, state);
+          } catch (const Error& e) {
+            fast = e.what();
+          }
+          TransformerState twin_state = before.clone();
+          TransformerStateView view{twin_state.k_cache(), twin_state.v_cache(),      batch, 12,
+                                    twin_state.window(),  twin_state.cached_tokens()};
+          try {
+            block.forward_reference(TensorView{x.data(), {batch, length, dm}}, view, false);
+          } catch (const Error& e) {
+            twin = e.what();
+          }
+          ASSERT_FALSE(fast.empty()) << "accepted a non-finite cache, k=" << in_k << " at " << at;
+          EXPECT_EQ(fast, twin);
+          EXPECT_NE(
+              fast.find(std::string(in_k ? "k_cache" : "v_cache") + " at flat index " + std::to_string(at)),
+              std::string::npos)
+              << fast;
+          EXPECT_EQ(state.cached_tokens(), cached);
+          ASSERT_EQ(std::memcmp(state.k_cache(), before.k_cache(), state.cache_floats() * 4), 0)
+              << in_k << at;
+          ASSERT_EQ(std::memcmp(state.v_cache(), before.v_cache(), state.cache_floats() * 4), 0)
+              << in_k << at;
         }
-        TransformerState twin_state = before.clone();
-        TransformerStateView view{twin_state.k_cache(), twin_state.v_cache(),      batch, 12,
-                                  twin_state.window(),  twin_state.cached_tokens()};
-        try {
-          block.forward_reference(TensorView{x.data(), {batch, length, dm}}, view, false);
-        } catch (const Error& e) {
-          twin = e.what();
-        }
-        ASSERT_FALSE(fast.empty()) << "accepted a non-finite cache, k=" << in_k << " at " << at;
-        EXPECT_EQ(fast, twin);
-        EXPECT_NE(
-            fast.find(std::string(in_k ? "k_cache" : "v_cache") + " at flat index " + std::to_string(at)),
-            std::string::npos)
-            << fast;
-        EXPECT_EQ(state.cached_tokens(), cached);
-        ASSERT_EQ(std::memcmp(state.k_cache(), before.k_cache(), state.cache_floats() * 4), 0) << in_k << at;
-        ASSERT_EQ(std::memcmp(state.v_cache(), before.v_cache(), state.cache_floats() * 4), 0) << in_k << at;
       }
     }
+    // And a clean cache takes the same path to the same bits as the twin.
+    TransformerState state = prepared.clone(), twin_state = prepared.clone();
+    TransformerStateView view{twin_state.k_cache(), twin_state.v_cache(),      batch, 12,
+                              twin_state.window(),  twin_state.cached_tokens()};
+    const std::vector<float> y = block.forward(TensorView{x.data(), {batch, length, dm}}, state);
+    const std::vector<float> want =
+        block.forward_reference(TensorView{x.data(), {batch, length, dm}}, view, false);
+    EXPECT_EQ(testing::first_difference(y.data(), want.data(), static_cast<std::int64_t>(y.size())), -1);
+    EXPECT_EQ(std::memcmp(state.k_cache(), twin_state.k_cache(), state.cache_floats() * 4), 0);
+    EXPECT_EQ(std::memcmp(state.v_cache(), twin_state.v_cache(), state.cache_floats() * 4), 0);
   }
+  set_num_threads(saved_threads);
   // A call that would also overflow the cache reports the cache contents first, as the up-front scan does.
   TransformerState full = prepared.clone();
   full.v_cache()[3] = fp::quiet_nan();
