@@ -4,6 +4,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/thread_pool.hpp"
 #include "numerics/finite_scan.hpp"
 
 namespace samebits::blocks::kv {
@@ -31,17 +32,36 @@ struct Packed {
         new_len(c.cached_tokens + r.length) {}
 
   std::int64_t blocks() const { return cache.batch * kv; }
+  bool carried_finite(const float* buffer, std::int64_t block) const {
+    return finite::all_finite(buffer + block * old_len * hd, old_len * hd);
+  }
   bool carried_finite(std::int64_t block) const {
-    return finite::all_finite(cache.k + block * old_len * hd, old_len * hd) &&
-           finite::all_finite(cache.v + block * old_len * hd, old_len * hd);
+    return carried_finite(cache.k, block) && carried_finite(cache.v, block);
+  }
+  void move_up(float* buffer, std::int64_t block) const {
+    copy_floats(buffer + block * new_len * hd, buffer + block * old_len * hd, old_len * hd);
   }
   void move_up(std::int64_t block) const {
-    for (float* buffer : {cache.k, cache.v})
-      copy_floats(buffer + block * new_len * hd, buffer + block * old_len * hd, old_len * hd);
+    move_up(cache.k, block);
+    move_up(cache.v, block);
+  }
+  void move_back(float* buffer, std::int64_t block) const {
+    copy_floats(buffer + block * old_len * hd, buffer + block * new_len * hd, old_len * hd);
   }
   void move_back(std::int64_t block) const {
-    for (float* buffer : {cache.k, cache.v})
-      copy_floats(buffer + block * old_len * hd, buffer + block * new_len * hd, old_len * hd);
+    move_back(cache.k, block);
+    move_back(cache.v, block);
+  }
+  // One buffer, all blocks, each scanned before it moves; at a non-finite block the moved ones go back.
+  bool restride_checked(float* buffer) const {
+    for (std::int64_t block = blocks() - 1; block >= 0; --block) {
+      if (!carried_finite(buffer, block)) {
+        for (std::int64_t moved = block + 1; moved < blocks(); ++moved) move_back(buffer, moved);
+        return false;
+      }
+      if (block > 0) move_up(buffer, block);
+    }
+    return true;
   }
   void write_rows(std::int64_t block) const {
     const std::int64_t b = block / kv, g = block % kv;
@@ -78,6 +98,26 @@ bool append_packed_checked(KvCache& cache, const TransformerDims& dims, const Ne
   const std::int64_t tail_count = blocks * rows.length * packed.hd;
   const std::vector<float> k_tail(cache.k + tail_begin, cache.k + tail_begin + tail_count);
   const std::vector<float> v_tail(cache.v + tail_begin, cache.v + tail_begin + tail_count);
+  if (visit == nullptr) {
+    // Nothing waits on a block, so the keys and the values are restrided side by side.
+    bool clean[2] = {true, true};
+    parallel_for(2, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t i = begin; i < end; ++i)
+        clean[i] = packed.restride_checked(i == 0 ? cache.k : cache.v);
+    });
+    if (!clean[0] || !clean[1]) {
+      for (int i = 0; i < 2; ++i)
+        if (clean[i])
+          for (std::int64_t block = 1; block < blocks; ++block)
+            packed.move_back(i == 0 ? cache.k : cache.v, block);
+      copy_floats(cache.k + tail_begin, k_tail.data(), tail_count);
+      copy_floats(cache.v + tail_begin, v_tail.data(), tail_count);
+      return false;
+    }
+    for (std::int64_t block = 0; block < blocks; ++block) packed.write_rows(block);
+    cache.cached_tokens = packed.new_len;
+    return true;
+  }
   for (std::int64_t block = blocks - 1; block >= 0; --block) {
     if (!packed.carried_finite(block)) {
       for (std::int64_t moved = block + 1; moved < blocks; ++moved) packed.move_back(moved);
