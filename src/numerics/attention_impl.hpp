@@ -381,11 +381,23 @@ void softmax_keys(float* sc, std::int64_t n, std::int64_t first, std::int64_t lo
   for (; jj < n; ++jj) sc[jj] = samebits::fp::F(samebits::fp::DIV(sc[jj], acc));
 }
 
+// Hidden keys outside [first, last) may be skipped only when every |q|, |k| < 2^40 (decided once per unit,
+// on first need, in may_skip); otherwise the span is computed whole, masks and all.
+inline void widen_unless_skippable(const Unit& u, std::uint32_t q_max, int& may_skip, std::int64_t& first,
+                                   std::int64_t& last) {
+  if (first == 0 && last == u.span) return;
+  if (may_skip < 0)
+    may_skip = q_max < kSkipBoundBits && max_abs_bits(u.keys, u.span * u.head_dim, 0) < kSkipBoundBits;
+  if (may_skip == 0) {
+    first = 0;
+    last = u.span;
+  }
+}
+
 // Steps 6-9 for row r of u (query r / heads, head r % heads) with the keys across the lanes.
 void attend_row_by_keys(const Unit& u, std::int64_t r, std::uint32_t q_max, int& may_skip, Scratch& scratch,
                         const MxcsrGuard& mxcsr) {
   const std::int64_t hd = u.head_dim;
-  const std::int64_t s = u.span;
   const std::int64_t i = r / u.heads;
   const std::int64_t h = r % u.heads;
   const std::int64_t p = u.pos0 + i;
@@ -393,13 +405,7 @@ void attend_row_by_keys(const Unit& u, std::int64_t r, std::uint32_t q_max, int&
   const std::int64_t hi = p - u.key_lo + 1;
   std::int64_t first = lo;
   std::int64_t last = hi;
-  if (first > 0 || last < s) {
-    if (may_skip < 0) may_skip = q_max < kSkipBoundBits && max_abs_bits(u.keys, s * hd, 0) < kSkipBoundBits;
-    if (may_skip == 0) {
-      first = 0;
-      last = s;
-    }
-  }
+  widen_unless_skippable(u, q_max, may_skip, first, last);
   const std::int64_t n = last - first;
   const float* keys = u.keys + first * hd;
   const float* values = u.values + first * hd;
@@ -477,13 +483,7 @@ void attend_fast(const Unit& u) {
       const float* q = u.q + i * u.q_stride + h * hd;
       for (std::int64_t d = 0; d < hd; ++d) qt[d * kLanes + l] = q[d];
     }
-    if (first > 0 || last < s) {
-      if (may_skip < 0) may_skip = q_max < kSkipBoundBits && max_abs_bits(u.keys, s * hd, 0) < kSkipBoundBits;
-      if (may_skip == 0) {
-        first = 0;
-        last = s;
-      }
-    }
+    widen_unless_skippable(u, q_max, may_skip, first, last);
     const std::int64_t n = last - first;
     const float* keys = u.keys + first * hd;
     const float* values = u.values + first * hd;
