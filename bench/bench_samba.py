@@ -29,8 +29,10 @@ of the native step (embedding, final RMSNorm, head GEMV and glue, by difference)
 
 import argparse
 import gc
+import json
 import os
 import platform
+import subprocess
 import sys
 import time
 
@@ -237,6 +239,31 @@ def profile_decode(ours, weights, position, steps, repeats):
     return out
 
 
+def read_bandwidth():
+    """Single-thread streaming read bandwidth in GB/s by buffer size ({"256MiB": .., "16MiB": ..}) from the
+    probe in build/bench_gemm (./scripts/build.sh builds it), or {} when it is not built."""
+    exe = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "build", "bench_gemm")
+    if not os.path.exists(exe):
+        return {}
+    run = subprocess.run([exe, "--benchmark_filter=BM_ReadBandwidth", "--benchmark_format=json"],
+                         capture_output=True, text=True, env=dict(os.environ, SAMEBITS_NUM_THREADS="1"))
+    if run.returncode != 0:
+        return {}
+    return {b["name"].split("/")[1]: b["GB/s"] for b in json.loads(run.stdout)["benchmarks"]}
+
+
+def decode_bytes(config, position):
+    """What one decode step must read at least once: every weight (the tied head reads the whole embedding
+    table), each Mamba-3 layer's state (h and the open chunk's buffers, scanned and read), and each attention
+    layer's keys and values for `position` tokens."""
+    weights = 4 * sum(int(np.prod(shape)) for _, shape in config.registry())
+    heads = 2 * config.d_model // 64
+    mamba3_state = 4 * (heads * 64 * 128 + 64 * heads * (128 + 128 + 64 + 3) + heads * 32)
+    kv = 4 * 2 * position * config.n_kv_heads * config.head_dim
+    kinds = list(config.layers)
+    return weights + kinds.count("mamba3") * mamba3_state + kinds.count("attention") * kv
+
+
 def verdict(t_torch, t_ours, target):
     """The row's last four cells: ratio, target, met, and the 1-minute load average when it finished."""
     ratio = t_torch / t_ours
@@ -283,6 +310,7 @@ def main():
     ]
     print("\n".join(lines), flush=True)
     profiles = []
+    decode_times = {}
     for threads in args.threads:
         torch.set_num_threads(threads)
         samebits.set_num_threads(threads)
@@ -299,6 +327,7 @@ def main():
                    + verdict(t_torch, t_ours, TARGETS["decode"]))
             lines.append(row)
             print(row, flush=True)
+            decode_times[(threads, position)] = (t_ours, t_torch)
         if args.profile:
             for position in args.positions:
                 profiles.append((threads, position, profile_decode(ours, weights, position, args.steps,
@@ -306,6 +335,21 @@ def main():
     load_after = os.getloadavg()
     tail = ["", f"Load average after: {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}; "
                 f"wall time {time.perf_counter() - started:.0f} s."]
+    bandwidth = read_bandwidth()
+    if bandwidth and 1 in args.threads:
+        dram, l3 = bandwidth.get("256MiB"), bandwidth.get("16MiB")
+        tail += ["", f"One-thread decode against the core's read bandwidth (bench_gemm probe: {dram:.1f} GB/s over "
+                     f"256 MiB, {l3:.1f} GB/s over 16 MiB). A step reads every weight and state byte at least once, "
+                     "so bytes / bandwidth is a floor on its time; PyTorch's step over that floor is the largest "
+                     "ratio any implementation could reach on this core:", "",
+                 "| position | bytes read per step | floor at the 16 MiB rate | samebits streams at | "
+                 "largest possible ratio | samebits ratio |", "|---|---|---|---|---|---|"]
+        for position in args.positions:
+            t_ours, t_torch = decode_times[(1, position)]
+            need = decode_bytes(config, position)
+            floor = need / (l3 * 1e9)
+            tail.append(f"| {position} | {need / 1e6:.1f} MB | {floor * 1e3:.2f} ms | {need / t_ours / 1e9:.1f} GB/s | "
+                        f"{t_torch / floor:.2f}x | {t_torch / t_ours:.2f}x |")
     if profiles:
         parts = list(profiles[0][2])
         tail += ["", "samebits decode step breakdown (microseconds per step):", "",
