@@ -2,6 +2,7 @@
 #include "api/samba_inference.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <set>
 
 #include "io/samba_checkpoint.hpp"
@@ -162,11 +163,18 @@ std::vector<float> SambaInference::run_borrowed(const IdsView& ids,
       throw_value_error(what + ": layer " + std::to_string(i) + " of the state holds " +
                         std::to_string(mamba ? layer.mamba3->batch() : layer.kv->batch) +
                         " rows, the call has B = " + std::to_string(ids.batch));
-    if (!mamba && layer.kv->cached_tokens + ids.length > layer.kv->max_tokens)
-      throw_value_error(what + ": this call would use " +
-                        std::to_string(layer.kv->cached_tokens + ids.length) +
-                        " KV slots and the cache holds " + std::to_string(layer.kv->max_tokens) +
-                        " (allocate_state(B, max_tokens) with a larger max_tokens)");
+    // cached_tokens + L > max_tokens; a corrupt cached_tokens may be anything, so the sum is checked for
+    // overflow (a sum past INT64_MAX is past every capacity).
+    if (!mamba) {
+      std::int64_t slots = 0;
+      const bool wrapped = __builtin_add_overflow(layer.kv->cached_tokens, ids.length, &slots);
+      if (wrapped || slots > layer.kv->max_tokens)
+        throw_value_error(what + ": this call would use " +
+                          (wrapped ? "more than " + std::to_string(std::numeric_limits<std::int64_t>::max())
+                                   : std::to_string(slots)) +
+                          " KV slots and the cache holds " + std::to_string(layer.kv->max_tokens) +
+                          " (allocate_state(B, max_tokens) with a larger max_tokens)");
+    }
   }
   std::vector<float> logits(static_cast<std::size_t>(ids.batch * ids.length * config().vocab()));
   if (reference)

@@ -110,5 +110,36 @@ TEST(FuzzRegression, SambaRefusesARegistryThatWantsANegativeDimension) {
   EXPECT_THROW(SambaInference(config, std::move(buffers)), Error);
 }
 
+// fuzz_state: a SambaState whose attention layer claims cached_tokens = INT64_MAX made the stack's KV
+// pre-check add the call's length to it (signed overflow, UB). The sum is now checked for overflow; the
+// messages are unchanged. (fuzz/corpus/state/regression_samba_cached_tokens_overflow)
+TEST(FuzzRegression, SambaKvCheckDoesNotOverflowOnAHugeCachedTokens) {
+  models::SambaConfigArgs args;
+  args.vocab = 8;
+  args.d_model = 32;
+  args.layers = {"mamba3", "attention"};
+  args.n_heads = 2;
+  args.intermediate = 8;
+  const models::SambaConfig config(args);
+  std::vector<float> flat(static_cast<std::size_t>(config.registry().total), 0.01f);
+  const SambaInference model(config, std::move(flat));
+  const std::int32_t ids[2] = {1, 2};
+  auto refusal = [&](std::int64_t cached) {
+    SambaState state = model.allocate_state(1, 8);
+    state.attention(1)->set_cached_tokens(cached);
+    try {
+      model.forward(IdsView{ids, 1, 2}, state);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(refusal(std::numeric_limits<std::int64_t>::max())
+                .find("would use more than 9223372036854775807 KV slots and the cache holds 8"),
+            std::string::npos);
+  EXPECT_NE(refusal(7).find("this call would use 9 KV slots and the cache holds 8"), std::string::npos);
+  EXPECT_NE(refusal(-1).find("cached_tokens must be in [0, 8]"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace samebits
