@@ -3,7 +3,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
-#include <string_view>
 
 #include "fuzz_samba_reader.hpp"
 
@@ -14,15 +13,10 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace samebits;
-  // The retry is re-encoded canonically with an honest payload digest, so mutations reach the checks
-  // behind it.
-  fuzz::with_honest_retry(
-      std::string_view(reinterpret_cast<const char*>(data), size),
-      [](std::string_view bytes) {
-        fuzz::read_samba_and_run(
-            bytes, [](const std::string& path) { return io::read_samba_legacy_checkpoint_tensors(path); },
-            [](const std::string& path) { return io::read_samba_legacy_checkpoint(path); });
-      },
+  // The retry is re-encoded canonically with an honest payload digest.
+  fuzz::fuzz_samba_file(
+      data, size, [](const std::string& path) { return io::read_samba_legacy_checkpoint_tensors(path); },
+      [](const std::string& path) { return io::read_samba_legacy_checkpoint(path); },
       fuzz::honest_payload_envelope);
   return 0;
 }

@@ -3,7 +3,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
-#include <string_view>
 
 #include "fuzz_samba_reader.hpp"
 
@@ -14,14 +13,10 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace samebits;
-  // The retry has the header canonical and every digest honest, so mutations reach the state checks.
-  fuzz::with_honest_retry(
-      std::string_view(reinterpret_cast<const char*>(data), size),
-      [](std::string_view bytes) {
-        fuzz::read_samba_and_run(
-            bytes, [](const std::string& path) { return io::read_samba_stream_checkpoint_tensors(path); },
-            [](const std::string& path) { return io::read_samba_stream_checkpoint(path); });
-      },
+  // The retry has the header canonical and every digest honest.
+  fuzz::fuzz_samba_file(
+      data, size, [](const std::string& path) { return io::read_samba_stream_checkpoint_tensors(path); },
+      [](const std::string& path) { return io::read_samba_stream_checkpoint(path); },
       fuzz::honest_samba_stream);
   return 0;
 }

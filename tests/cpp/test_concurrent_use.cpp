@@ -17,6 +17,7 @@
 #include "numerics/fp.hpp"
 #include "numerics/simd_target.hpp"
 #include "test_mamba_support.hpp"
+#include "test_samba_support.hpp"
 #include "test_support.hpp"
 #include "test_transformer_support.hpp"
 
@@ -129,23 +130,8 @@ std::int64_t length_of(int caller) { return 10 + 3 * caller; }
 std::int64_t split_of(int caller) { return 3 + caller; }
 
 SambaInference tiny_samba() {
-  models::SambaConfigArgs args;
-  args.vocab = 32;
-  args.d_model = kWidth;
-  args.layers = {"mamba3", "attention"};
-  args.n_heads = 4;
-  args.n_kv_heads = 2;
-  args.intermediate = 48;
-  args.tie_embeddings = false;
-  const models::SambaConfig config(args);
-  testing::Rng rng(77);
-  const auto registry = config.registry();
-  std::vector<float> flat(static_cast<std::size_t>(registry.total));
-  for (const auto& e : registry.entries)
-    for (std::int64_t i = 0; i < e.size; ++i)
-      flat[static_cast<std::size_t>(e.offset + i)] =
-          e.name.find("norm") != std::string::npos ? 1.0f + 0.1f * rng.uniform() : rng.uniform() * 0.08f;
-  return SambaInference(config, std::move(flat));
+  const models::SambaConfig config(testing::samba_args(32, kWidth, {"mamba3", "attention"}, 4, 48, false, 2));
+  return SambaInference(config, testing::samba_parameters(config, 77, 0.08f, true));
 }
 
 TEST(ConcurrentUse, SambaForwardCarriedStepRagged) {

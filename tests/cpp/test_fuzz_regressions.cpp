@@ -14,6 +14,7 @@
 #include "blocks/mamba3_block.hpp"
 #include "core/errors.hpp"
 #include "numerics/lowbit.hpp"
+#include "test_samba_support.hpp"
 #include "test_transformer_support.hpp"
 
 namespace samebits {
@@ -77,13 +78,7 @@ TEST(FuzzRegression, AllocateStateRefusesAHugeBatch) {
 // and copying a tensor of -2 * d_model floats read before its buffer. Such an entry is now refused by
 // name on every construction path. (fuzz/corpus/weights/regression_negative_intermediate)
 TEST(FuzzRegression, SambaRefusesARegistryThatWantsANegativeDimension) {
-  models::SambaConfigArgs args;
-  args.vocab = 4;
-  args.d_model = 4;
-  args.layers = {"attention"};
-  args.n_heads = 2;
-  args.intermediate = -2;
-  const models::SambaConfig config(args);
+  const models::SambaConfig config(testing::samba_args(4, 4, {"attention"}, 2, -2));
   const models::SambaRegistry registry = config.registry();
   std::vector<std::vector<float>> buffers;
   SambaInference::NamedWeights weights;
@@ -114,13 +109,7 @@ TEST(FuzzRegression, SambaRefusesARegistryThatWantsANegativeDimension) {
 // pre-check add the call's length to it (signed overflow, UB). The sum is now checked for overflow; the
 // messages are unchanged. (fuzz/corpus/state/regression_samba_cached_tokens_overflow)
 TEST(FuzzRegression, SambaKvCheckDoesNotOverflowOnAHugeCachedTokens) {
-  models::SambaConfigArgs args;
-  args.vocab = 8;
-  args.d_model = 32;
-  args.layers = {"mamba3", "attention"};
-  args.n_heads = 2;
-  args.intermediate = 8;
-  const models::SambaConfig config(args);
+  const models::SambaConfig config(testing::samba_args(8, 32, {"mamba3", "attention"}, 2, 8));
   std::vector<float> flat(static_cast<std::size_t>(config.registry().total), 0.01f);
   const SambaInference model(config, std::move(flat));
   const std::int32_t ids[2] = {1, 2};

@@ -21,6 +21,7 @@
 #include "models/samba.hpp"
 #include "numerics/fp.hpp"
 #include "numerics/gemm.hpp"
+#include "test_samba_support.hpp"
 #include "test_support.hpp"
 
 namespace samebits {
@@ -286,14 +287,7 @@ TEST(LoadMemory, BlocksGiveTheirWeightsBackExactly) {
 
 TEST(LoadMemory, ModelParametersRoundTripTiedAndUntied) {
   for (bool tied : {true, false}) {
-    SambaConfigArgs args;
-    args.vocab = 40;
-    args.d_model = 32;
-    args.layers = {"attention", "mamba3"};
-    args.n_heads = 2;
-    args.intermediate = 48;
-    args.tie_embeddings = tied;
-    const SambaConfig config(args);
+    const SambaConfig config(testing::samba_args(40, 32, {"attention", "mamba3"}, 2, 48, tied));
     std::vector<float> flat = awkward_matrix(1, config.registry().total, tied ? 3 : 4);
     for (float& v : flat)
       if (!fp::is_finite(v)) v = -0.25f;

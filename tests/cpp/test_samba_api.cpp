@@ -6,29 +6,16 @@
 #include <vector>
 
 #include "numerics/fp.hpp"
+#include "test_samba_support.hpp"
 #include "test_support.hpp"
 
 namespace samebits {
 namespace {
 
 SambaInference small_model() {
-  models::SambaConfigArgs args;
-  args.vocab = 48;
-  args.d_model = 32;
-  args.layers = {"attention", "mamba3", "attention"};
-  args.n_heads = 4;
-  args.n_kv_heads = 2;
-  args.intermediate = 40;
-  args.tie_embeddings = false;
-  const models::SambaConfig config(args);
-  testing::Rng rng(21);
-  const auto registry = config.registry();
-  std::vector<float> flat(static_cast<std::size_t>(registry.total));
-  for (const auto& e : registry.entries)
-    for (std::int64_t i = 0; i < e.size; ++i)
-      flat[static_cast<std::size_t>(e.offset + i)] =
-          e.name.find("norm") != std::string::npos ? 1.0f : rng.uniform() * 0.08f;
-  return SambaInference(config, std::move(flat));
+  const models::SambaConfig config(
+      testing::samba_args(48, 32, {"attention", "mamba3", "attention"}, 4, 40, false, 2));
+  return SambaInference(config, testing::samba_parameters(config, 21, 0.08f));
 }
 
 std::vector<std::int32_t> ids_of(std::int64_t count, std::uint64_t seed) {

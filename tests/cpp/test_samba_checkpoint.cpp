@@ -22,6 +22,7 @@
 #include "io/samba_checkpoint.hpp"
 #include "io/sha256.hpp"
 #include "models/samba_config.hpp"
+#include "test_samba_support.hpp"
 #include "test_support.hpp"
 
 namespace json = samebits::json;
@@ -48,15 +49,7 @@ Value integers(const std::vector<std::int64_t>& values) {
   return Value::make_array(std::move(items));
 }
 
-SambaConfigArgs example_args() {
-  SambaConfigArgs args;
-  args.vocab = 256;
-  args.d_model = 32;
-  args.layers = {"mamba3", "attention"};
-  args.n_heads = 2;
-  args.intermediate = 64;
-  return args;
-}
+SambaConfigArgs example_args() { return samebits::testing::upstream_example_args(); }
 
 // to_dict() written out field by field (not through samba_config_to_json, which is tested against it).
 Value config_value(const SambaConfig& c) {

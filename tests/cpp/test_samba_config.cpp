@@ -11,6 +11,7 @@
 
 #include "core/errors.hpp"
 #include "models/samba_config.hpp"
+#include "test_samba_support.hpp"
 
 using samebits::models::SambaConfig;
 using samebits::models::SambaConfigArgs;
@@ -19,15 +20,7 @@ using samebits::models::SambaRegistry;
 
 namespace {
 
-SambaConfigArgs example_args() {
-  SambaConfigArgs args;
-  args.vocab = 256;
-  args.d_model = 32;
-  args.layers = {"mamba3", "attention"};
-  args.n_heads = 2;
-  args.intermediate = 64;
-  return args;
-}
+SambaConfigArgs example_args() { return samebits::testing::upstream_example_args(); }
 
 // The refusal message of building a config from `args`, or "" when it builds.
 std::string refusal(const SambaConfigArgs& args) {

@@ -6,6 +6,7 @@
 
 #include "core/aligned_buffer.hpp"
 #include "models/samba.hpp"
+#include "test_samba_support.hpp"
 #include "test_support.hpp"
 
 namespace samebits {
@@ -17,27 +18,12 @@ using models::SambaLayerKind;
 using testing::Rng;
 
 SambaConfig small_config(bool tied) {
-  SambaConfigArgs args;
-  args.vocab = 64;
-  args.d_model = 32;
-  args.layers = {"mamba3", "attention"};
-  args.n_heads = 2;
-  args.intermediate = 64;
-  args.tie_embeddings = tied;
-  return SambaConfig(args);
+  return SambaConfig(testing::samba_args(64, 32, {"mamba3", "attention"}, 2, 64, tied));
 }
 
 // Weights uniform in [-0.05, 0.05), every norm weight ones (as upstream's step_vs_full check builds them).
 std::vector<float> small_parameters(const SambaConfig& config, std::uint64_t seed) {
-  const auto registry = config.registry();
-  Rng rng(seed);
-  std::vector<float> flat(static_cast<std::size_t>(registry.total));
-  for (const auto& entry : registry.entries) {
-    const bool is_norm = entry.name.find("norm") != std::string::npos;
-    for (std::int64_t i = 0; i < entry.size; ++i)
-      flat[static_cast<std::size_t>(entry.offset + i)] = is_norm ? 1.0f : rng.uniform() * 0.05f;
-  }
-  return flat;
+  return testing::samba_parameters(config, seed, 0.05f);
 }
 
 // Owned per-layer states for one batch.
