@@ -3,6 +3,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <tuple>
@@ -96,11 +97,22 @@ void run_fma_peak(benchmark::State& state, Target target) {
   state.counters["GFLOP/s"] = flops * 1.0e-9;  // per core: the probe runs on one thread
 }
 
-void run_read_bandwidth(benchmark::State& state, std::size_t bytes) {
+void run_read_bandwidth(benchmark::State& state, std::size_t bytes, int threads) {
   double rate = 0.0;
-  for (auto _ : state) rate = samebits::probe::measure_read_bandwidth(bytes, kProbeSeconds);
+  for (auto _ : state) rate = samebits::probe::measure_read_bandwidth(bytes, kProbeSeconds, threads);
   state.counters["GB/s"] = rate * 1.0e-9;
   state.counters["bytes"] = static_cast<double>(bytes);
+  state.counters["threads"] = threads;
+}
+
+// SAMEBITS_PROBE_BYTES=N (a positive integer): the footprint of a decode step, for the end-to-end benches
+// to read their step against (bench/bench_samba.py sets it to the bytes a step must read).
+std::size_t footprint_from_environment() {
+  const char* text = std::getenv("SAMEBITS_PROBE_BYTES");
+  if (text == nullptr) return 0;
+  char* end = nullptr;
+  const unsigned long long value = std::strtoull(text, &end, 10);
+  return end != text && *end == '\0' ? static_cast<std::size_t>(value) : 0;
 }
 
 std::string shape_suffix(const Shape& s, int threads) {
@@ -120,15 +132,24 @@ void register_all() {
         ->Iterations(1)
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);
-  benchmark::RegisterBenchmark("BM_ReadBandwidth/256MiB", run_read_bandwidth, kDramProbeBytes)
+  benchmark::RegisterBenchmark("BM_ReadBandwidth/256MiB", run_read_bandwidth, kDramProbeBytes, 1)
       ->Iterations(1)
       ->UseRealTime()
       ->Unit(benchmark::kMillisecond);
   // The M = 1 weight size: shows where a 16 MiB weight actually sits (L3 on most servers).
-  benchmark::RegisterBenchmark("BM_ReadBandwidth/16MiB", run_read_bandwidth, std::size_t{16} << 20)
+  benchmark::RegisterBenchmark("BM_ReadBandwidth/16MiB", run_read_bandwidth, std::size_t{16} << 20, 1)
       ->Iterations(1)
       ->UseRealTime()
       ->Unit(benchmark::kMillisecond);
+  // A decode step's own footprint, re-read pass after pass by 1 and 2 threads.
+  if (const std::size_t footprint = footprint_from_environment(); footprint > 0)
+    for (int threads : kThreadCounts)
+      benchmark::RegisterBenchmark(
+          ("BM_ReadFootprint/" + std::to_string(footprint) + "/" + std::to_string(threads)).c_str(),
+          run_read_bandwidth, footprint, threads)
+          ->Iterations(1)
+          ->UseRealTime()
+          ->Unit(benchmark::kMillisecond);
 
   const Target best = targets.back();
   std::vector<std::pair<std::string, Target>> variants{{"BM_GemmNT", best}};

@@ -1,7 +1,9 @@
 // Checks shared by every block: non-finite refusal by name and flat index (numerics.md 1.3).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 #include "core/errors.hpp"
@@ -22,9 +24,24 @@ inline void refuse_non_finite(const float* data, std::int64_t count, const std::
   }
 }
 
-// The vectorized scan first (split over the pool for a large buffer, since a whole-buffer state scan
-// runs on every call), then refuse_non_finite to name the first offender only when there is one.
-void refuse_if_non_finite(const float* data, std::int64_t count, const std::string& what,
-                          const std::string& name);
+// One array of a combined scan: `name` is what a refusal calls it (after the scan's name prefix).
+struct ScannedArray {
+  const float* data;
+  std::int64_t count;
+  const char* name;
+};
+
+// The vectorized scan first, then refuse_non_finite to name the first offender only when there is one.
+// The arrays are scanned as one job split over the pool (a state's whole-buffer scan runs on every call,
+// and its arrays are many and mid-sized); a refusal names the first offending array in list order, exactly
+// as scanning each in turn would.
+void refuse_if_any_non_finite(std::initializer_list<ScannedArray> arrays, const std::string& what,
+                              const std::string& name_prefix = "");
+void refuse_if_any_non_finite(const ScannedArray* arrays, std::size_t count, const std::string& what,
+                              const std::string& name_prefix = "");
+inline void refuse_if_non_finite(const float* data, std::int64_t count, const std::string& what,
+                                 const std::string& name) {
+  refuse_if_any_non_finite({ScannedArray{data, count, name.c_str()}}, what);
+}
 
 }  // namespace samebits::blocks

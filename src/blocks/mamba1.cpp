@@ -112,8 +112,9 @@ void Mamba1Block::refuse_non_finite_inputs(const float* x, std::int64_t count, c
     refuse_non_finite(weights_[i].data(), static_cast<std::int64_t>(weights_[i].size()), entry,
                       mamba1_tensors(dims_)[i].name);
   }
-  refuse_if_non_finite(state.conv_window(), state.conv_window_size(), entry, "conv_window");
-  refuse_if_non_finite(state.h(), state.h_size(), entry, "h");
+  refuse_if_any_non_finite(
+      {{state.conv_window(), state.conv_window_size(), "conv_window"}, {state.h(), state.h_size(), "h"}},
+      entry);
 }
 
 void Mamba1Block::forward(const float* x, std::int64_t batch, std::int64_t length, Mamba1State& state,

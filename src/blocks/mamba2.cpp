@@ -246,10 +246,11 @@ void Mamba2Block::refuse_inputs(const float* x, std::int64_t count, const Mamba2
     refuse_non_finite(weights_[i].data(), static_cast<std::int64_t>(weights_[i].size()), entry,
                       mamba2_tensors(dims_)[i].name);
   }
-  refuse_if_non_finite(state.conv_window(), state.conv_window_size(), entry, "conv_window");
-  refuse_if_non_finite(state.h(), state.h_size(), entry, "h");
-  refuse_if_non_finite(state.buffer_xbc(), state.buffer_xbc_size(), entry, "buffer_xbc");
-  refuse_if_non_finite(state.buffer_dtraw(), state.buffer_dtraw_size(), entry, "buffer_dtraw");
+  refuse_if_any_non_finite({{state.conv_window(), state.conv_window_size(), "conv_window"},
+                            {state.h(), state.h_size(), "h"},
+                            {state.buffer_xbc(), state.buffer_xbc_size(), "buffer_xbc"},
+                            {state.buffer_dtraw(), state.buffer_dtraw_size(), "buffer_dtraw"}},
+                           entry);
 }
 
 namespace {

@@ -87,13 +87,12 @@ void Mamba3Block::refuse(const float* x, std::int64_t B, std::int64_t L, const M
   if (x != nullptr) refuse_array(x, B * L * dims_.d_model, entry, "x");
   if (!weight_refusal_.empty()) throw_value_error(where + ": " + weight_refusal_);
   if (!scan_state) return;
-  for (int p = 0; p < 8; ++p)
-    refuse_array(state.piece(p), state.piece_elements(p), entry,
-                 std::string("state.") + Mamba3State::piece_name(p));
-  if (state.pending)
-    for (int p = 8; p < 10; ++p)
-      refuse_array(state.piece(p), state.piece_elements(p), entry,
-                   std::string("state.") + Mamba3State::piece_name(p));
+  // Every piece in one pool-split scan: pending_k and pending_v only while an input is pending.
+  ScannedArray pieces[10];
+  const int scanned = state.pending ? 10 : 8;
+  for (int p = 0; p < scanned; ++p)
+    pieces[p] = {state.piece(p), state.piece_elements(p), Mamba3State::piece_name(p)};
+  refuse_if_any_non_finite(pieces, static_cast<std::size_t>(scanned), entry, "state.");
 }
 
 }  // namespace samebits::blocks

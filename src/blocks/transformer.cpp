@@ -186,8 +186,7 @@ void TransformerBlock::check_call(const float* x, std::int64_t batch, std::int64
   const bool overflows = needed > cache.max_tokens || needed > kMaxPositions;
   if (scan == StateScan::kNow || (scan == StateScan::kAtAppend && (dims_.window > 0 || overflows))) {
     const std::int64_t state = kv::state_floats(cache, dims_);
-    refuse(cache.k, state, "k_cache");
-    refuse(cache.v, state, "v_cache");
+    refuse_if_any_non_finite({{cache.k, state, "k_cache"}, {cache.v, state, "v_cache"}}, what);
   }
   if (needed > cache.max_tokens)
     throw_value_error(what + ": this call would use " + std::to_string(needed) +

@@ -2,6 +2,7 @@
 #include "core/thread_pool.hpp"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -61,7 +62,15 @@ class Pool {
     body_ = &body;
     count_ = count;
     chunk_ = chunk;
-    next_.store(0, std::memory_order_relaxed);
+    // Each thread owns a fixed contiguous run of chunks: the same thread reads the same weights every
+    // step, so each core keeps re-reading data its own caches still hold. A thread done with its run
+    // takes chunks from the others' runs, so a delayed core does not hold the region up.
+    const std::int64_t chunks = (count + chunk - 1) / chunk;
+    parts_ = helpers + 1;
+    for (int part = 0; part < parts_; ++part) {
+      runs_[part].next.store(chunks * part / parts_, std::memory_order_relaxed);
+      runs_[part].end = chunks * (part + 1) / parts_;
+    }
     error_ = nullptr;
     active_helpers_.store(helpers, std::memory_order_relaxed);
     {
@@ -74,7 +83,7 @@ class Pool {
           std::memory_order_release);
       if (parked_ > 0) wake_.notify_all();
     }
-    work();
+    work(0);
     // Decode steps run dozens of short regions back to back: spin briefly before sleeping, because
     // waking a sleeping thread costs more than a whole small region.
     if (!spin_until([&] { return active_helpers_.load(std::memory_order_acquire) == 0; })) {
@@ -120,18 +129,22 @@ class Pool {
     }
   }
 
-  // Claims chunks until none are left; records the first exception.
-  void work() {
+  // Runs its own part's chunks, then claims what is left of the others'; records the first exception.
+  void work(int own) {
     tls_inside_parallel = true;
-    for (;;) {
-      std::int64_t begin = next_.fetch_add(chunk_, std::memory_order_relaxed);
-      if (begin >= count_) break;
-      std::int64_t end = std::min(begin + chunk_, count_);
-      try {
-        (*body_)(begin, end);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (!error_) error_ = std::current_exception();
+    for (int offset = 0; offset < parts_; ++offset) {
+      Run& run = runs_[(own + offset) % parts_];
+      for (;;) {
+        const std::int64_t index = run.next.fetch_add(1, std::memory_order_relaxed);
+        if (index >= run.end) break;
+        const std::int64_t begin = index * chunk_;
+        const std::int64_t end = std::min(begin + chunk_, count_);
+        try {
+          (*body_)(begin, end);
+        } catch (...) {
+          std::lock_guard<std::mutex> lock(mutex_);
+          if (!error_) error_ = std::current_exception();
+        }
       }
     }
     tls_inside_parallel = false;
@@ -169,7 +182,7 @@ class Pool {
       if (stopping_flag_.load(std::memory_order_relaxed)) return;
       seen = round >> 16;
       if (index >= static_cast<int>(round & 0xffff)) continue;  // not called for this round
-      work();
+      work(index + 1);
       if (active_helpers_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
         std::lock_guard<std::mutex> lock(mutex_);
         done_.notify_all();
@@ -186,7 +199,13 @@ class Pool {
   const std::function<void(std::int64_t, std::int64_t)>* body_ = nullptr;
   std::int64_t count_ = 0;
   std::int64_t chunk_ = 1;
-  std::atomic<std::int64_t> next_{0};
+  // A thread's run of chunk indices [next, end); next only grows (claimed by fetch_add).
+  struct alignas(64) Run {
+    std::atomic<std::int64_t> next{0};
+    std::int64_t end = 0;
+  };
+  std::array<Run, kMaxThreads> runs_;
+  int parts_ = 1;
   std::atomic<int> active_helpers_{0};  // helpers still working on this round
   // generation << 16 | helpers called for it (at most kMaxThreads - 1 < 2^16)
   std::atomic<std::uint64_t> round_{0};

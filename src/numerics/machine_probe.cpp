@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <vector>
 
 #include "core/aligned_buffer.hpp"
+#include "core/thread_pool.hpp"
 
 namespace samebits::probe {
 namespace {
@@ -113,20 +115,43 @@ double measure_fma_peak_flops(simd::Target target, double seconds) {
 }
 
 double measure_read_bandwidth(std::size_t bytes, double seconds) {
+  return measure_read_bandwidth(bytes, seconds, 1);
+}
+
+double measure_read_bandwidth(std::size_t bytes, double seconds, int threads) {
+  threads = std::max(threads, 1);
   const std::size_t words = std::max<std::size_t>(bytes / sizeof(unsigned long long), 1);
   AlignedBuffer<unsigned long long> buffer(words);
   // Writing every word faults the pages in before timing; the pattern is never all zero.
   for (std::size_t i = 0; i < words; ++i) buffer[i] = (i * 0x9E3779B97F4A7C15ULL) | 1ULL;
   const OrLoop loop = best_or_loop();
-  g_word_sink = loop(buffer.data(), words);  // warm-up pass (TLB, prefetchers)
+  const int previous = num_threads();
+  set_num_threads(threads);
+  std::vector<unsigned long long> sinks(static_cast<std::size_t>(threads));
+  // One part per pool thread, cut at 64-byte lines so no two threads share one.
+  auto pass = [&] {
+    parallel_for(threads, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t part = begin; part < end; ++part) {
+        const std::size_t lo = words * static_cast<std::size_t>(part) / threads / 8 * 8;
+        const std::size_t hi =
+            part + 1 == threads ? words : words * static_cast<std::size_t>(part + 1) / threads / 8 * 8;
+        sinks[static_cast<std::size_t>(part)] = loop(buffer.data() + lo, hi - lo);
+      }
+    });
+    unsigned long long all = 0;
+    for (unsigned long long v : sinks) all |= v;
+    g_word_sink = all;
+  };
+  pass();  // warm-up pass (TLB, prefetchers, the pool's workers)
   const double pass_bytes = static_cast<double>(words * sizeof(unsigned long long));
   double best = 0.0;
   const Clock::time_point begin = Clock::now();
-  for (int pass = 0; pass < 3 || seconds_since(begin) < seconds; ++pass) {
+  for (int round = 0; round < 3 || seconds_since(begin) < seconds; ++round) {
     const Clock::time_point start = Clock::now();
-    g_word_sink = loop(buffer.data(), words);
+    pass();
     best = std::max(best, pass_bytes / seconds_since(start));
   }
+  set_num_threads(previous);
   return best;
 }
 

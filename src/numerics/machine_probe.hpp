@@ -20,6 +20,11 @@ double measure_fma_peak_flops(simd::Target target, double seconds);
 // timing so every page is resident; reports the best full pass within about `seconds`.
 double measure_read_bandwidth(std::size_t bytes, double seconds);
 
+// The same pass split over `threads` pool threads (contiguous parts, one per thread), passes back to
+// back over the same buffer: the rate at which that many cores re-read a footprint of `bytes`, as a
+// decode loop re-reads its weights and state each step. The pool's thread count is left as it was.
+double measure_read_bandwidth(std::size_t bytes, double seconds, int threads);
+
 namespace detail {
 // Per-ISA loops. Each runs `rounds` rounds of kFmaChains independent FMAs (or one full pass over
 // `words` 64-bit words) and returns a value that depends on every operation, so nothing is elided.

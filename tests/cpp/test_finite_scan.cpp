@@ -3,6 +3,7 @@
 // thread count.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -87,6 +88,59 @@ TEST(FiniteScan, BlockRefusalNamesTheFirstOffenderAtEveryThreadCount) {
                 "m.forward: NaN in h at flat index " + std::to_string(count - 1) + " REFUSED");
     }
     data[count - 1] = 0.5f;
+  }
+  set_num_threads(saved);
+}
+
+// A state's arrays are scanned as one pool-split job; the refusal must name the first offending ARRAY in
+// list order (then its first offender), whichever thread found what, exactly as one scan per array would.
+TEST(FiniteScan, CombinedScanNamesTheFirstOffendingArrayInListOrder) {
+  const std::int64_t sizes[] = {70000, 5, 200001, 1, 40000};
+  const char* names[] = {"theta", "h", "buffer_qrot", "pending_k", "pending_v"};
+  std::vector<std::vector<float>> arrays;
+  for (std::int64_t n : sizes) arrays.emplace_back(static_cast<std::size_t>(n), -0.25f);
+  auto scan = [&] {
+    blocks::ScannedArray list[5];
+    for (int a = 0; a < 5; ++a) list[a] = {arrays[a].data(), sizes[a], names[a]};
+    blocks::refuse_if_any_non_finite(list, 5, "Mamba3Block.step", "state.");
+  };
+  auto message = [&]() -> std::string {
+    try {
+      scan();
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  const int saved = num_threads();
+  for (int threads : {1, 2, 3}) {
+    set_num_threads(threads);
+    EXPECT_EQ(message(), "accepted");
+    // A lone offender anywhere (every 997th cell of every array, and each array's last) is found and named.
+    for (int a = 0; a < 5; ++a) {
+      std::vector<std::int64_t> cells;
+      for (std::int64_t i = 0; i < sizes[a]; i += 997) cells.push_back(i);
+      cells.push_back(sizes[a] - 1);
+      for (std::int64_t i : cells) {
+        float& cell = arrays[static_cast<std::size_t>(a)][static_cast<std::size_t>(i)];
+        cell = fp::from_bits(0xFFC00001u);
+        ASSERT_EQ(message(), std::string("Mamba3Block.step: NaN in state.") + names[a] + " at flat index " +
+                                 std::to_string(i) + " REFUSED")
+            << threads << " threads";
+        cell = -0.25f;
+      }
+    }
+    // Several offenders: the earliest array in the list wins, then its earliest cell.
+    arrays[4][39999] = fp::from_bits(0x7F800000u);
+    EXPECT_EQ(message(), "Mamba3Block.step: infinity in state.pending_v at flat index 39999 REFUSED");
+    arrays[2][60000] = fp::from_bits(0xFFC00001u);
+    arrays[2][200000] = fp::from_bits(0x7F800000u);
+    EXPECT_EQ(message(), "Mamba3Block.step: NaN in state.buffer_qrot at flat index 60000 REFUSED");
+    arrays[1][4] = fp::from_bits(0xFF800000u);
+    EXPECT_EQ(message(), "Mamba3Block.step: infinity in state.h at flat index 4 REFUSED");
+    arrays[0][20000] = fp::from_bits(0x7FC00000u);
+    EXPECT_EQ(message(), "Mamba3Block.step: NaN in state.theta at flat index 20000 REFUSED");
+    for (auto& array : arrays) std::fill(array.begin(), array.end(), -0.25f);
   }
   set_num_threads(saved);
 }
