@@ -213,12 +213,20 @@ def best_of(fn, repeats, inner=1):
     return best
 
 
+# PyTorch's OpenMP workers keep spinning for a while after its last parallel region (samebits' pool briefly
+# too); a side timed straight after the other's round would share its cores with those spinners.
+SETTLE_SECONDS = 0.05
+
+
 def paired_best_of(ours, theirs, repeats, inner=1):
     """Best of `repeats` for each side, the two sides alternating round by round, so that a burst of load
-    from elsewhere on a shared machine falls on both of them rather than on whichever ran at the time."""
+    from elsewhere on a shared machine falls on both of them rather than on whichever ran at the time. Each
+    round starts after a pause that lets the other side's threads go idle."""
     best_ours = best_theirs = float("inf")
     for _ in range(repeats):
+        time.sleep(SETTLE_SECONDS)
         best_ours = min(best_ours, best_of(ours, 1, inner))
+        time.sleep(SETTLE_SECONDS)
         best_theirs = min(best_theirs, best_of(theirs, 1, inner))
     return best_ours, best_theirs
 
@@ -279,6 +287,7 @@ def main():
         n = 20 if args.quick else 60
         states = [st.copy() for _ in range(n)]
         it = iter(states)
+        time.sleep(SETTLE_SECONDS)
         s_ours = best_of(lambda: ours.step(long_x[:, p : p + 1], next(it)), 1, n)
         q = p % 256 + 1
         hist = (torch.randn(1, q, H, 64), torch.rand(1, q, H) * 0.1, torch.randn(1, q, 128), torch.randn(1, q, 128),

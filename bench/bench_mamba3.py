@@ -148,7 +148,13 @@ class TorchMamba3:
         return self._finish(x, y.reshape(bsz, 1, self.di), z[:, None])
 
 
+# PyTorch's OpenMP workers keep spinning for a while after its last parallel region (samebits' pool briefly
+# too): each series of timings starts after a pause that lets the other side's threads go idle.
+SETTLE_SECONDS = 0.05
+
+
 def best_of(fn, repeat):
+    time.sleep(SETTLE_SECONDS)
     times = []
     for _ in range(repeat):
         t0 = time.perf_counter()

@@ -17,7 +17,9 @@ The ratio is PyTorch time / samebits time (above 1: samebits is faster). Targets
 decode step >= 5x. The machine may be shared: the load average is recorded before, after and with each row.
 With more threads than free cores, PyTorch's OpenMP workers spin-wait on each other and its multi-thread
 times can grow tenfold or more; `OMP_WAIT_POLICY=PASSIVE python3 bench/bench_samba.py` shows PyTorch
-without that effect (the policy in force is printed). The one-thread rows are the like-for-like comparison.
+without that effect (the policy in force is printed). Those workers also spin on after PyTorch's round, so
+every timed round of either side starts after a short pause (SETTLE_SECONDS) that lets the other side's
+threads go idle: otherwise samebits' two-thread rounds would run beside a spinning PyTorch worker.
 
 `--profile` adds a samebits-only breakdown of the decode step: the Python wrapper's own time (the native
 call replaced by a stub that returns at once), each layer's native step (its block class's step, run in
@@ -95,7 +97,14 @@ def agreement(ours, theirs):
             "bitwise": bitwise}
 
 
+# PyTorch's OpenMP workers keep spinning for a while after its last parallel region (and samebits' pool
+# briefly too); a side timed straight after the other's round would share its cores with those spinners.
+# Each timed round therefore starts after this pause, on both sides.
+SETTLE_SECONDS = 0.05
+
+
 def timed(fn):
+    time.sleep(SETTLE_SECONDS)
     start = time.perf_counter()
     fn()
     return time.perf_counter() - start
@@ -239,17 +248,25 @@ def profile_decode(ours, weights, position, steps, repeats):
     return out
 
 
-def read_bandwidth():
-    """Single-thread streaming read bandwidth in GB/s by buffer size ({"256MiB": .., "16MiB": ..}) from the
-    probe in build/bench_gemm (./scripts/build.sh builds it), or {} when it is not built."""
+def read_bandwidth(footprint=None, threads=1):
+    """Streaming read bandwidth in GB/s from the probes in build/bench_gemm (./scripts/build.sh builds it), or
+    {} when it is not built. Without `footprint`: one thread over 256 MiB and 16 MiB ({"256MiB": .., "16MiB":
+    ..}). With it: `threads` threads re-reading a buffer of exactly `footprint` bytes pass after pass, as a
+    decode loop re-reads its weights and state ({"footprint": ..})."""
     exe = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "build", "bench_gemm")
     if not os.path.exists(exe):
         return {}
-    run = subprocess.run([exe, "--benchmark_filter=BM_ReadBandwidth", "--benchmark_format=json"],
-                         capture_output=True, text=True, env=dict(os.environ, SAMEBITS_NUM_THREADS="1"))
+    env = dict(os.environ, SAMEBITS_NUM_THREADS="1")
+    wanted = "BM_ReadBandwidth"
+    if footprint is not None:
+        env["SAMEBITS_PROBE_BYTES"] = str(int(footprint))
+        wanted = f"BM_ReadFootprint/{int(footprint)}/{threads}/"
+    run = subprocess.run([exe, f"--benchmark_filter={wanted}", "--benchmark_format=json"],
+                         capture_output=True, text=True, env=env)
     if run.returncode != 0:
         return {}
-    return {b["name"].split("/")[1]: b["GB/s"] for b in json.loads(run.stdout)["benchmarks"]}
+    rates = {b["name"].split("/")[1]: b["GB/s"] for b in json.loads(run.stdout)["benchmarks"]}
+    return {"footprint": next(iter(rates.values()))} if footprint is not None and rates else rates
 
 
 def decode_bytes(config, position):
@@ -311,6 +328,7 @@ def main():
     print("\n".join(lines), flush=True)
     profiles = []
     decode_times = {}
+    footprint_rates = {}  # (threads, position) -> GB/s re-reading that step's footprint, probed right after
     for threads in args.threads:
         torch.set_num_threads(threads)
         samebits.set_num_threads(threads)
@@ -328,6 +346,7 @@ def main():
             lines.append(row)
             print(row, flush=True)
             decode_times[(threads, position)] = (t_ours, t_torch)
+            footprint_rates[(threads, position)] = read_bandwidth(decode_bytes(config, position), threads)
         if args.profile:
             for position in args.positions:
                 profiles.append((threads, position, profile_decode(ours, weights, position, args.steps,
@@ -352,6 +371,25 @@ def main():
             tail.append(f"| {position} | {need / 1e6:.1f} MB | {slow * 1e3:.2f} ms | {fast * 1e3:.2f} ms | "
                         f"{need / t_ours / 1e9:.1f} GB/s | {t_torch / slow:.2f}x / {t_torch / fast:.2f}x | "
                         f"{t_torch / t_ours:.2f}x |")
+    probed = [key for key in decode_times if footprint_rates.get(key)]
+    if probed:
+        tail += ["", "Every decode row against its own footprint, probed right after it in this run: the bench_gemm "
+                     "probe re-reads a buffer of exactly the step's bytes with the row's thread count, pass after "
+                     "pass, as consecutive steps re-read the weights and state; so its rate includes whatever part "
+                     "of that footprint the caches keep between passes. bytes / rate is the least time a step can "
+                     "take, and PyTorch's step over it the largest ratio any implementation could reach here. The "
+                     "full-causal KV cache must also be moved to its new stride each step (blocks.md 4.2), writes "
+                     "this floor leaves out.", "",
+                 "| threads | position | bytes read per step | footprint read at | floor | samebits | PyTorch | "
+                 "largest ratio | samebits ratio | 5x reachable here |", "|---|---|---|---|---|---|---|---|---|---|"]
+        for threads, position in probed:
+            t_ours, t_torch = decode_times[(threads, position)]
+            need = decode_bytes(config, position)
+            rate = footprint_rates[(threads, position)]["footprint"]
+            floor = need / (rate * 1e9)
+            tail.append(f"| {threads} | {position} | {need / 1e6:.1f} MB | {rate:.1f} GB/s | {floor * 1e3:.2f} ms | "
+                        f"{t_ours * 1e3:.2f} ms | {t_torch * 1e3:.2f} ms | {t_torch / floor:.2f}x | "
+                        f"{t_torch / t_ours:.2f}x | {'yes' if t_torch / floor >= TARGETS['decode'] else 'no'} |")
     if profiles:
         parts = list(profiles[0][2])
         tail += ["", "samebits decode step breakdown (microseconds per step):", "",
