@@ -278,18 +278,16 @@ void TransformerBlock::forward(const float* x, std::int64_t batch, std::int64_t 
     if (scan != StateScan::kAtAppend) {
       kv::append_packed(cache, d, fresh);
     } else {
-      // On one thread each unit attends right after its block is restrided, while the block is still in
-      // cache (the units are independent, so the order changes no bits); with more threads the units
-      // run in parallel afterwards instead.
-      const bool one_thread = num_threads() == 1;
+      // Each unit attends right after its block is restrided, while the block is still in cache, on
+      // whichever thread moved it (the units are independent, so neither order nor thread changes a bit);
+      // when the restride does not visit (a long call on several threads), the units run in parallel below.
       const kv::BlockVisitor visit = [&](std::int64_t block) {
         for (std::int64_t slice = 0; slice < slices; ++slice) attend_task(block * slices + slice);
       };
-      if (!kv::append_packed_checked(cache, d, fresh, one_thread ? &visit : nullptr)) {
+      if (!kv::append_packed_checked(cache, d, fresh, visit, attended)) {
         check_call(x, batch, length, cache, what, StateScan::kNow);  // names the first offender
         throw_runtime_error(what + ": the cache scans disagree");    // unreachable: both test the same bits
       }
-      attended = one_thread;
     }
   }
   if (!attended) {

@@ -1,6 +1,8 @@
 // KV-cache layout operations: packed growth in place, ring appends, window span gathers (copies only).
 #include "blocks/transformer_cache.hpp"
 
+#include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <vector>
 
@@ -52,17 +54,6 @@ struct Packed {
     move_back(cache.k, block);
     move_back(cache.v, block);
   }
-  // One buffer, all blocks, each scanned before it moves; at a non-finite block the moved ones go back.
-  bool restride_checked(float* buffer) const {
-    for (std::int64_t block = blocks() - 1; block >= 0; --block) {
-      if (!carried_finite(buffer, block)) {
-        for (std::int64_t moved = block + 1; moved < blocks(); ++moved) move_back(buffer, moved);
-        return false;
-      }
-      if (block > 0) move_up(buffer, block);
-    }
-    return true;
-  }
   void write_rows(std::int64_t block) const {
     const std::int64_t b = block / kv, g = block % kv;
     for (std::int64_t li = 0; li < rows.length; ++li) {
@@ -88,36 +79,96 @@ void append_packed(KvCache& cache, const TransformerDims& dims, const NewRows& r
   cache.cached_tokens = packed.new_len;
 }
 
+namespace {
+
+// Rows [0, covered(i)) of block i's carried region lie where the blocks below it land (their new regions
+// end at i * new_len), so they are saved before anything moves; everything else a block reads is its own.
+std::int64_t covered_rows(const Packed& p, std::int64_t block) {
+  return std::min(block * (p.new_len - p.old_len), p.old_len);
+}
+
+// The blocks all at once: each is scanned, moved (its covered rows from the saved copy), given its new
+// rows and visited by whichever thread takes it. No block reads what another writes (see covered_rows).
+// On a non-finite block every moved block goes back, first to last, and the saved rows return.
+bool restride_blocks_in_parallel(const Packed& p, const float* k_tail, const float* v_tail,
+                                 std::int64_t tail_begin, std::int64_t tail_count,
+                                 const BlockVisitor& visit) {
+  const std::int64_t blocks = p.blocks(), hd = p.hd;
+  std::vector<std::int64_t> saved_at(static_cast<std::size_t>(blocks) + 1, 0);  // row offsets in `saved`
+  for (std::int64_t i = 0; i < blocks; ++i) saved_at[i + 1] = saved_at[i] + covered_rows(p, i);
+  std::vector<float> saved_k(static_cast<std::size_t>(saved_at[blocks] * hd));
+  std::vector<float> saved_v(saved_k.size());
+  for (std::int64_t i = 0; i < blocks; ++i) {
+    copy_floats(saved_k.data() + saved_at[i] * hd, p.cache.k + i * p.old_len * hd, covered_rows(p, i) * hd);
+    copy_floats(saved_v.data() + saved_at[i] * hd, p.cache.v + i * p.old_len * hd, covered_rows(p, i) * hd);
+  }
+  std::vector<char> moved(static_cast<std::size_t>(blocks), 0);
+  std::atomic<bool> refused{false};
+  auto carried_finite = [&](const float* buffer, const std::vector<float>& saved, std::int64_t i) {
+    const std::int64_t c = covered_rows(p, i);
+    return finite::all_finite(saved.data() + saved_at[i] * hd, c * hd) &&
+           finite::all_finite(buffer + (i * p.old_len + c) * hd, (p.old_len - c) * hd);
+  };
+  auto move_up = [&](float* buffer, const std::vector<float>& saved, std::int64_t i) {
+    const std::int64_t c = covered_rows(p, i);
+    copy_floats(buffer + (i * p.new_len + c) * hd, buffer + (i * p.old_len + c) * hd, (p.old_len - c) * hd);
+    copy_floats(buffer + i * p.new_len * hd, saved.data() + saved_at[i] * hd, c * hd);
+  };
+  parallel_for(blocks, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) {
+      if (refused.load(std::memory_order_relaxed)) return;
+      if (!carried_finite(p.cache.k, saved_k, i) || !carried_finite(p.cache.v, saved_v, i)) {
+        refused.store(true, std::memory_order_relaxed);
+        return;
+      }
+      move_up(p.cache.k, saved_k, i);
+      move_up(p.cache.v, saved_v, i);
+      moved[static_cast<std::size_t>(i)] = 1;
+      p.write_rows(i);
+      visit(i);
+    }
+  });
+  if (!refused.load()) return true;
+  // First to last: block i's carried rows go back below its new place once block i - 1 has left them.
+  for (std::int64_t i = 0; i < blocks; ++i) {
+    const std::int64_t c = covered_rows(p, i);
+    if (moved[static_cast<std::size_t>(i)]) {
+      copy_floats(p.cache.k + (i * p.old_len + c) * hd, p.cache.k + (i * p.new_len + c) * hd,
+                  (p.old_len - c) * hd);
+      copy_floats(p.cache.v + (i * p.old_len + c) * hd, p.cache.v + (i * p.new_len + c) * hd,
+                  (p.old_len - c) * hd);
+    }
+    copy_floats(p.cache.k + i * p.old_len * hd, saved_k.data() + saved_at[i] * hd, c * hd);
+    copy_floats(p.cache.v + i * p.old_len * hd, saved_v.data() + saved_at[i] * hd, c * hd);
+  }
+  copy_floats(p.cache.k + tail_begin, k_tail, tail_count);
+  copy_floats(p.cache.v + tail_begin, v_tail, tail_count);
+  return false;
+}
+
+}  // namespace
+
 bool append_packed_checked(KvCache& cache, const TransformerDims& dims, const NewRows& rows,
-                           const BlockVisitor* visit) {
+                           const BlockVisitor& visit, bool& visited) {
   const Packed packed(cache, dims, rows);
   const std::int64_t blocks = packed.blocks();
   // A refused call must leave the capacity past the old packed region as it was too: the moves and the
   // new rows write into [blocks * old_len, blocks * new_len) * hd, so that span is kept until all passed.
   const std::int64_t tail_begin = blocks * packed.old_len * packed.hd;
   const std::int64_t tail_count = blocks * rows.length * packed.hd;
-  const std::vector<float> k_tail(cache.k + tail_begin, cache.k + tail_begin + tail_count);
-  const std::vector<float> v_tail(cache.v + tail_begin, cache.v + tail_begin + tail_count);
-  if (visit == nullptr) {
-    // Nothing waits on a block, so the keys and the values are restrided side by side.
-    bool clean[2] = {true, true};
-    parallel_for(2, [&](std::int64_t begin, std::int64_t end) {
-      for (std::int64_t i = begin; i < end; ++i)
-        clean[i] = packed.restride_checked(i == 0 ? cache.k : cache.v);
-    });
-    if (!clean[0] || !clean[1]) {
-      for (int i = 0; i < 2; ++i)
-        if (clean[i])
-          for (std::int64_t block = 1; block < blocks; ++block)
-            packed.move_back(i == 0 ? cache.k : cache.v, block);
-      copy_floats(cache.k + tail_begin, k_tail.data(), tail_count);
-      copy_floats(cache.v + tail_begin, v_tail.data(), tail_count);
+  std::vector<float> k_tail(cache.k + tail_begin, cache.k + tail_begin + tail_count);
+  std::vector<float> v_tail(cache.v + tail_begin, cache.v + tail_begin + tail_count);
+  // With several threads the blocks move side by side when the rows they must save first (those the
+  // blocks below land on: about blocks^2 * length / 2 rows) are few next to what moves (a decode step).
+  const bool one_thread = num_threads() == 1;
+  if (!one_thread && blocks > 1 && 2 * (blocks - 1) * rows.length <= packed.old_len) {
+    visited = true;
+    if (!restride_blocks_in_parallel(packed, k_tail.data(), v_tail.data(), tail_begin, tail_count, visit))
       return false;
-    }
-    for (std::int64_t block = 0; block < blocks; ++block) packed.write_rows(block);
     cache.cached_tokens = packed.new_len;
     return true;
   }
+  visited = one_thread;
   for (std::int64_t block = blocks - 1; block >= 0; --block) {
     if (!packed.carried_finite(block)) {
       for (std::int64_t moved = block + 1; moved < blocks; ++moved) packed.move_back(moved);
@@ -127,7 +178,7 @@ bool append_packed_checked(KvCache& cache, const TransformerDims& dims, const Ne
     }
     if (block > 0) packed.move_up(block);
     packed.write_rows(block);
-    if (visit != nullptr) (*visit)(block);
+    if (visited) visit(block);
   }
   cache.cached_tokens = packed.new_len;
   return true;

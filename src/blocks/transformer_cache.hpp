@@ -26,14 +26,17 @@ void append_packed(KvCache& cache, const TransformerDims& dims, const NewRows& r
 // Called with a (b, kv head) block index, b * n_kv_heads + g, once that block's key span is in place.
 using BlockVisitor = std::function<void(std::int64_t block)>;
 
-// append_packed with the state's finiteness scan folded into the move, block by block from the last:
-// a block's carried keys and values are scanned, moved, followed by this call's rows, and handed to
-// `visit` (when given) while they are still in cache, so a decode step reads the cache from memory once.
-// When a carried key or value is non-finite it returns false with both buffers exactly as they were,
-// capacity included (anything visited so far must be discarded); the caller then refuses with the
-// ordinary scan's message.
+// append_packed with the state's finiteness scan folded into the move: a block's carried keys and values
+// are scanned, moved, followed by this call's rows, and handed to `visit` while they are still in cache,
+// so a decode step reads the cache from memory once. On one thread the blocks go last to first; with
+// more threads, when the call is short next to the cache (a decode step), the blocks go side by side on
+// the pool and `visit` runs on whichever thread moved the block. Otherwise (a long call on a short cache,
+// several threads) the blocks move one by one and none is visited: the caller then works on the units in
+// parallel itself. `visited` says which. When a carried key or value is non-finite it returns false with
+// both buffers exactly as they were, capacity included (anything visited so far must be discarded); the
+// caller then refuses with the ordinary scan's message.
 bool append_packed_checked(KvCache& cache, const TransformerDims& dims, const NewRows& rows,
-                           const BlockVisitor* visit = nullptr);
+                           const BlockVisitor& visit, bool& visited);
 
 // Window W: the keys and values at absolute positions [key_lo, S_old + length) of every (b, kv head),
 // ascending, as [B, KV, span, HD] arrays; positions below S_old come from the ring.

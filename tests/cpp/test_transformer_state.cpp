@@ -3,6 +3,7 @@
 // refusal of api.md 3 with its wording.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -91,67 +92,87 @@ TEST(TransformerState, PackedLayoutGrowsInPlaceAndNeverReadsTheCapacityAfterIt) 
 // (b, kv head) block, in k or in v, must give the up-front scan's message (the twin's) and leave both
 // buffers bit for bit as they were, the capacity past the packed region included.
 TEST(TransformerState, ARefusalFoundWhileRestridingLeavesTheCacheAsItWas) {
-  const std::int64_t batch = 2, dm = 32, hd = 8, kv = 2, cached = 5, length = 2;
+  const std::int64_t batch = 2, dm = 32, hd = 8, kv = 2, blocks = batch * kv;
   const TransformerBlockInference block = make_block({dm, 4, kv, 48, 0}, 6);
-  const std::vector<float> prefix = random_tokens(batch, cached, dm, 7);
-  const std::vector<float> x = random_tokens(batch, length, dm, 8);
-  TransformerState prepared = block.allocate_state(batch, 12);
-  block.forward(TensorView{prefix.data(), {batch, cached, dm}}, prepared);
-  for (std::int64_t i = batch * kv * cached * hd; i < prepared.cache_floats(); ++i) {
-    prepared.k_cache()[i] = static_cast<float>(i);  // capacity sentinels: not state, but not to be moved
-    prepared.v_cache()[i] = -static_cast<float>(i);
-  }
-  const std::int64_t used = batch * kv * cached * hd;
   const int saved_threads = num_threads();
-  // One thread attends each block as it is restrided; more threads attend after the whole restride.
-  for (int threads : {1, 2}) {
-    set_num_threads(threads);
-    for (bool in_k : {true, false}) {
-      for (std::int64_t at : {std::int64_t{0}, hd + 3, cached * hd, 2 * cached * hd + 1, used - 1}) {
-        for (float bad : {fp::quiet_nan(), fp::from_bits(0xFF800000u)}) {
-          TransformerState state = prepared.clone();
-          (in_k ? state.k_cache() : state.v_cache())[at] = bad;
-          const TransformerState before = state.clone();
-          std::string fast, twin;
-          try {
-            block.forward(TensorView{x.data(), {batch, length, dm}}, state);
-          } catch (const Error& e) {
-            fast = e.what();
+  // (cached, length): a call long next to the cache moves the blocks one by one; a short one (a decode
+  // step) moves them side by side on several threads, each block's covered rows from a saved copy.
+  const std::int64_t shapes[][2] = {{5, 2}, {40, 1}, {40, 3}};
+  for (const auto& shape : shapes) {
+    const std::int64_t cached = shape[0], length = shape[1], capacity = cached + length + 5;
+    const std::vector<float> prefix = random_tokens(batch, cached, dm, 7);
+    const std::vector<float> x = random_tokens(batch, length, dm, 8);
+    TransformerState prepared = block.allocate_state(batch, capacity);
+    block.forward(TensorView{prefix.data(), {batch, cached, dm}}, prepared);
+    const std::int64_t used = batch * kv * cached * hd;
+    for (std::int64_t i = used; i < prepared.cache_floats(); ++i) {
+      prepared.k_cache()[i] = static_cast<float>(i);  // capacity sentinels: not state, but not to be moved
+      prepared.v_cache()[i] = -static_cast<float>(i);
+    }
+    // Every block's first and last cell, one inside, and both sides of the rows the blocks below land on.
+    std::vector<std::int64_t> cells;
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      const std::int64_t base = b * cached * hd, covered = std::min(b * length, cached) * hd;
+      for (std::int64_t at :
+           {base, base + hd + 3, base + cached * hd - 1, base + covered, base + covered - 1})
+        if (at >= base && at < base + cached * hd) cells.push_back(at);
+    }
+    for (int threads : {1, 2, 3}) {
+      set_num_threads(threads);
+      for (bool in_k : {true, false}) {
+        for (std::int64_t at : cells) {
+          for (float bad : {fp::quiet_nan(), fp::from_bits(0xFF800000u)}) {
+            TransformerState state = prepared.clone();
+            (in_k ? state.k_cache() : state.v_cache())[at] = bad;
+            const TransformerState before = state.clone();
+            std::string fast, twin;
+            try {
+              block.forward(TensorView{x.data(), {batch, length, dm}}, state);
+            } catch (const Error& e) {
+              fast = e.what();
+            }
+            TransformerState twin_state = before.clone();
+            TransformerStateView view{twin_state.k_cache(), twin_state.v_cache(),      batch, capacity,
+                                      twin_state.window(),  twin_state.cached_tokens()};
+            try {
+              block.forward_reference(TensorView{x.data(), {batch, length, dm}}, view, false);
+            } catch (const Error& e) {
+              twin = e.what();
+            }
+            const std::string where = "cached " + std::to_string(cached) + " length " +
+                                      std::to_string(length) + " threads " + std::to_string(threads) +
+                                      (in_k ? " k" : " v") + " at " + std::to_string(at);
+            ASSERT_FALSE(fast.empty()) << "accepted a non-finite cache, " << where;
+            EXPECT_EQ(fast, twin) << where;
+            EXPECT_NE(
+                fast.find(std::string(in_k ? "k_cache" : "v_cache") + " at flat index " + std::to_string(at)),
+                std::string::npos)
+                << fast;
+            EXPECT_EQ(state.cached_tokens(), cached);
+            ASSERT_EQ(std::memcmp(state.k_cache(), before.k_cache(), state.cache_floats() * 4), 0) << where;
+            ASSERT_EQ(std::memcmp(state.v_cache(), before.v_cache(), state.cache_floats() * 4), 0) << where;
           }
-          TransformerState twin_state = before.clone();
-          TransformerStateView view{twin_state.k_cache(), twin_state.v_cache(),      batch, 12,
-                                    twin_state.window(),  twin_state.cached_tokens()};
-          try {
-            block.forward_reference(TensorView{x.data(), {batch, length, dm}}, view, false);
-          } catch (const Error& e) {
-            twin = e.what();
-          }
-          ASSERT_FALSE(fast.empty()) << "accepted a non-finite cache, k=" << in_k << " at " << at;
-          EXPECT_EQ(fast, twin);
-          EXPECT_NE(
-              fast.find(std::string(in_k ? "k_cache" : "v_cache") + " at flat index " + std::to_string(at)),
-              std::string::npos)
-              << fast;
-          EXPECT_EQ(state.cached_tokens(), cached);
-          ASSERT_EQ(std::memcmp(state.k_cache(), before.k_cache(), state.cache_floats() * 4), 0)
-              << in_k << at;
-          ASSERT_EQ(std::memcmp(state.v_cache(), before.v_cache(), state.cache_floats() * 4), 0)
-              << in_k << at;
         }
       }
+      // And a clean cache takes the same path to the same bits as the twin, twice in a row.
+      TransformerState state = prepared.clone(), twin_state = prepared.clone();
+      TransformerStateView view{twin_state.k_cache(), twin_state.v_cache(),      batch, capacity,
+                                twin_state.window(),  twin_state.cached_tokens()};
+      for (int call = 0; call < 2 && cached + (call + 1) * length <= capacity; ++call) {
+        const std::vector<float> y = block.forward(TensorView{x.data(), {batch, length, dm}}, state);
+        const std::vector<float> want =
+            block.forward_reference(TensorView{x.data(), {batch, length, dm}}, view, false);
+        EXPECT_EQ(testing::first_difference(y.data(), want.data(), static_cast<std::int64_t>(y.size())), -1);
+        EXPECT_EQ(std::memcmp(state.k_cache(), twin_state.k_cache(), state.cache_floats() * 4), 0);
+        EXPECT_EQ(std::memcmp(state.v_cache(), twin_state.v_cache(), state.cache_floats() * 4), 0);
+      }
     }
-    // And a clean cache takes the same path to the same bits as the twin.
-    TransformerState state = prepared.clone(), twin_state = prepared.clone();
-    TransformerStateView view{twin_state.k_cache(), twin_state.v_cache(),      batch, 12,
-                              twin_state.window(),  twin_state.cached_tokens()};
-    const std::vector<float> y = block.forward(TensorView{x.data(), {batch, length, dm}}, state);
-    const std::vector<float> want =
-        block.forward_reference(TensorView{x.data(), {batch, length, dm}}, view, false);
-    EXPECT_EQ(testing::first_difference(y.data(), want.data(), static_cast<std::int64_t>(y.size())), -1);
-    EXPECT_EQ(std::memcmp(state.k_cache(), twin_state.k_cache(), state.cache_floats() * 4), 0);
-    EXPECT_EQ(std::memcmp(state.v_cache(), twin_state.v_cache(), state.cache_floats() * 4), 0);
   }
   set_num_threads(saved_threads);
+  const std::int64_t cached = 5;
+  const std::vector<float> prefix = random_tokens(batch, cached, dm, 7);
+  TransformerState prepared = block.allocate_state(batch, 12);
+  block.forward(TensorView{prefix.data(), {batch, cached, dm}}, prepared);
   // A call that would also overflow the cache reports the cache contents first, as the up-front scan does.
   TransformerState full = prepared.clone();
   full.v_cache()[3] = fp::quiet_nan();
