@@ -389,10 +389,16 @@ void Mamba2Block::ssd_fast(Mamba2StateData& data, std::int64_t length, const flo
               dA[i] = F(MUL(dtv, Ah));
               dacs[i] = i == 0 ? F(dA[0]) : F(dacs[i - 1] + dA[i]);
             }
-            // Xd for every real row (padded rows +0.0).
-            for (std::int64_t i = 0; i < real; ++i)
-              ssd::scale(row_of(b, c0 + i) + h * P, dt[i], s.xd.data() + i * P, P);
-            std::fill(s.xd.begin() + real * P, s.xd.end(), 0.0f);
+            // Xd for every real row (padded rows +0.0), formed only for the packed GEMMs and a completed
+            // chunk's pass; a few rows of an open chunk read the x rows where they lie, each times its dt.
+            const bool few = rows <= kFewRows;
+            const bool form_xd = !few || real == Q;
+            const float* x_rows[Q];
+            for (std::int64_t i = 0; i < real; ++i) x_rows[i] = row_of(b, c0 + i) + h * P;
+            if (form_xd) {
+              for (std::int64_t i = 0; i < real; ++i) ssd::scale(x_rows[i], dt[i], s.xd.data() + i * P, P);
+              std::fill(s.xd.begin() + real * P, s.xd.end(), 0.0f);
+            }
             // Segment sums and M = G o L for the output rows, extending the kept column frontier.
             const float* gb = g.data() + b * rows * real;
             for (std::int64_t r = 0; r < rows; ++r)
@@ -400,9 +406,13 @@ void Mamba2Block::ssd_fast(Mamba2StateData& data, std::int64_t length, const flo
             // Ydiag = M Xd (k = 256) and ch = C h_prev^T (k = 128).
             float* h_prev = data.h.data() + task * P * N;
             const float* cb = cc.data() + b * rows * N;
-            if (rows <= kFewRows) {
+            if (few) {
               for (std::int64_t r = 0; r < rows; ++r) {
-                ssd::row_gemm_nn(s.mm.data() + r * Q, s.xd.data(), P, P, Q, s.ydiag.data() + r * P);
+                if (form_xd)
+                  ssd::row_gemm_nn(s.mm.data() + r * Q, s.xd.data(), P, P, Q, s.ydiag.data() + r * P);
+                else
+                  ssd::row_gemm_nn_scaled(s.mm.data() + r * Q, x_rows, dt, real, P, Q,
+                                          s.ydiag.data() + r * P);
                 ssd::row_gemm_nt(cb + r * N, h_prev, N, P, N, s.ch.data() + r * P);
               }
             } else {

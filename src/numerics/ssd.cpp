@@ -75,6 +75,26 @@ void row_gemm_nn(const float* a, const float* b, std::int64_t ldb, std::int64_t 
   if (done < n) row_gemm_nn_reference(a, b + done, ldb, n - done, k, out + done);
 }
 
+void row_gemm_nn_scaled_reference(const float* a, const float* const* rows, const float* scales,
+                                  std::int64_t real, std::int64_t n, std::int64_t k, float* out) {
+  // The literal route: form Xd (scale_reference per row, zero padding), then the plain row GEMM.
+  std::vector<float> xd(static_cast<std::size_t>(k * n), 0.0f);
+  for (std::int64_t p = 0; p < real; ++p) scale_reference(rows[p], scales[p], xd.data() + p * n, n);
+  row_gemm_nn_reference(a, xd.data(), n, n, k, out);
+}
+
+void row_gemm_nn_scaled(const float* a, const float* const* rows, const float* scales, std::int64_t real,
+                        std::int64_t n, std::int64_t k, float* out) {
+  std::int64_t done = 0;
+  if (const detail::SsdKernels* kernels = active_kernels())
+    done = kernels->row_gemm_nn_scaled(a, rows, scales, real, n, k, out);
+  if (done < n) {
+    std::vector<const float*> rest(static_cast<std::size_t>(real));
+    for (std::int64_t p = 0; p < real; ++p) rest[static_cast<std::size_t>(p)] = rows[p] + done;
+    row_gemm_nn_scaled_reference(a, rest.data(), scales, real, n - done, k, out + done);
+  }
+}
+
 namespace {
 // The columns j < i - 1 of a segsum row (the part the SIMD kernels vectorize), from index `from`.
 void segsum_prefix_scalar(float* frontier, std::int64_t from, std::int64_t count, float dA_i, const float* g,

@@ -53,6 +53,59 @@ void nn_cells(const float* a, const float* b, std::int64_t ldb, std::int64_t k, 
   for (int g = 0; g < G; ++g) Isa::store(out + j0 + g * Isa::kLanes, fold_lanes(parts[g], leaves));
 }
 
+// NN cells over discretized rows: B_eff[p][j] = F(MUL(F(rows[p][j]), scales[p])) for p < real, +0.0 past
+// it; the product is formed in the lane exactly as scale_lanes forms it, then used as nn_cells uses Xd.
+template <int G>
+void nn_scaled_cells(const float* a, const float* const* rows, const float* scales, std::int64_t real,
+                     std::int64_t k, std::int64_t leaf, int leaves, std::int64_t j0, float* out) {
+  V parts[G][kMaxLeaves];
+  for (int t = 0; t < leaves; ++t) {
+    V acc[G];
+    for (int g = 0; g < G; ++g) acc[g] = Isa::zero();
+    const std::int64_t end = k < (t + 1) * leaf ? k : (t + 1) * leaf;
+    for (std::int64_t p = t * leaf; p < end; ++p) {
+      const V ap = Isa::set1(samebits::fp::F(a[p]));
+      if (p < real) {
+        const V s = Isa::set1(scales[p]);
+        const float* row = rows[p] + j0;
+        for (int g = 0; g < G; ++g) {
+          const V xd = flushed(Isa::mul(flushed(Isa::load(row + g * Isa::kLanes)), s));
+          acc[g] = flushed(Isa::fma(ap, xd, acc[g]));
+        }
+      } else {
+        for (int g = 0; g < G; ++g) acc[g] = flushed(Isa::fma(ap, Isa::zero(), acc[g]));
+      }
+    }
+    for (int g = 0; g < G; ++g) parts[g][t] = flushed(acc[g]);
+  }
+  for (int g = 0; g < G; ++g) Isa::store(out + j0 + g * Isa::kLanes, fold_lanes(parts[g], leaves));
+}
+
+std::int64_t row_gemm_nn_scaled_lanes(const float* a, const float* const* rows, const float* scales,
+                                      std::int64_t real, std::int64_t n, std::int64_t k, float* out) {
+  std::int64_t leaf = 0;
+  int leaves = 0;
+  if (!leaves_fit(k, leaf, leaves)) return 0;
+  const std::int64_t groups = n / Isa::kLanes;
+  std::int64_t g0 = 0;
+  for (; g0 + kGroups <= groups; g0 += kGroups)
+    nn_scaled_cells<kGroups>(a, rows, scales, real, k, leaf, leaves, g0 * Isa::kLanes, out);
+  switch (groups - g0) {
+    case 3:
+      nn_scaled_cells<3>(a, rows, scales, real, k, leaf, leaves, g0 * Isa::kLanes, out);
+      break;
+    case 2:
+      nn_scaled_cells<2>(a, rows, scales, real, k, leaf, leaves, g0 * Isa::kLanes, out);
+      break;
+    case 1:
+      nn_scaled_cells<1>(a, rows, scales, real, k, leaf, leaves, g0 * Isa::kLanes, out);
+      break;
+    default:
+      break;
+  }
+  return groups * Isa::kLanes;
+}
+
 // NT cells: B_eff[p][j] = b[j * ldb + p], a column of rows. Whole blocks of lanes x lanes are loaded
 // row-wise and transposed in registers (Isa::transpose); the rest of a leaf is
 // gathered. Either way lane j sees exactly its cell's operands in ascending p.
@@ -171,5 +224,6 @@ std::int64_t chunk_pass_lanes(float scale, const float* h, const float* c, float
   return end;
 }
 
-const samebits::ssd::detail::SsdKernels kSsdKernels{&row_gemm_nt_lanes, &row_gemm_nn_lanes,
-                                                    &segsum_prefix_lanes, &chunk_pass_lanes, &scale_lanes};
+const samebits::ssd::detail::SsdKernels kSsdKernels{&row_gemm_nt_lanes,   &row_gemm_nn_lanes,
+                                                    &segsum_prefix_lanes, &chunk_pass_lanes,
+                                                    &scale_lanes,         &row_gemm_nn_scaled_lanes};

@@ -170,6 +170,68 @@ TEST(SsdKernels, RowGemmCellsMatchTheGemmTwin) {
   }
 }
 
+// A decode step's Ydiag row over the open chunk's x rows, discretized in the lane: equal to forming Xd
+// (scale_reference per row, +0.0 padding) and running the plain NN twin, for any count of real rows.
+TEST(SsdKernels, ScaledRowGemmMatchesFormingXdFirst) {
+  Rng rng(13);
+  for (std::int64_t k : {1, 64, 129, 256}) {
+    for (std::int64_t real : {std::int64_t{0}, std::int64_t{1}, k / 2 + 1, k - 1, k}) {
+      if (real < 0 || real > k) continue;
+      for (std::int64_t n : {1, 16, 17, 64, 70}) {
+        for (int awkward_data = 0; awkward_data < 2; ++awkward_data) {
+          auto make = [&](std::size_t count, float scale) {
+            return awkward_data ? awkward_vector(rng, count, scale) : rng.uniform_vector(count, scale);
+          };
+          const std::vector<float> a = make(static_cast<std::size_t>(k), 1.0f);
+          // Rows scattered in one buffer (the state's rows and the call's rows are two runs in the block).
+          const std::int64_t stride = n + 37;
+          const std::vector<float> x =
+              make(static_cast<std::size_t>(std::max<std::int64_t>(real, 1) * stride), 2.0f);
+          std::vector<float> scales = make(static_cast<std::size_t>(std::max<std::int64_t>(real, 1)), 0.5f);
+          for (float& v : scales) v = fp::F(v);  // the block passes a flushed dt
+          std::vector<const float*> rows(static_cast<std::size_t>(std::max<std::int64_t>(real, 1)));
+          for (std::int64_t p = 0; p < real; ++p)
+            rows[static_cast<std::size_t>(p)] = x.data() + (real - 1 - p) * stride;  // any order in memory
+          std::vector<float> xd(static_cast<std::size_t>(k * n), 0.0f), want(static_cast<std::size_t>(n));
+          for (std::int64_t p = 0; p < real; ++p)
+            for (std::int64_t j = 0; j < n; ++j)
+              xd[p * n + j] = fp::F(fp::MUL(fp::F(rows[static_cast<std::size_t>(p)][j]), scales[p]));
+          ssd::row_gemm_nn_reference(a.data(), xd.data(), n, n, k, want.data());
+          const std::string where0 = "k=" + std::to_string(k) + " real=" + std::to_string(real) +
+                                     " n=" + std::to_string(n) + " awkward=" + std::to_string(awkward_data);
+          std::vector<float> ref(static_cast<std::size_t>(n), 7.0f);
+          ssd::row_gemm_nn_scaled_reference(a.data(), rows.data(), scales.data(), real, n, k, ref.data());
+          ASSERT_TRUE(testing::same_bits(want, ref)) << where0;
+          for_each_target([&](const char* where) {
+            std::vector<float> got(static_cast<std::size_t>(n), 5.0f);
+            ssd::row_gemm_nn_scaled(a.data(), rows.data(), scales.data(), real, n, k, got.data());
+            ASSERT_TRUE(testing::same_bits(want, got)) << where << " " << where0;
+          });
+        }
+      }
+    }
+  }
+}
+
+// The padding rows still take part in each chain: a leaf whose real rows end at a flushed -0.0 turns +0.0
+// on the padding's first +0.0 product, as it does in the formed-Xd GEMM.
+TEST(SsdKernels, ScaledRowGemmRunsThePaddingRows) {
+  const std::int64_t k = 64, n = 16, real = 1;
+  std::vector<float> a(static_cast<std::size_t>(k), 1.0f);
+  a[0] = -1e-20f;
+  const std::vector<float> x(static_cast<std::size_t>(n), 1e-20f);  // product -1e-40: subnormal, flushed
+  const float scale = 1.0f;
+  const float* rows[1] = {x.data()};
+  std::vector<float> want(static_cast<std::size_t>(n));
+  ssd::row_gemm_nn_scaled_reference(a.data(), rows, &scale, real, n, k, want.data());
+  for (float v : want) ASSERT_EQ(fp::bits(v), 0u);  // +0.0, not -0.0
+  for_each_target([&](const char* where) {
+    std::vector<float> got(static_cast<std::size_t>(n), 5.0f);
+    ssd::row_gemm_nn_scaled(a.data(), rows, &scale, real, n, k, got.data());
+    ASSERT_TRUE(testing::same_bits(want, got)) << where;
+  });
+}
+
 TEST(SsdKernels, SegsumRowsAndChunkPassMatchTwins) {
   Rng rng(4);
   for (int awkward_data = 0; awkward_data < 2; ++awkward_data) {
