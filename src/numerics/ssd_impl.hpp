@@ -33,10 +33,11 @@ inline bool leaves_fit(std::int64_t k, std::int64_t& leaf, int& leaves) {
 // one chain hides behind the others); each cell's chain is still serial in ascending p.
 constexpr int kGroups = 4;
 
-// NN cells: B_eff[p][j] = b[p * ldb + j], contiguous in j. Groups G cover columns j0 .. j0 + G * lanes.
-template <int G>
-void nn_cells(const float* a, const float* b, std::int64_t ldb, std::int64_t k, std::int64_t leaf, int leaves,
-              std::int64_t j0, float* out) {
+// NN cells: lane group g of row p of B_eff comes from b_lanes(p, g) (columns j0 + g * lanes ..), each chain
+// serial in ascending p. Groups G cover columns j0 .. j0 + G * lanes.
+template <int G, typename BLanes>
+void nn_cells_of(const float* a, std::int64_t k, std::int64_t leaf, int leaves, std::int64_t j0, float* out,
+                 const BLanes& b_lanes) {
   V parts[G][kMaxLeaves];
   for (int t = 0; t < leaves; ++t) {
     V acc[G];
@@ -44,41 +45,54 @@ void nn_cells(const float* a, const float* b, std::int64_t ldb, std::int64_t k, 
     const std::int64_t end = k < (t + 1) * leaf ? k : (t + 1) * leaf;
     for (std::int64_t p = t * leaf; p < end; ++p) {
       const V ap = Isa::set1(samebits::fp::F(a[p]));
-      const float* row = b + p * ldb + j0;
-      for (int g = 0; g < G; ++g)
-        acc[g] = flushed(Isa::fma(ap, flushed(Isa::load(row + g * Isa::kLanes)), acc[g]));
+      for (int g = 0; g < G; ++g) acc[g] = flushed(Isa::fma(ap, b_lanes(p, g), acc[g]));
     }
     for (int g = 0; g < G; ++g) parts[g][t] = flushed(acc[g]);
   }
   for (int g = 0; g < G; ++g) Isa::store(out + j0 + g * Isa::kLanes, fold_lanes(parts[g], leaves));
 }
 
-// NN cells over discretized rows: B_eff[p][j] = F(MUL(F(rows[p][j]), scales[p])) for p < real, +0.0 past
-// it; the product is formed in the lane exactly as scale_lanes forms it, then used as nn_cells uses Xd.
+// B_eff[p][j] = b[p * ldb + j], contiguous in j.
+template <int G>
+void nn_cells(const float* a, const float* b, std::int64_t ldb, std::int64_t k, std::int64_t leaf, int leaves,
+              std::int64_t j0, float* out) {
+  nn_cells_of<G>(a, k, leaf, leaves, j0, out, [&](std::int64_t p, int g) {
+    return flushed(Isa::load(b + p * ldb + j0 + g * Isa::kLanes));
+  });
+}
+
+// Discretized rows: B_eff[p][j] = F(MUL(F(rows[p][j]), scales[p])) for p < real, +0.0 past it; the product
+// is formed in the lane exactly as scale_lanes forms it.
 template <int G>
 void nn_scaled_cells(const float* a, const float* const* rows, const float* scales, std::int64_t real,
                      std::int64_t k, std::int64_t leaf, int leaves, std::int64_t j0, float* out) {
-  V parts[G][kMaxLeaves];
-  for (int t = 0; t < leaves; ++t) {
-    V acc[G];
-    for (int g = 0; g < G; ++g) acc[g] = Isa::zero();
-    const std::int64_t end = k < (t + 1) * leaf ? k : (t + 1) * leaf;
-    for (std::int64_t p = t * leaf; p < end; ++p) {
-      const V ap = Isa::set1(samebits::fp::F(a[p]));
-      if (p < real) {
-        const V s = Isa::set1(scales[p]);
-        const float* row = rows[p] + j0;
-        for (int g = 0; g < G; ++g) {
-          const V xd = flushed(Isa::mul(flushed(Isa::load(row + g * Isa::kLanes)), s));
-          acc[g] = flushed(Isa::fma(ap, xd, acc[g]));
-        }
-      } else {
-        for (int g = 0; g < G; ++g) acc[g] = flushed(Isa::fma(ap, Isa::zero(), acc[g]));
-      }
-    }
-    for (int g = 0; g < G; ++g) parts[g][t] = flushed(acc[g]);
+  nn_cells_of<G>(a, k, leaf, leaves, j0, out, [&](std::int64_t p, int g) {
+    if (p >= real) return Isa::zero();
+    return flushed(Isa::mul(flushed(Isa::load(rows[p] + j0 + g * Isa::kLanes)), Isa::set1(scales[p])));
+  });
+}
+
+// Calls run.template operator()<G>(j0) over the whole lane groups of n columns, kGroups at a time, then
+// the remaining groups together; returns the columns covered.
+template <typename Run>
+std::int64_t lane_groups(std::int64_t n, const Run& run) {
+  const std::int64_t groups = n / Isa::kLanes;
+  std::int64_t g0 = 0;
+  for (; g0 + kGroups <= groups; g0 += kGroups) run.template operator()<kGroups>(g0 * Isa::kLanes);
+  switch (groups - g0) {
+    case 3:
+      run.template operator()<3>(g0 * Isa::kLanes);
+      break;
+    case 2:
+      run.template operator()<2>(g0 * Isa::kLanes);
+      break;
+    case 1:
+      run.template operator()<1>(g0 * Isa::kLanes);
+      break;
+    default:
+      break;
   }
-  for (int g = 0; g < G; ++g) Isa::store(out + j0 + g * Isa::kLanes, fold_lanes(parts[g], leaves));
+  return groups * Isa::kLanes;
 }
 
 std::int64_t row_gemm_nn_scaled_lanes(const float* a, const float* const* rows, const float* scales,
@@ -86,24 +100,9 @@ std::int64_t row_gemm_nn_scaled_lanes(const float* a, const float* const* rows, 
   std::int64_t leaf = 0;
   int leaves = 0;
   if (!leaves_fit(k, leaf, leaves)) return 0;
-  const std::int64_t groups = n / Isa::kLanes;
-  std::int64_t g0 = 0;
-  for (; g0 + kGroups <= groups; g0 += kGroups)
-    nn_scaled_cells<kGroups>(a, rows, scales, real, k, leaf, leaves, g0 * Isa::kLanes, out);
-  switch (groups - g0) {
-    case 3:
-      nn_scaled_cells<3>(a, rows, scales, real, k, leaf, leaves, g0 * Isa::kLanes, out);
-      break;
-    case 2:
-      nn_scaled_cells<2>(a, rows, scales, real, k, leaf, leaves, g0 * Isa::kLanes, out);
-      break;
-    case 1:
-      nn_scaled_cells<1>(a, rows, scales, real, k, leaf, leaves, g0 * Isa::kLanes, out);
-      break;
-    default:
-      break;
-  }
-  return groups * Isa::kLanes;
+  return lane_groups(n, [&]<int G>(std::int64_t j0) {
+    nn_scaled_cells<G>(a, rows, scales, real, k, leaf, leaves, j0, out);
+  });
 }
 
 // NT cells: B_eff[p][j] = b[j * ldb + p], a column of rows. Whole blocks of lanes x lanes are loaded
@@ -143,31 +142,14 @@ void nt_cells(const float* a, const float* b, std::int64_t ldb, std::int64_t k, 
   for (int g = 0; g < G; ++g) Isa::store(out + j0 + g * kLanes, fold_lanes(parts[g], leaves));
 }
 
-// Whole lane groups of the n columns, kGroups at a time, then the remaining groups together.
+// Whole lane groups of the n columns through Cells<G>::run.
 template <template <int> class Cells>
 std::int64_t row_groups(const float* a, const float* b, std::int64_t ldb, std::int64_t n, std::int64_t k,
                         float* out) {
   std::int64_t leaf = 0;
   int leaves = 0;
   if (!leaves_fit(k, leaf, leaves) || ldb > (std::int64_t{1} << 26)) return 0;
-  const std::int64_t groups = n / Isa::kLanes;
-  std::int64_t g0 = 0;
-  for (; g0 + kGroups <= groups; g0 += kGroups)
-    Cells<kGroups>::run(a, b, ldb, k, leaf, leaves, g0 * Isa::kLanes, out);
-  switch (groups - g0) {
-    case 3:
-      Cells<3>::run(a, b, ldb, k, leaf, leaves, g0 * Isa::kLanes, out);
-      break;
-    case 2:
-      Cells<2>::run(a, b, ldb, k, leaf, leaves, g0 * Isa::kLanes, out);
-      break;
-    case 1:
-      Cells<1>::run(a, b, ldb, k, leaf, leaves, g0 * Isa::kLanes, out);
-      break;
-    default:
-      break;
-  }
-  return groups * Isa::kLanes;
+  return lane_groups(n, [&]<int G>(std::int64_t j0) { Cells<G>::run(a, b, ldb, k, leaf, leaves, j0, out); });
 }
 
 template <int G>
