@@ -37,11 +37,11 @@ cli_smoke() {
 }
 cli_smoke || failed+=("ASan+UBSan CLI")
 
-stage "TSan: configure and build build-tsan (test_concurrent_use only)"
+stage "TSan: configure and build build-tsan (test_concurrent_use, test_thread_pool, test_transformer_state)"
 cmake --preset tsan >/dev/null
 cmake --build --preset tsan -j"$JOBS"
-stage "TSan: one shared model, four caller threads"
-ctest --preset tsan || failed+=("TSan concurrency test")
+stage "TSan: one shared model and four caller threads; the pool; the KV restride on 1-3 threads"
+ctest --preset tsan || failed+=("TSan concurrency tests")
 
 if ((${#failed[@]})); then
   printf 'sanitize.sh: FAILED: %s\n' "${failed[@]}"
