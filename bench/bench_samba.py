@@ -21,6 +21,11 @@ without that effect (the policy in force is printed). Those workers also spin on
 every timed round of either side starts after a short pause (SETTLE_SECONDS) that lets the other side's
 threads go idle: otherwise samebits' two-thread rounds would run beside a spinning PyTorch worker.
 
+With build/bench_gemm built, two bandwidth tables follow: one-thread decode against the probes over 256 MiB
+(memory) and 16 MiB (last-level cache), and every decode row against its own footprint: right after the
+row, `bench_gemm` re-reads exactly the bytes that step must read (SAMEBITS_PROBE_BYTES) with the row's
+thread count, and bytes / rate is the least time any step could take at that moment.
+
 `--profile` adds a samebits-only breakdown of the decode step: the Python wrapper's own time (the native
 call replaced by a stub that returns at once), each layer's native step (its block class's step, run in
 stack order on states prefilled to the position, minus that class's own Python wrapper), and the rest
