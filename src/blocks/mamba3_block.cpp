@@ -29,11 +29,6 @@ std::string non_finite_message(const float* data, std::int64_t count, const std:
   return {};
 }
 
-// Refuses the first non-finite element by name; the fast scan keeps the common all-finite case cheap.
-void refuse_array(const float* data, std::int64_t count, const char* entry, const std::string& name) {
-  refuse_if_non_finite(data, count, entry, name);
-}
-
 }  // namespace
 
 Mamba3Block::Mamba3Block(Mamba3Weights weights) : weights_(std::move(weights)) {
@@ -84,7 +79,7 @@ void Mamba3Block::refuse(const float* x, std::int64_t B, std::int64_t L, const M
   if (state.pending && q0 != 0)
     throw_value_error("Mamba3State.set_input_states: the state is mid-sequence (buf_len = " +
                       std::to_string(q0) + "); Input_States only has upstream meaning on a fresh state");
-  if (x != nullptr) refuse_array(x, B * L * dims_.d_model, entry, "x");
+  if (x != nullptr) refuse_if_non_finite(x, B * L * dims_.d_model, entry, "x");
   if (!weight_refusal_.empty()) throw_value_error(where + ": " + weight_refusal_);
   if (!scan_state) return;
   // Every piece in one pool-split scan: pending_k and pending_v only while an input is pending.

@@ -178,10 +178,7 @@ void TransformerBlock::check_call(const float* x, std::int64_t batch, std::int64
                       " positions puts the RoPE angle at column " + std::to_string(worst.column) + " at " +
                       float_text(worst.angle) + ", at or beyond the sin/cos domain (8192.0) REFUSED");
   // A vectorized pass first; the scalar one names the first offender only when there is one.
-  auto refuse = [&](const float* data, std::int64_t count, const char* name) {
-    refuse_if_non_finite(data, count, what, name);
-  };
-  if (x != nullptr) refuse(x, batch * length * dims_.d_model, "x");
+  if (x != nullptr) refuse_if_non_finite(x, batch * length * dims_.d_model, what, "x");
   const std::int64_t needed = cache.cached_tokens + length;
   const bool overflows = needed > cache.max_tokens || needed > kMaxPositions;
   if (scan == StateScan::kNow || (scan == StateScan::kAtAppend && (dims_.window > 0 || overflows))) {

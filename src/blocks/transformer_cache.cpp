@@ -34,25 +34,19 @@ struct Packed {
         new_len(c.cached_tokens + r.length) {}
 
   std::int64_t blocks() const { return cache.batch * kv; }
-  bool carried_finite(const float* buffer, std::int64_t block) const {
-    return finite::all_finite(buffer + block * old_len * hd, old_len * hd);
+  float* buffer(int which) const { return which == 0 ? cache.k : cache.v; }
+  // Carried rows [from, old_len) of one block in one buffer: their scan, the move to the new stride and
+  // back. Rows below `from` are the caller's (restride_blocks_in_parallel keeps them aside).
+  bool rows_finite(const float* buf, std::int64_t block, std::int64_t from = 0) const {
+    return finite::all_finite(buf + (block * old_len + from) * hd, (old_len - from) * hd);
   }
-  bool carried_finite(std::int64_t block) const {
-    return carried_finite(cache.k, block) && carried_finite(cache.v, block);
+  void move_up(float* buf, std::int64_t block, std::int64_t from = 0) const {
+    copy_floats(buf + (block * new_len + from) * hd, buf + (block * old_len + from) * hd,
+                (old_len - from) * hd);
   }
-  void move_up(float* buffer, std::int64_t block) const {
-    copy_floats(buffer + block * new_len * hd, buffer + block * old_len * hd, old_len * hd);
-  }
-  void move_up(std::int64_t block) const {
-    move_up(cache.k, block);
-    move_up(cache.v, block);
-  }
-  void move_back(float* buffer, std::int64_t block) const {
-    copy_floats(buffer + block * old_len * hd, buffer + block * new_len * hd, old_len * hd);
-  }
-  void move_back(std::int64_t block) const {
-    move_back(cache.k, block);
-    move_back(cache.v, block);
+  void move_back(float* buf, std::int64_t block, std::int64_t from = 0) const {
+    copy_floats(buf + (block * old_len + from) * hd, buf + (block * new_len + from) * hd,
+                (old_len - from) * hd);
   }
   void write_rows(std::int64_t block) const {
     const std::int64_t b = block / kv, g = block % kv;
@@ -73,7 +67,8 @@ struct Packed {
 void append_packed(KvCache& cache, const TransformerDims& dims, const NewRows& rows) {
   const Packed packed(cache, dims, rows);
   for (std::int64_t block = packed.blocks() - 1; block >= 0; --block) {
-    if (block > 0) packed.move_up(block);
+    if (block > 0)
+      for (int which : {0, 1}) packed.move_up(packed.buffer(which), block);
     packed.write_rows(block);
   }
   cache.cached_tokens = packed.new_len;
@@ -87,42 +82,53 @@ std::int64_t covered_rows(const Packed& p, std::int64_t block) {
   return std::min(block * (p.new_len - p.old_len), p.old_len);
 }
 
+// Last block first, each scanned, moved, given its new rows and visited (when asked); at a non-finite
+// block the moved ones go back, first to last.
+bool restride_blocks_one_by_one(const Packed& p, const BlockVisitor* visit) {
+  for (std::int64_t block = p.blocks() - 1; block >= 0; --block) {
+    if (!p.rows_finite(p.cache.k, block) || !p.rows_finite(p.cache.v, block)) {
+      for (std::int64_t moved = block + 1; moved < p.blocks(); ++moved)
+        for (int which : {0, 1}) p.move_back(p.buffer(which), moved);
+      return false;
+    }
+    if (block > 0)
+      for (int which : {0, 1}) p.move_up(p.buffer(which), block);
+    p.write_rows(block);
+    if (visit != nullptr) (*visit)(block);
+  }
+  return true;
+}
+
 // The blocks all at once: each is scanned, moved (its covered rows from the saved copy), given its new
 // rows and visited by whichever thread takes it. No block reads what another writes (see covered_rows).
 // On a non-finite block every moved block goes back, first to last, and the saved rows return.
-bool restride_blocks_in_parallel(const Packed& p, const float* k_tail, const float* v_tail,
-                                 std::int64_t tail_begin, std::int64_t tail_count,
-                                 const BlockVisitor& visit) {
+bool restride_blocks_in_parallel(const Packed& p, const BlockVisitor& visit) {
   const std::int64_t blocks = p.blocks(), hd = p.hd;
   std::vector<std::int64_t> saved_at(static_cast<std::size_t>(blocks) + 1, 0);  // row offsets in `saved`
   for (std::int64_t i = 0; i < blocks; ++i) saved_at[i + 1] = saved_at[i] + covered_rows(p, i);
-  std::vector<float> saved_k(static_cast<std::size_t>(saved_at[blocks] * hd));
-  std::vector<float> saved_v(saved_k.size());
-  for (std::int64_t i = 0; i < blocks; ++i) {
-    copy_floats(saved_k.data() + saved_at[i] * hd, p.cache.k + i * p.old_len * hd, covered_rows(p, i) * hd);
-    copy_floats(saved_v.data() + saved_at[i] * hd, p.cache.v + i * p.old_len * hd, covered_rows(p, i) * hd);
+  std::vector<float> saved[2];
+  auto saved_rows = [&](int which, std::int64_t i) { return saved[which].data() + saved_at[i] * hd; };
+  for (int which : {0, 1}) {
+    saved[which].resize(static_cast<std::size_t>(saved_at[blocks] * hd));
+    for (std::int64_t i = 0; i < blocks; ++i)
+      copy_floats(saved_rows(which, i), p.buffer(which) + i * p.old_len * hd, covered_rows(p, i) * hd);
   }
   std::vector<char> moved(static_cast<std::size_t>(blocks), 0);
   std::atomic<bool> refused{false};
-  auto carried_finite = [&](const float* buffer, const std::vector<float>& saved, std::int64_t i) {
-    const std::int64_t c = covered_rows(p, i);
-    return finite::all_finite(saved.data() + saved_at[i] * hd, c * hd) &&
-           finite::all_finite(buffer + (i * p.old_len + c) * hd, (p.old_len - c) * hd);
-  };
-  auto move_up = [&](float* buffer, const std::vector<float>& saved, std::int64_t i) {
-    const std::int64_t c = covered_rows(p, i);
-    copy_floats(buffer + (i * p.new_len + c) * hd, buffer + (i * p.old_len + c) * hd, (p.old_len - c) * hd);
-    copy_floats(buffer + i * p.new_len * hd, saved.data() + saved_at[i] * hd, c * hd);
-  };
   parallel_for(blocks, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t i = begin; i < end; ++i) {
       if (refused.load(std::memory_order_relaxed)) return;
-      if (!carried_finite(p.cache.k, saved_k, i) || !carried_finite(p.cache.v, saved_v, i)) {
-        refused.store(true, std::memory_order_relaxed);
-        return;
+      const std::int64_t c = covered_rows(p, i);
+      for (int which : {0, 1}) {
+        if (!finite::all_finite(saved_rows(which, i), c * hd) || !p.rows_finite(p.buffer(which), i, c)) {
+          refused.store(true, std::memory_order_relaxed);
+          return;
+        }
       }
-      move_up(p.cache.k, saved_k, i);
-      move_up(p.cache.v, saved_v, i);
+      for (int which : {0, 1}) {
+        p.move_up(p.buffer(which), i, c);
+        copy_floats(p.buffer(which) + i * p.new_len * hd, saved_rows(which, i), c * hd);
+      }
       moved[static_cast<std::size_t>(i)] = 1;
       p.write_rows(i);
       visit(i);
@@ -132,17 +138,11 @@ bool restride_blocks_in_parallel(const Packed& p, const float* k_tail, const flo
   // First to last: block i's carried rows go back below its new place once block i - 1 has left them.
   for (std::int64_t i = 0; i < blocks; ++i) {
     const std::int64_t c = covered_rows(p, i);
-    if (moved[static_cast<std::size_t>(i)]) {
-      copy_floats(p.cache.k + (i * p.old_len + c) * hd, p.cache.k + (i * p.new_len + c) * hd,
-                  (p.old_len - c) * hd);
-      copy_floats(p.cache.v + (i * p.old_len + c) * hd, p.cache.v + (i * p.new_len + c) * hd,
-                  (p.old_len - c) * hd);
+    for (int which : {0, 1}) {
+      if (moved[static_cast<std::size_t>(i)]) p.move_back(p.buffer(which), i, c);
+      copy_floats(p.buffer(which) + i * p.old_len * hd, saved_rows(which, i), c * hd);
     }
-    copy_floats(p.cache.k + i * p.old_len * hd, saved_k.data() + saved_at[i] * hd, c * hd);
-    copy_floats(p.cache.v + i * p.old_len * hd, saved_v.data() + saved_at[i] * hd, c * hd);
   }
-  copy_floats(p.cache.k + tail_begin, k_tail, tail_count);
-  copy_floats(p.cache.v + tail_begin, v_tail, tail_count);
   return false;
 }
 
@@ -156,29 +156,20 @@ bool append_packed_checked(KvCache& cache, const TransformerDims& dims, const Ne
   // new rows write into [blocks * old_len, blocks * new_len) * hd, so that span is kept until all passed.
   const std::int64_t tail_begin = blocks * packed.old_len * packed.hd;
   const std::int64_t tail_count = blocks * rows.length * packed.hd;
-  std::vector<float> k_tail(cache.k + tail_begin, cache.k + tail_begin + tail_count);
-  std::vector<float> v_tail(cache.v + tail_begin, cache.v + tail_begin + tail_count);
+  const std::vector<float> k_tail(cache.k + tail_begin, cache.k + tail_begin + tail_count);
+  const std::vector<float> v_tail(cache.v + tail_begin, cache.v + tail_begin + tail_count);
   // With several threads the blocks move side by side when the rows they must save first (those the
   // blocks below land on: about blocks^2 * length / 2 rows) are few next to what moves (a decode step).
+  // Otherwise one by one, visited only on one thread (the caller then runs the units in parallel).
   const bool one_thread = num_threads() == 1;
-  if (!one_thread && blocks > 1 && 2 * (blocks - 1) * rows.length <= packed.old_len) {
-    visited = true;
-    if (!restride_blocks_in_parallel(packed, k_tail.data(), v_tail.data(), tail_begin, tail_count, visit))
-      return false;
-    cache.cached_tokens = packed.new_len;
-    return true;
-  }
-  visited = one_thread;
-  for (std::int64_t block = blocks - 1; block >= 0; --block) {
-    if (!packed.carried_finite(block)) {
-      for (std::int64_t moved = block + 1; moved < blocks; ++moved) packed.move_back(moved);
-      copy_floats(cache.k + tail_begin, k_tail.data(), tail_count);
-      copy_floats(cache.v + tail_begin, v_tail.data(), tail_count);
-      return false;
-    }
-    if (block > 0) packed.move_up(block);
-    packed.write_rows(block);
-    if (visited) visit(block);
+  const bool side_by_side = !one_thread && blocks > 1 && 2 * (blocks - 1) * rows.length <= packed.old_len;
+  visited = one_thread || side_by_side;
+  const bool clean = side_by_side ? restride_blocks_in_parallel(packed, visit)
+                                  : restride_blocks_one_by_one(packed, one_thread ? &visit : nullptr);
+  if (!clean) {
+    copy_floats(cache.k + tail_begin, k_tail.data(), tail_count);
+    copy_floats(cache.v + tail_begin, v_tail.data(), tail_count);
+    return false;
   }
   cache.cached_tokens = packed.new_len;
   return true;
