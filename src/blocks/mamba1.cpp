@@ -98,10 +98,12 @@ Mamba1Block::Mamba1Block(Mamba1Weights weights)
   A_.resize(weights_[kM1ALog].size());
   for (std::size_t i = 0; i < A_.size(); ++i) A_[i] = -F(prim::expf(F(weights_[kM1ALog][i])));
   const std::int64_t dm = dims_.d_model, di = dims_.d_inner;
-  in_proj_ = gemm::PackedRhs::from_transposed(weights_[kM1InProj].data(), 2 * di, dm);
-  x_proj_ = gemm::PackedRhs::from_transposed(weights_[kM1XProj].data(), dims_.x_proj_rows(), di);
-  dt_proj_ = gemm::PackedRhs::from_transposed(weights_[kM1DtProjWeight].data(), di, dims_.dt_rank);
-  out_proj_ = gemm::PackedRhs::from_transposed(weights_[kM1OutProj].data(), dm, di);
+  in_proj_ = gemm::PackedRhs::from_transposed(weights_[kM1InProj].data(), 2 * di, dm, Placement::kWeightPool);
+  x_proj_ = gemm::PackedRhs::from_transposed(weights_[kM1XProj].data(), dims_.x_proj_rows(), di,
+                                             Placement::kWeightPool);
+  dt_proj_ = gemm::PackedRhs::from_transposed(weights_[kM1DtProjWeight].data(), di, dims_.dt_rank,
+                                              Placement::kWeightPool);
+  out_proj_ = gemm::PackedRhs::from_transposed(weights_[kM1OutProj].data(), dm, di, Placement::kWeightPool);
 }
 
 void Mamba1Block::refuse_non_finite_inputs(const float* x, std::int64_t count, const Mamba1State& state,

@@ -44,9 +44,11 @@ Mamba3Block::Mamba3Block(Mamba3Weights weights) : weights_(std::move(weights)) {
   for (int i = 0; i < kMamba3TensorCount && weight_refusal_.empty(); ++i)
     weight_refusal_ = non_finite_message(weights_.tensors[i].data(), specs[i].elements(), specs[i].name);
   // The panels become the only copy of the two projections: each raw buffer goes as soon as it is packed.
-  packed_in_proj_ = gemm::PackedRhs::from_transposed(weights_.in_proj().data(), dims_.d_in_proj, d_model);
+  packed_in_proj_ = gemm::PackedRhs::from_transposed(weights_.in_proj().data(), dims_.d_in_proj, d_model,
+                                                     Placement::kWeightPool);
   std::vector<float>().swap(weights_.tensors[kInProj]);
-  packed_out_proj_ = gemm::PackedRhs::from_transposed(weights_.out_proj().data(), d_model, dims_.d_inner);
+  packed_out_proj_ = gemm::PackedRhs::from_transposed(weights_.out_proj().data(), d_model, dims_.d_inner,
+                                                      Placement::kWeightPool);
   std::vector<float>().swap(weights_.tensors[kOutProj]);
 }
 

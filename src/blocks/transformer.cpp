@@ -38,7 +38,8 @@ gemm::PackedRhs pack_stacked(std::int64_t k, std::initializer_list<std::vector<f
     stacked.insert(stacked.end(), part->begin(), part->end());
     release(*part);
   }
-  return gemm::PackedRhs::from_transposed(stacked.data(), static_cast<std::int64_t>(total) / k, k);
+  return gemm::PackedRhs::from_transposed(stacked.data(), static_cast<std::int64_t>(total) / k, k,
+                                          Placement::kWeightPool);
 }
 
 std::string float_text(float value) {
@@ -98,10 +99,11 @@ TransformerBlock::TransformerBlock(const TransformerDims& dims, TransformerWeigh
 
   inverse_frequencies_ = rope::inverse_frequencies(d.head_dim, kRopeTheta);
   qkv_ = pack_stacked(d.d_model, {&weights_.q, &weights_.k, &weights_.v});
-  o_ = gemm::PackedRhs::from_transposed(weights_.o.data(), d.d_model, d.q_width());
+  o_ = gemm::PackedRhs::from_transposed(weights_.o.data(), d.d_model, d.q_width(), Placement::kWeightPool);
   release(weights_.o);
   gate_up_ = pack_stacked(d.d_model, {&weights_.gate, &weights_.up});
-  down_ = gemm::PackedRhs::from_transposed(weights_.down.data(), d.d_model, d.intermediate);
+  down_ = gemm::PackedRhs::from_transposed(weights_.down.data(), d.d_model, d.intermediate,
+                                           Placement::kWeightPool);
   release(weights_.down);
 }
 

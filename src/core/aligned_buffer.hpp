@@ -1,4 +1,5 @@
-// A heap buffer aligned for 64-byte vector loads; owns its memory, copies are explicit.
+// A buffer aligned for 64-byte vector loads, from the heap or the weight pool; owns its memory, copies
+// are explicit.
 #pragma once
 
 #include <sys/mman.h>  // madvise
@@ -9,41 +10,54 @@
 #include <new>
 #include <utility>
 
+#include "core/weight_pool.hpp"
+
 namespace samebits {
+
+// Where a buffer's memory comes from: the heap, or the weight pool for memory that lives as long as a
+// model and is read on every call (packed weight panels).
+enum class Placement { kHeap, kWeightPool };
 
 template <typename T>
 class AlignedBuffer {
  public:
   static constexpr std::size_t kAlignment = 64;
-  static constexpr std::size_t kHugePage = std::size_t{2} << 20;
+  static constexpr std::size_t kHugePage = weight_pool::kHugePage;
 
   AlignedBuffer() = default;
   explicit AlignedBuffer(std::size_t count) { resize_uninitialized(count); }
   AlignedBuffer(const AlignedBuffer&) = delete;
   AlignedBuffer& operator=(const AlignedBuffer&) = delete;
   AlignedBuffer(AlignedBuffer&& other) noexcept
-      : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+      : data_(std::exchange(other.data_, nullptr)),
+        size_(std::exchange(other.size_, 0)),
+        placement_(other.placement_) {}
   AlignedBuffer& operator=(AlignedBuffer&& other) noexcept {
     if (this != &other) {
-      std::free(data_);
+      deallocate();
       data_ = std::exchange(other.data_, nullptr);
       size_ = std::exchange(other.size_, 0);
+      placement_ = other.placement_;
     }
     return *this;
   }
-  ~AlignedBuffer() { std::free(data_); }
+  ~AlignedBuffer() { deallocate(); }
 
   // Contents are unspecified after a resize; callers write before they read.
-  void resize_uninitialized(std::size_t count) {
-    if (count == size_) return;
-    std::free(data_);
-    data_ = nullptr;
-    size_ = 0;
+  void resize_uninitialized(std::size_t count, Placement placement = Placement::kHeap) {
+    if (count == size_ && placement == placement_) return;
+    deallocate();
+    placement_ = placement;
     if (count == 0) return;
+    if (placement == Placement::kWeightPool) {
+      data_ = static_cast<T*>(weight_pool::acquire(count * sizeof(T)));
+      size_ = count;
+      return;
+    }
     const std::size_t bytes = (count * sizeof(T) + kAlignment - 1) / kAlignment * kAlignment;
-    // A big buffer (weights, a KV cache) starts on a huge-page boundary and asks for huge pages over its
-    // whole 2 MiB extents: a decode step streams every weight matrix once, and with 4 KiB pages the TLB
-    // misses of a 10 MB matrix cost ~20% of a one-thread step. The tail stays on small pages (no waste).
+    // A big heap buffer (a KV cache, a state) starts on a huge-page boundary and asks for huge pages over
+    // its whole 2 MiB extents: a decode step streams it once, and with 4 KiB pages the TLB misses of a
+    // 10 MB buffer cost ~20% of a one-thread step. The tail stays on small pages (no waste).
     const bool huge = bytes >= kHugePage;
     data_ = static_cast<T*>(std::aligned_alloc(huge ? kHugePage : kAlignment, bytes));
     if (data_ == nullptr) throw std::bad_alloc();
@@ -52,12 +66,14 @@ class AlignedBuffer {
 #endif
     size_ = count;
   }
-  void assign_zero(std::size_t count) {
-    resize_uninitialized(count);
+  void assign_zero(std::size_t count, Placement placement = Placement::kHeap) {
+    resize_uninitialized(count, placement);
     if (count) std::memset(static_cast<void*>(data_), 0, count * sizeof(T));
   }
+  // A copy in the same placement.
   AlignedBuffer clone() const {
-    AlignedBuffer copy(size_);
+    AlignedBuffer copy;
+    copy.resize_uninitialized(size_, placement_);
     if (size_) std::memcpy(static_cast<void*>(copy.data_), data_, size_ * sizeof(T));
     return copy;
   }
@@ -65,12 +81,23 @@ class AlignedBuffer {
   T* data() noexcept { return data_; }
   const T* data() const noexcept { return data_; }
   std::size_t size() const noexcept { return size_; }
+  Placement placement() const noexcept { return placement_; }
   T& operator[](std::size_t i) noexcept { return data_[i]; }
   const T& operator[](std::size_t i) const noexcept { return data_[i]; }
 
  private:
+  void deallocate() noexcept {
+    if (placement_ == Placement::kWeightPool)
+      weight_pool::release(data_);
+    else
+      std::free(data_);
+    data_ = nullptr;
+    size_ = 0;
+  }
+
   T* data_ = nullptr;
   std::size_t size_ = 0;
+  Placement placement_ = Placement::kHeap;
 };
 
 }  // namespace samebits

@@ -34,8 +34,10 @@ const std::array<TensorSpec, 4>& mlp_tensors() {
 
 Mlp::Mlp(MlpWeights weights)
     : weights_(std::move(weights)),
-      packed_weight1_(gemm::PackedRhs::from_transposed(weights_.weight1.data(), kMlpHidden, kMlpInputs)),
-      packed_weight2_(gemm::PackedRhs::from_transposed(weights_.weight2.data(), kMlpOutputs, kMlpHidden)) {}
+      packed_weight1_(gemm::PackedRhs::from_transposed(weights_.weight1.data(), kMlpHidden, kMlpInputs,
+                                                       Placement::kWeightPool)),
+      packed_weight2_(gemm::PackedRhs::from_transposed(weights_.weight2.data(), kMlpOutputs, kMlpHidden,
+                                                       Placement::kWeightPool)) {}
 
 void Mlp::predict_logits(const float* X, std::int64_t rows, float* logits) const {
   std::vector<float> hidden(static_cast<std::size_t>(rows * kMlpHidden));  // [rows, 16]

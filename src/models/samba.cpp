@@ -78,7 +78,8 @@ SambaModel::SambaModel(SambaConfig config, std::vector<std::vector<float>> tenso
   norm_f_ = std::move(tensors[entry++]);
   // Tied: the head's panels are the embedding table's only copy (the gather reads them, already F'd).
   std::vector<float>& head = config_.tie_embeddings() ? tensors[0] : tensors[entry];
-  head_ = gemm::PackedRhs::from_transposed(head.data(), config_.vocab(), config_.d_model());
+  head_ = gemm::PackedRhs::from_transposed(head.data(), config_.vocab(), config_.d_model(),
+                                           Placement::kWeightPool);
   release(head);
   if (!config_.tie_embeddings()) embed_ = std::move(tensors[0]);
 }

@@ -119,11 +119,11 @@ bool sabotage_build() {
 #endif
 }
 
-PackedRhs PackedRhs::from_transposed(const float* W, std::int64_t n, std::int64_t k) {
+PackedRhs PackedRhs::from_transposed(const float* W, std::int64_t n, std::int64_t k, Placement placement) {
   PackedRhs packed;
   packed.n_ = n;
   packed.k_ = k;
-  packed.data_.assign_zero(static_cast<std::size_t>(packed.panel_count() * k * kPanelWidth));
+  packed.data_.assign_zero(static_cast<std::size_t>(packed.panel_count() * k * kPanelWidth), placement);
   for (std::int64_t j = 0; j < n; ++j) {
     float* column = packed.data_.data() + (j / kPanelWidth) * k * kPanelWidth + j % kPanelWidth;
     const float* row = W + j * k;
@@ -135,11 +135,11 @@ PackedRhs PackedRhs::from_transposed(const float* W, std::int64_t n, std::int64_
   return packed;  // (j, p) order: flushed_ is already sorted
 }
 
-PackedRhs PackedRhs::from_row_major(const float* B, std::int64_t k, std::int64_t n) {
+PackedRhs PackedRhs::from_row_major(const float* B, std::int64_t k, std::int64_t n, Placement placement) {
   PackedRhs packed;
   packed.n_ = n;
   packed.k_ = k;
-  packed.data_.assign_zero(static_cast<std::size_t>(packed.panel_count() * k * kPanelWidth));
+  packed.data_.assign_zero(static_cast<std::size_t>(packed.panel_count() * k * kPanelWidth), placement);
   for (std::int64_t p = 0; p < k; ++p) {
     const float* row = B + p * n;
     for (std::int64_t j = 0; j < n; ++j) {

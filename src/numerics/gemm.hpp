@@ -41,11 +41,14 @@ inline constexpr std::int64_t kPanelWidth = 32;
 class PackedRhs {
  public:
   PackedRhs() = default;
-  // W stored [n, k] (NT orientation: weights of a linear layer).
-  static PackedRhs from_transposed(const float* W, std::int64_t n, std::int64_t k);
+  // W stored [n, k] (NT orientation: weights of a linear layer). A model's weights go to the weight
+  // pool (Placement::kWeightPool); operands packed for one call stay on the heap.
+  static PackedRhs from_transposed(const float* W, std::int64_t n, std::int64_t k,
+                                   Placement placement = Placement::kHeap);
   // B stored [k, n] (NN and TN orientations).
-  static PackedRhs from_row_major(const float* B, std::int64_t k, std::int64_t n);
-  PackedRhs clone() const;
+  static PackedRhs from_row_major(const float* B, std::int64_t k, std::int64_t n,
+                                  Placement placement = Placement::kHeap);
+  PackedRhs clone() const;  // in the same placement
 
   std::int64_t n() const { return n_; }
   std::int64_t k() const { return k_; }

@@ -1,5 +1,6 @@
-// AlignedBuffer's placement: every buffer is 64-byte aligned; one of 2 MiB or more starts on a 2 MiB
-// boundary and its whole 2 MiB extents are advised as huge pages (the kernel marks that mapping "hg").
+// AlignedBuffer's placement: every buffer is 64-byte aligned; a heap buffer of 2 MiB or more starts on a
+// 2 MiB boundary and its whole 2 MiB extents are advised as huge pages (the kernel marks that mapping
+// "hg"); weight-pool buffers lie side by side in such chunks, which go back to the system when empty.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -7,8 +8,11 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "core/aligned_buffer.hpp"
+#include "core/weight_pool.hpp"
 
 namespace samebits {
 namespace {
@@ -74,6 +78,92 @@ TEST(AlignedBuffer, CloneAndMoveKeepTheContents) {
   EXPECT_EQ(buffer.data(), nullptr);
   ASSERT_EQ(moved.size(), copy.size());
   for (std::size_t i = 0; i < copy.size(); ++i) ASSERT_EQ(moved[i], copy[i]) << i;
+}
+
+#if defined(SAMEBITS_SANITIZER_BUILD) || defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kPoolOnHeap = true;  // the sanitizer must see every access: blocks come from the heap
+#else
+constexpr bool kPoolOnHeap = false;
+#endif
+
+TEST(WeightPool, BlocksLieSideBySideInOneHugePageChunk) {
+  const std::size_t chunks_before = weight_pool::chunk_count();
+  std::vector<AlignedBuffer<float>> blocks;
+  std::uintptr_t next = 0;
+  for (std::size_t count : {std::size_t{3}, std::size_t{1000}, std::size_t{300000}, std::size_t{17}}) {
+    AlignedBuffer<float> block;
+    block.assign_zero(count, Placement::kWeightPool);
+    ASSERT_EQ(block.placement(), Placement::kWeightPool);
+    ASSERT_EQ(address(block.data()) % AlignedBuffer<float>::kAlignment, 0u);
+    for (std::size_t i = 0; i < count; ++i) block[i] = static_cast<float>(count + i);
+    if (!kPoolOnHeap && next != 0) EXPECT_EQ(address(block.data()), next) << count;
+    next = address(block.data()) + (count * sizeof(float) + 63) / 64 * 64;
+    blocks.push_back(std::move(block));
+  }
+  if (!kPoolOnHeap) {
+    EXPECT_EQ(weight_pool::chunk_count(), chunks_before + 1);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    EXPECT_TRUE(flag_set(vm_flags_of(blocks.front().data()), "hg"));
+#endif
+  }
+  for (const AlignedBuffer<float>& block : blocks)
+    for (std::size_t i = 0; i < block.size(); ++i) ASSERT_EQ(block[i], static_cast<float>(block.size() + i));
+  blocks.clear();
+  EXPECT_EQ(weight_pool::chunk_count(), chunks_before);  // the emptied chunk is unmapped
+}
+
+TEST(WeightPool, ABlockLargerThanAChunkGetsItsOwn) {
+  const std::size_t chunks_before = weight_pool::chunk_count();
+  AlignedBuffer<float> small;
+  small.assign_zero(100, Placement::kWeightPool);
+  AlignedBuffer<float> large;
+  large.assign_zero((std::size_t{80} << 20) / sizeof(float), Placement::kWeightPool);  // past 64 MiB
+  large[large.size() - 1] = 1.0f;
+  if (!kPoolOnHeap) {
+    EXPECT_EQ(address(large.data()) % kHuge, 0u);
+    EXPECT_EQ(weight_pool::chunk_count(), chunks_before + 2);
+  }
+  large = AlignedBuffer<float>();
+  small = AlignedBuffer<float>();
+  EXPECT_EQ(weight_pool::chunk_count(), chunks_before);
+}
+
+TEST(WeightPool, ClonesStayInThePoolAndHeapBuffersStayOnTheHeap) {
+  AlignedBuffer<float> pooled;
+  pooled.assign_zero(4096, Placement::kWeightPool);
+  pooled[7] = 3.5f;
+  const AlignedBuffer<float> copy = pooled.clone();
+  EXPECT_EQ(copy.placement(), Placement::kWeightPool);
+  EXPECT_EQ(copy[7], 3.5f);
+  AlignedBuffer<float> heap(4096);
+  EXPECT_EQ(heap.placement(), Placement::kHeap);
+  heap = std::move(pooled);  // the heap block is freed, the pooled one changes hands
+  EXPECT_EQ(heap.placement(), Placement::kWeightPool);
+  EXPECT_EQ(heap[7], 3.5f);
+}
+
+TEST(WeightPool, ThreadsAcquireAndReleaseConcurrently) {
+  const std::size_t chunks_before = weight_pool::chunk_count();
+  std::vector<std::thread> threads;
+  std::vector<int> failures(3, 0);
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([t, &failures] {
+      std::vector<AlignedBuffer<float>> held;
+      for (int round = 0; round < 200; ++round) {
+        AlignedBuffer<float> block;
+        block.resize_uninitialized(static_cast<std::size_t>(1 + (round * 7919 + t * 104729) % 50000),
+                                   Placement::kWeightPool);
+        for (std::size_t i = 0; i < block.size(); ++i) block[i] = static_cast<float>(t * 1000 + round);
+        held.push_back(std::move(block));
+        if (round % 3 == 2) held.erase(held.begin());  // give some back while others are taken
+        for (const AlignedBuffer<float>& b : held)
+          if (b[0] != b[b.size() - 1]) ++failures[static_cast<std::size_t>(t)];
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int f : failures) EXPECT_EQ(f, 0);
+  EXPECT_EQ(weight_pool::chunk_count(), chunks_before);
 }
 
 }  // namespace
