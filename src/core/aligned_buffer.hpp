@@ -59,8 +59,10 @@ class AlignedBuffer {
     // its whole 2 MiB extents: a decode step streams it once, and with 4 KiB pages the TLB misses of a
     // 10 MB buffer cost ~20% of a one-thread step. The tail stays on small pages (no waste).
     const bool huge = bytes >= kHugePage;
-    data_ = static_cast<T*>(std::aligned_alloc(huge ? kHugePage : kAlignment, bytes));
-    if (data_ == nullptr) throw std::bad_alloc();
+    // posix_memalign: aligned_alloc wants the size to be a multiple of the alignment.
+    void* memory = nullptr;
+    if (posix_memalign(&memory, huge ? kHugePage : kAlignment, bytes) != 0) throw std::bad_alloc();
+    data_ = static_cast<T*>(memory);
 #if defined(MADV_HUGEPAGE)
     if (huge) madvise(data_, bytes / kHugePage * kHugePage, MADV_HUGEPAGE);  // advice only: ignore failure
 #endif

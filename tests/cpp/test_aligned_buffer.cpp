@@ -96,7 +96,9 @@ TEST(WeightPool, BlocksLieSideBySideInOneHugePageChunk) {
     ASSERT_EQ(block.placement(), Placement::kWeightPool);
     ASSERT_EQ(address(block.data()) % AlignedBuffer<float>::kAlignment, 0u);
     for (std::size_t i = 0; i < count; ++i) block[i] = static_cast<float>(count + i);
-    if (!kPoolOnHeap && next != 0) EXPECT_EQ(address(block.data()), next) << count;
+    if (!kPoolOnHeap && next != 0) {
+      EXPECT_EQ(address(block.data()), next) << count;
+    }
     next = address(block.data()) + (count * sizeof(float) + 63) / 64 * 64;
     blocks.push_back(std::move(block));
   }
