@@ -246,6 +246,8 @@ class Mamba3BlockInference:
             return y
         state._before_change(caller=self)
         now = state._views_alive()  # a live view could change the state before the reports are read
+        if not now:
+            state._native.forget_handouts()  # no writer outside the engine: its own checks can be trusted
         y, reports = call(x, state._native, reports=now)
         if self._pending_on() is not None:
             self._pending_on()._readers.discard(self)

@@ -103,7 +103,10 @@ void bind_mamba3(nb::module_& m) {
             self.set_input_states(theta.data(), h.data(), k.data(), v.data());
           },
           nb::arg("theta"), nb::arg("h"), nb::arg("k"), nb::arg("v"))
-      .def("clone", &Mamba3State::clone);
+      .def("clone", &Mamba3State::clone)
+      // The Python wrapper's word that no view of this state is alive any more (see Mamba3State::trusted).
+      .def("forget_handouts", &Mamba3State::forget_handouts)
+      .def_prop_ro("trusted", &Mamba3State::trusted);
 
   nb::class_<Mamba3BlockInference>(m, "Mamba3Engine")
       .def(

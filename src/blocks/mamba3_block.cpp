@@ -83,7 +83,7 @@ void Mamba3Block::refuse(const float* x, std::int64_t B, std::int64_t L, const M
                       std::to_string(q0) + "); Input_States only has upstream meaning on a fresh state");
   if (x != nullptr) refuse_if_non_finite(x, B * L * dims_.d_model, entry, "x");
   if (!weight_refusal_.empty()) throw_value_error(where + ": " + weight_refusal_);
-  if (!scan_state) return;
+  if (!scan_state || state.trusted()) return;  // a trusted state has nothing for the scan to find
   // Every piece in one pool-split scan: pending_k and pending_v only while an input is pending.
   ScannedArray pieces[10];
   const int scanned = state.pending ? 10 : 8;

@@ -82,20 +82,22 @@ class Mamba3State {
   static const char* piece_name(int piece);
   std::vector<std::int64_t> piece_shape(int piece) const { return piece_shape_for(piece, batch_, heads_); }
   static std::vector<std::int64_t> piece_shape_for(int piece, std::int64_t batch, std::int64_t heads);
+  enum Piece : int { kTheta, kH, kQrot, kKrot, kV, kDt, kSig, kAdt, kPendingK, kPendingV };
+  // Every mutable accessor hands memory to an outside writer: it marks the state exposed (see trusted()).
   float* piece(int piece);
   const float* piece(int piece) const;
   std::int64_t piece_elements(int piece) const;
 
-  float* theta() { return theta_.data(); }
-  float* h() { return h_.data(); }
-  float* buffer_qrot() { return buffer_qrot_.data(); }
-  float* buffer_krot() { return buffer_krot_.data(); }
-  float* buffer_v() { return buffer_v_.data(); }
-  float* buffer_dt() { return buffer_dt_.data(); }
-  float* buffer_sig() { return buffer_sig_.data(); }
-  float* buffer_adt() { return buffer_adt_.data(); }
-  float* pending_k() { return pending_k_.data(); }
-  float* pending_v() { return pending_v_.data(); }
+  float* theta() { return exposed(theta_); }
+  float* h() { return exposed(h_); }
+  float* buffer_qrot() { return exposed(buffer_qrot_); }
+  float* buffer_krot() { return exposed(buffer_krot_); }
+  float* buffer_v() { return exposed(buffer_v_); }
+  float* buffer_dt() { return exposed(buffer_dt_); }
+  float* buffer_sig() { return exposed(buffer_sig_); }
+  float* buffer_adt() { return exposed(buffer_adt_); }
+  float* pending_k() { return exposed(pending_k_); }
+  float* pending_v() { return exposed(pending_v_); }
   const float* theta() const { return theta_.data(); }
   const float* h() const { return h_.data(); }
   const float* buffer_qrot() const { return buffer_qrot_.data(); }
@@ -129,14 +131,48 @@ class Mamba3State {
   };
   OpenChunkCache& open_chunk_cache() { return cache_; }
 
+  // Whether every piece is known finite without a scan, so that a call may skip its non-finite scan of
+  // the state (blocks.md 3.3 step 1 then has nothing to find). It holds after the engine's own calls,
+  // which check every value they write, while no outside writer can reach the memory: a mutable accessor
+  // above (how callers, tests and the Python views write pieces) or set_input_states ends it, and the
+  // state stays exposed until forget_handouts() declares every pointer handed out gone (the Python
+  // binding says so when no view of the state is alive). A fresh state (all zeros) is trusted.
+  bool trusted() const { return trusted_ && !exposed_; }
+  void forget_handouts() { exposed_ = false; }
+
+  // Engine access (the block's own calls and their undo): no exposure; whoever writes through it untrusts
+  // the state first and trusts it again only after checking what it wrote.
+  float* engine_piece(int piece) { return buffer_of(piece)->data(); }
+  void untrust() { trusted_ = false; }
+  // After an engine call whose writes were (or were not) all finite. A state exposed during the call stays
+  // untrusted: a view still alive may write it before it is forgotten.
+  void trust_after_call(bool writes_finite) { trusted_ = writes_finite && !exposed_; }
+  // What a call of `length` new tokens writes, from the state as it is before that call (blocks.md 3.3
+  // step 18): theta; h when the call seals a chunk or consumes Input_States; pending_k / pending_v
+  // (zeroed) when it consumes them; and per batch row the last working chunk's rows from
+  // max(chunk start, buffered_tokens) in the six buffers.
+  struct Span {
+    float* at;
+    std::int64_t count;
+    int piece;
+  };
+  std::vector<Span> spans_written_by(std::int64_t length);
+
  private:
   AlignedBuffer<float>* buffer_of(int piece);
+  float* exposed(AlignedBuffer<float>& buffer) {
+    exposed_ = true;
+    trusted_ = false;  // what is written through it before forget_handouts() is scanned by the next call
+    return buffer.data();
+  }
 
   std::int64_t batch_ = 0;
   std::int64_t heads_ = 0;
   AlignedBuffer<float> theta_, h_, buffer_qrot_, buffer_krot_, buffer_v_, buffer_dt_, buffer_sig_,
       buffer_adt_, pending_k_, pending_v_;
   OpenChunkCache cache_;
+  bool trusted_ = true;
+  bool exposed_ = false;
 };
 
 // The reports of blocks.md 3.2, written after a call when asked for.

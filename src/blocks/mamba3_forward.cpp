@@ -16,6 +16,7 @@
 #include "core/aligned_buffer.hpp"
 #include "core/errors.hpp"
 #include "core/thread_pool.hpp"
+#include "numerics/finite_scan.hpp"
 #include "numerics/fp.hpp"
 #include "numerics/gemm.hpp"
 #include "numerics/mamba3_kernels.hpp"
@@ -68,7 +69,9 @@ class ForwardCall {
         y_(y),
         q0_(state.buffered_tokens),
         T_(q0_ + L),
-        nc_(std::max<std::int64_t>(1, (T_ + Q - 1) / Q)) {}
+        nc_(std::max<std::int64_t>(1, (T_ + Q - 1) / Q)) {
+    for (int p = 0; p < Mamba3State::kPieceCount; ++p) pieces_[p] = state.engine_piece(p);
+  }
 
   void run() {
     token_stage();
@@ -81,32 +84,34 @@ class ForwardCall {
     });
     if (state_.pending) {
       state_.pending = false;
-      std::fill_n(state_.pending_k(), state_.piece_elements(8), 0.0f);
-      std::fill_n(state_.pending_v(), state_.piece_elements(9), 0.0f);
+      std::fill_n(piece(Mamba3State::kPendingK), state_.piece_elements(8), 0.0f);
+      std::fill_n(piece(Mamba3State::kPendingV), state_.piece_elements(9), 0.0f);
     }
     output_stage();
     update_buffer();
   }
 
  private:
+  // The state's pieces, taken once through the engine's access (these reads and writes expose nothing).
+  float* piece(int which) const { return pieces_[which]; }
   // Working-row accessors for (b, t, h): buffered rows t < q0 live in the state, new rows in this call.
   std::int64_t new_row(std::int64_t b, std::int64_t t) const { return b * L_ + (t - q0_); }
   std::int64_t buf_row(std::int64_t b, std::int64_t t, std::int64_t h) const { return (b * Q + t) * H_ + h; }
   float dt_at(std::int64_t b, std::int64_t t, std::int64_t h) const {
-    return t < q0_ ? state_.buffer_dt()[buf_row(b, t, h)] : dt_[new_row(b, t) * H_ + h];
+    return t < q0_ ? piece(Mamba3State::kDt)[buf_row(b, t, h)] : dt_[new_row(b, t) * H_ + h];
   }
   float sig_at(std::int64_t b, std::int64_t t, std::int64_t h) const {
-    return t < q0_ ? state_.buffer_sig()[buf_row(b, t, h)] : sig_[new_row(b, t) * H_ + h];
+    return t < q0_ ? piece(Mamba3State::kSig)[buf_row(b, t, h)] : sig_[new_row(b, t) * H_ + h];
   }
   float adt_at(std::int64_t b, std::int64_t t, std::int64_t h) const {
-    return t < q0_ ? state_.buffer_adt()[buf_row(b, t, h)] : adt_[new_row(b, t) * H_ + h];
+    return t < q0_ ? piece(Mamba3State::kAdt)[buf_row(b, t, h)] : adt_[new_row(b, t) * H_ + h];
   }
   const float* rotk_at(std::int64_t b, std::int64_t t, std::int64_t h) const {
-    return t < q0_ ? state_.buffer_krot() + buf_row(b, t, h) * N
+    return t < q0_ ? piece(Mamba3State::kKrot) + buf_row(b, t, h) * N
                    : rotk_.data() + (new_row(b, t) * H_ + h) * N;
   }
   const float* v_at(std::int64_t b, std::int64_t t, std::int64_t h) const {
-    return t < q0_ ? state_.buffer_v() + buf_row(b, t, h) * P
+    return t < q0_ ? piece(Mamba3State::kV) + buf_row(b, t, h) * P
                    : proj_.data() + new_row(b, t) * d_.d_in_proj + d_.col_x() + h * P;
   }
   // Step 7: scale_t = gamma_t + beta'_t, beta' from the next working row when it exists.
@@ -176,7 +181,7 @@ class ForwardCall {
       for (std::int64_t bh = begin; bh < end; ++bh) {
         const std::int64_t b = bh / H_, h = bh % H_;
         float* run = theta_after_.data() + bh * R;
-        for (std::int64_t r = 0; r < R; ++r) run[r] = F(state_.theta()[bh * R + r]);
+        for (std::int64_t r = 0; r < R; ++r) run[r] = F(piece(Mamba3State::kTheta)[bh * R + r]);
         mamba3_kernels::angle_scan(run, R, rate_.data() + b * L_ * R, R, dt_.data() + b * L_ * H_ + h, H_, L_,
                                    angle_.data() + (b * L_ * H_ + h) * R, H_ * R);
       }
@@ -224,7 +229,8 @@ class ForwardCall {
     bool current = cache.valid && cache.rows == q0_;
     for (std::int64_t bh = 0; current && bh < B_ * H_; ++bh)
       for (std::int64_t t = 0; t < q0_; ++t)
-        if (fp::bits(cache.adt[bh * Q + t]) != fp::bits(state_.buffer_adt()[buf_row(bh / H_, t, bh % H_)])) {
+        if (fp::bits(cache.adt[bh * Q + t]) !=
+            fp::bits(piece(Mamba3State::kAdt)[buf_row(bh / H_, t, bh % H_)])) {
           current = false;
           break;
         }
@@ -235,7 +241,7 @@ class ForwardCall {
       float* dacs = cache.dacs.data() + bh * Q;
       float* colacc = cache.colacc.data() + bh * Q;
       for (std::int64_t t = 0; t < q0_; ++t) {
-        adt[t] = state_.buffer_adt()[buf_row(b, t, h)];
+        adt[t] = piece(Mamba3State::kAdt)[buf_row(b, t, h)];
         extend_open_chunk(dacs, colacc, t, F(adt[t]));
       }
     }
@@ -248,7 +254,7 @@ class ForwardCall {
   void head_schedule(std::int64_t b, std::int64_t h) {
     HeadScratch& s = head_scratch();
     const std::int64_t bh = b * H_ + h;
-    float* h_state = state_.h() + bh * P * N;
+    float* h_state = piece(Mamba3State::kH) + bh * P * N;
     if (state_.pending) apply_pending(b, h, h_state);
     const float* h_enter = h_state;
     auto& cache = state_.open_chunk_cache();
@@ -303,10 +309,10 @@ class ForwardCall {
     const std::int64_t bh = b * H_ + h;
     const float csc = beta_prime_of(dt_at(b, 0, h), sig_at(b, 0, h));
     for (std::int64_t p = 0; p < P; ++p) {
-      const float pv = F(state_.pending_v()[bh * P + p]);
+      const float pv = F(piece(Mamba3State::kPendingV)[bh * P + p]);
       for (std::int64_t n = 0; n < N; ++n) {
         float& cell = h_state[p * N + n];
-        cell = F(F(cell) + F(MUL(F(MUL(pv, F(state_.pending_k()[bh * N + n]))), csc)));
+        cell = F(F(cell) + F(MUL(F(MUL(pv, F(piece(Mamba3State::kPendingK)[bh * N + n]))), csc)));
       }
     }
   }
@@ -404,20 +410,20 @@ class ForwardCall {
   // Step 18: theta, and the last working chunk's rows (only new rows change: when no chunk was sealed
   // the buffered rows stay where they are).
   void update_buffer() {
-    std::memcpy(state_.theta(), theta_after_.data(), theta_after_.size() * sizeof(float));
+    std::memcpy(piece(Mamba3State::kTheta), theta_after_.data(), theta_after_.size() * sizeof(float));
     const std::int64_t start = (nc_ - 1) * Q;
     for (std::int64_t b = 0; b < B_; ++b)
       for (std::int64_t t = std::max(start, q0_); t < T_; ++t) {
         const std::int64_t m = new_row(b, t), slot = t - start;
-        std::memcpy(state_.buffer_qrot() + buf_row(b, slot, 0) * N, rotq_.data() + m * H_ * N,
+        std::memcpy(piece(Mamba3State::kQrot) + buf_row(b, slot, 0) * N, rotq_.data() + m * H_ * N,
                     H_ * N * sizeof(float));
-        std::memcpy(state_.buffer_krot() + buf_row(b, slot, 0) * N, rotk_.data() + m * H_ * N,
+        std::memcpy(piece(Mamba3State::kKrot) + buf_row(b, slot, 0) * N, rotk_.data() + m * H_ * N,
                     H_ * N * sizeof(float));
         for (std::int64_t h = 0; h < H_; ++h) {
-          std::memcpy(state_.buffer_v() + buf_row(b, slot, h) * P, v_at(b, t, h), P * sizeof(float));
-          state_.buffer_dt()[buf_row(b, slot, h)] = dt_[m * H_ + h];
-          state_.buffer_sig()[buf_row(b, slot, h)] = sig_[m * H_ + h];
-          state_.buffer_adt()[buf_row(b, slot, h)] = adt_[m * H_ + h];
+          std::memcpy(piece(Mamba3State::kV) + buf_row(b, slot, h) * P, v_at(b, t, h), P * sizeof(float));
+          piece(Mamba3State::kDt)[buf_row(b, slot, h)] = dt_[m * H_ + h];
+          piece(Mamba3State::kSig)[buf_row(b, slot, h)] = sig_[m * H_ + h];
+          piece(Mamba3State::kAdt)[buf_row(b, slot, h)] = adt_[m * H_ + h];
         }
       }
     state_.buffered_tokens = T_ - start;
@@ -433,6 +439,7 @@ class ForwardCall {
   const float* x_;
   const std::int64_t B_, L_, M_, H_;
   Mamba3State& state_;
+  float* pieces_[Mamba3State::kPieceCount];
   float* y_;
   const std::int64_t q0_, T_, nc_;
 
@@ -449,7 +456,16 @@ void Mamba3Block::forward(const float* x, std::int64_t B, std::int64_t L, Mamba3
                           Mamba3Reports* reports, const char* entry, bool state_checked) const {
   if (x == nullptr) throw_value_error(std::string(entry) + ": x has no data");
   refuse(x, B, L, state, entry, !state_checked);
+  // Every piece is finite here (trusted, or just scanned). The call's own writes are checked afterwards,
+  // so a state only this engine has written is trusted again and its next call skips the scan; until
+  // then (an exception mid-call included) it is not.
+  const std::vector<Mamba3State::Span> written = state.spans_written_by(L);
+  state.untrust();
   ForwardCall(*this, packed_in_proj_, packed_out_proj_, x, B, L, state, y).run();
+  bool finite_writes = true;
+  for (const Mamba3State::Span& span : written)
+    finite_writes = finite_writes && finite::all_finite(span.at, span.count);
+  state.trust_after_call(finite_writes);
   if (reports != nullptr) *reports = reports_of(state);
 }
 

@@ -1,4 +1,5 @@
 // Mamba-3 dims, the weight table and the carried state (allocation, clone, Input_States).
+#include <algorithm>
 #include <cstring>
 
 #include "blocks/mamba3_block.hpp"
@@ -84,6 +85,7 @@ Mamba3State Mamba3State::clone() const {
   copy.cache_.adt = cache_.adt.clone();
   copy.cache_.dacs = cache_.dacs.clone();
   copy.cache_.colacc = cache_.colacc.clone();
+  copy.trusted_ = trusted();  // the same bits; nobody holds a pointer into the copy
   return copy;
 }
 
@@ -132,7 +134,7 @@ AlignedBuffer<float>* Mamba3State::buffer_of(int piece) {
   return buffers[piece];
 }
 
-float* Mamba3State::piece(int piece) { return buffer_of(piece)->data(); }
+float* Mamba3State::piece(int piece) { return exposed(*buffer_of(piece)); }
 
 const float* Mamba3State::piece(int piece) const {
   return const_cast<Mamba3State*>(this)->buffer_of(piece)->data();
@@ -144,6 +146,29 @@ void Mamba3State::set_input_states(const float* theta, const float* h, const flo
   std::memcpy(pending_k_.data(), k, pending_k_.size() * sizeof(float));
   std::memcpy(pending_v_.data(), v, pending_v_.size() * sizeof(float));
   pending = true;
+  trusted_ = false;  // the caller's values: the next call scans them
+}
+
+std::vector<Mamba3State::Span> Mamba3State::spans_written_by(std::int64_t length) {
+  std::vector<Span> spans;
+  const std::int64_t q0 = buffered_tokens, total = q0 + length;
+  const std::int64_t chunks = std::max<std::int64_t>(1, (total + kChunk - 1) / kChunk);
+  const std::int64_t start = (chunks - 1) * kChunk;
+  const std::int64_t lo = std::max(start, q0) - start, hi = total - start;
+  auto whole = [&](int piece) { spans.push_back({engine_piece(piece), piece_elements(piece), piece}); };
+  whole(kTheta);
+  if (chunks > 1 || pending) whole(kH);  // sealed chunks, or the Input_States correction
+  if (pending) {                         // consumed: zeroed
+    whole(kPendingK);
+    whole(kPendingV);
+  }
+  for (int piece = kQrot; piece <= kAdt; ++piece) {  // buffers [B, 64, H, width]
+    const std::int64_t width = piece_elements(piece) / (batch_ * kChunk * heads_);
+    for (std::int64_t b = 0; b < batch_; ++b)
+      spans.push_back(
+          {engine_piece(piece) + (b * kChunk + lo) * heads_ * width, (hi - lo) * heads_ * width, piece});
+  }
+  return spans;
 }
 
 }  // namespace samebits::blocks

@@ -40,33 +40,12 @@ void StackUndo::save(const SambaModel& model, std::int64_t layer, const SambaLay
   records_.resize(committed_);  // a record saved for a layer that then refused is dropped
   Record& record = records_.emplace_back();
   if (blocks::Mamba3State* s = state.mamba3) {
-    namespace m3 = blocks::mamba3;
     record.mamba3 = s;
     record.buffered_tokens = s->buffered_tokens;
     record.pending = s->pending;
-    // The rows a call writes (blocks.md 3.3 step 18): the last working chunk's rows from max(start, q0).
-    const std::int64_t q0 = s->buffered_tokens, total = q0 + length;
-    const std::int64_t chunks = std::max<std::int64_t>(1, (total + m3::kChunk - 1) / m3::kChunk);
-    const std::int64_t start = (chunks - 1) * m3::kChunk;
-    const std::int64_t lo = std::max(start, q0) - start, hi = total - start;
-    const std::int64_t B = s->batch(), H = s->heads();
-    auto save_piece = [&](int piece) {
-      record.spans.push_back({s->piece(piece), {}});
-      save_span(record.spans.back().values, s->piece(piece), s->piece_elements(piece));
-    };
-    save_piece(0);                                // theta
-    if (chunks > 1 || s->pending) save_piece(1);  // h: sealed chunks, or the Input_States correction
-    if (s->pending) {                             // pending_k / pending_v are zeroed when consumed
-      save_piece(8);
-      save_piece(9);
-    }
-    for (int piece = 2; piece < 8; ++piece) {  // buffers [B, 64, H, width]
-      const std::int64_t width = s->piece_elements(piece) / (B * m3::kChunk * H);
-      for (std::int64_t b = 0; b < B; ++b) {
-        float* at = s->piece(piece) + (b * m3::kChunk + lo) * H * width;
-        record.spans.push_back({at, {}});
-        save_span(record.spans.back().values, at, (hi - lo) * H * width);
-      }
+    for (const blocks::Mamba3State::Span& span : s->spans_written_by(length)) {
+      record.spans.push_back({span.at, {}});
+      save_span(record.spans.back().values, span.at, span.count);
     }
     return;
   }

@@ -396,5 +396,86 @@ TEST(Mamba3Block, WeightSizesAreChecked) {
             std::string::npos);
 }
 
+// Trust: a call skips its state scan only for a state nobody outside the engine could have written since
+// the engine checked it. Every way in (a mutable accessor, set_input_states, the twin's writes) ends the
+// trust until the engine has run on the state again with no pointer outstanding.
+TEST(Mamba3Trust, OnlyAStateTheEngineAloneWroteIsTrusted) {
+  const Mamba3Block block(random_weights(32, 40));
+  const std::int64_t B = 2;
+  const auto x = random_x(B, 3, 32, 41);
+  std::vector<float> y(x.size());
+  Mamba3State state = block.allocate_state(B);
+  EXPECT_TRUE(state.trusted());  // all zeros, written by the engine
+  block.forward(x.data(), B, 3, state, y.data(), nullptr, "mamba3_forward");
+  EXPECT_TRUE(state.trusted());
+  EXPECT_TRUE(state.clone().trusted());
+  (void)state.h();  // a pointer handed out
+  EXPECT_FALSE(state.trusted());
+  EXPECT_FALSE(state.clone().trusted());
+  block.forward(x.data(), B, 3, state, y.data(), nullptr, "mamba3_forward");
+  EXPECT_FALSE(state.trusted()) << "the pointer may still be held";
+  state.forget_handouts();
+  EXPECT_FALSE(state.trusted()) << "nothing has checked the state since the pointer was handed out";
+  block.forward(x.data(), B, 3, state, y.data(), nullptr, "mamba3_forward");
+  EXPECT_TRUE(state.trusted());
+  Mamba3State fresh = block.allocate_state(B);
+  const std::vector<float> theta(fresh.piece_elements(0), 0.5f), h(fresh.piece_elements(1), 0.25f),
+      k(fresh.piece_elements(8), 1.0f), v(fresh.piece_elements(9), -1.0f);
+  fresh.set_input_states(theta.data(), h.data(), k.data(), v.data());
+  EXPECT_FALSE(fresh.trusted());
+  block.forward(x.data(), B, 3, fresh, y.data(), nullptr, "mamba3_forward");
+  EXPECT_TRUE(fresh.trusted());
+  block.forward_reference(x.data(), B, 3, fresh, y.data(), nullptr, "mamba3_forward");
+  EXPECT_FALSE(fresh.trusted());  // the twin writes through the public accessors
+}
+
+TEST(Mamba3Trust, AValueWrittenThroughAHeldPointerIsRefusedOnceThePointerIsForgotten) {
+  const Mamba3Block block(random_weights(32, 42));
+  const auto x = random_x(1, 1, 32, 43);
+  std::vector<float> y(x.size());
+  Mamba3State state = block.allocate_state(1);
+  block.forward(x.data(), 1, 1, state, y.data(), nullptr, "mamba3_forward");
+  float* theta = state.theta();  // written before the next call
+  theta[4] = fp::quiet_nan();
+  state.forget_handouts();
+  EXPECT_EQ(
+      value_error_of([&] { block.forward(x.data(), 1, 1, state, y.data(), nullptr, "mamba3_forward"); }),
+      "mamba3_forward: NaN in state.theta at flat index 4 REFUSED");
+  theta[4] = 0.0f;
+  float* h = state.h();
+  block.forward(x.data(), 1, 1, state, y.data(), nullptr, "mamba3_forward");  // scanned: still clean
+  h[9] = fp::from_bits(fp::kInfBits);                                         // written after that call
+  state.forget_handouts();
+  EXPECT_EQ(
+      value_error_of([&] { block.forward(x.data(), 1, 1, state, y.data(), nullptr, "mamba3_forward"); }),
+      "mamba3_forward: infinity in state.h at flat index 9 REFUSED");
+  float* adt = state.buffer_adt();
+  adt[3] = fp::quiet_nan();
+  state.forget_handouts();
+  h[9] = 0.0f;
+  EXPECT_EQ(
+      value_error_of([&] { block.forward(x.data(), 1, 1, state, y.data(), nullptr, "mamba3_forward"); }),
+      "mamba3_forward: NaN in state.buffer_adt at flat index 3 REFUSED");
+}
+
+TEST(Mamba3Trust, AStateTheEngineFilledWithOverflowIsScannedAndRefused) {
+  // Finite weights so large that the projections overflow: the call itself writes non-finite rows.
+  Mamba3Weights w = random_weights(32, 44);
+  for (float& value : w.tensors[1]) value = value < 0.0f ? -3e38f : 3e38f;
+  const Mamba3Block block(std::move(w));
+  const auto x = random_x(1, 2, 32, 45);
+  std::vector<float> y(x.size());
+  for (std::int64_t length : {1, 2}) {
+    Mamba3State state = block.allocate_state(1);
+    block.forward(x.data(), 1, length, state, y.data(), nullptr, "mamba3_forward");
+    EXPECT_FALSE(state.trusted());
+    const std::string refusal =
+        value_error_of([&] { block.forward(x.data(), 1, 1, state, y.data(), nullptr, "mamba3_forward"); });
+    EXPECT_NE(refusal.find("mamba3_forward: "), std::string::npos) << refusal;
+    EXPECT_NE(refusal.find(" in state."), std::string::npos) << refusal;
+    EXPECT_NE(refusal.find(" REFUSED"), std::string::npos) << refusal;
+  }
+}
+
 }  // namespace
 }  // namespace samebits
