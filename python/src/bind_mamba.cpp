@@ -165,7 +165,10 @@ void bind_mamba(nb::module_& m) {
             s.set_buffered_tokens(value);
           })
       .def("settle", &Mamba2State::settle_pending_report)
-      .def("clone", &Mamba2State::clone);
+      .def("clone", &Mamba2State::clone)
+      // The Python wrapper's word that no view of this state is alive any more (see Mamba2State::trusted).
+      .def("forget_handouts", &Mamba2State::forget_handouts)
+      .def_prop_ro("trusted", &Mamba2State::trusted);
 
   nb::class_<Mamba2ReportHandle>(m, "Mamba2ReportEngine")
       .def("h_last",

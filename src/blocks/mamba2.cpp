@@ -13,6 +13,7 @@
 #include "core/errors.hpp"
 #include "core/state_size.hpp"
 #include "core/thread_pool.hpp"
+#include "numerics/finite_scan.hpp"
 #include "numerics/fp.hpp"
 #include "numerics/primitives.hpp"
 #include "numerics/rmsnorm.hpp"
@@ -91,8 +92,26 @@ Mamba2State Mamba2State::clone() const {
   copy->buffer_xbc = data_->buffer_xbc.clone();
   copy->buffer_dtraw = data_->buffer_dtraw.clone();
   copy->buffered_tokens = data_->buffered_tokens;
-  copy->open = data_->open;  // derived rows of identical buffers stay valid
+  copy->open = data_->open;   // derived rows of identical buffers stay valid
+  copy->trusted = trusted();  // the same bits; nobody holds a pointer into the copy
   return Mamba2State(std::move(copy));
+}
+
+std::vector<Mamba2State::Span> Mamba2State::spans_written_by(std::int64_t length) const {
+  const Mamba2StateData& d = *data_;
+  const std::int64_t q0 = d.buffered_tokens;
+  if (q0 + length >= Mamba2Dims::kChunk)  // a chunk completes: h, and the buffers refilled from row 0
+    return {{d.conv_window.data(), conv_window_size()},
+            {d.h.data(), h_size()},
+            {d.buffer_xbc.data(), buffer_xbc_size()},
+            {d.buffer_dtraw.data(), buffer_dtraw_size()}};
+  std::vector<Span> spans{{d.conv_window.data(), conv_window_size()}};
+  const std::int64_t cd = d.dims.conv_dim, H = d.dims.nheads;
+  for (std::int64_t b = 0; b < d.batch; ++b) {
+    spans.push_back({d.buffer_xbc.data() + (b * Mamba2Dims::kChunk + q0) * cd, length * cd});
+    spans.push_back({d.buffer_dtraw.data() + (b * Mamba2Dims::kChunk + q0) * H, length * H});
+  }
+  return spans;
 }
 
 void Mamba2State::settle_pending_report(const Mamba2Report* superseded) {
@@ -248,6 +267,7 @@ void Mamba2Block::refuse_inputs(const float* x, std::int64_t count, const Mamba2
     refuse_non_finite(weights_[i].data(), static_cast<std::int64_t>(weights_[i].size()), entry,
                       mamba2_tensors(dims_)[i].name);
   }
+  if (state.trusted()) return;  // a trusted state has nothing for the scan to find
   refuse_if_any_non_finite({{state.conv_window(), state.conv_window_size(), "conv_window"},
                             {state.h(), state.h_size(), "h"},
                             {state.buffer_xbc(), state.buffer_xbc_size(), "buffer_xbc"},
@@ -470,6 +490,10 @@ std::shared_ptr<Mamba2Report> Mamba2Block::forward(const float* x, std::int64_t 
   refuse_inputs(x, M * dm, state, entry);
   state.settle_pending_report(superseded);
   Mamba2StateData& data = *state.data();
+  // Every array is finite here (trusted, or just scanned); the call's own writes are checked at its end,
+  // and until then (an exception mid-call included) the state is not trusted.
+  const std::vector<Mamba2State::Span> written = state.spans_written_by(length);
+  data.trusted = false;
 
   std::vector<float> normed(static_cast<std::size_t>(M * dm));
   norm::rmsnorm(x, weights_[kM2BlockNorm].data(), normed.data(), M, dm, kNormEps);
@@ -509,6 +533,10 @@ std::shared_ptr<Mamba2Report> Mamba2Block::forward(const float* x, std::int64_t 
   gemm::gemm_packed({gated.data(), di, 1}, M, out_proj_, out.data());
   for (std::int64_t i = 0; i < M * dm; ++i) y[i] = F(F(x[i]) + out[i]);
 
+  bool finite_writes = true;
+  for (const Mamba2State::Span& span : written)
+    finite_writes = finite_writes && finite::all_finite(span.at, span.count);
+  data.trusted = finite_writes && !data.exposed;
   ++data.generation;
   auto report = std::make_shared<Mamba2Report>(state.data(), A_, weights_[kM2DtBias], dt_lo_, dt_hi_);
   data.pending_report = report;

@@ -77,6 +77,8 @@ struct Mamba2StateData {
   std::uint64_t generation = 0;  // bumped by every block call that updates the state
   Mamba2OpenChunkRows open;
   std::weak_ptr<Mamba2Report> pending_report;
+  bool trusted = true;   // see Mamba2State::trusted
+  bool exposed = false;  // a mutable accessor handed memory out since the last forget_handouts
 };
 
 class Mamba2State {
@@ -86,14 +88,31 @@ class Mamba2State {
 
   std::int64_t batch() const { return data_->batch; }
   const Mamba2Dims& dims() const { return data_->dims; }
-  float* conv_window() { return data_->conv_window.data(); }
+  // Every mutable accessor hands memory to an outside writer: it marks the state exposed (see trusted()).
+  float* conv_window() { return exposed(data_->conv_window); }
   const float* conv_window() const { return data_->conv_window.data(); }
-  float* h() { return data_->h.data(); }
+  float* h() { return exposed(data_->h); }
   const float* h() const { return data_->h.data(); }
-  float* buffer_xbc() { return data_->buffer_xbc.data(); }
+  float* buffer_xbc() { return exposed(data_->buffer_xbc); }
   const float* buffer_xbc() const { return data_->buffer_xbc.data(); }
-  float* buffer_dtraw() { return data_->buffer_dtraw.data(); }
+  float* buffer_dtraw() { return exposed(data_->buffer_dtraw); }
   const float* buffer_dtraw() const { return data_->buffer_dtraw.data(); }
+
+  // Whether every array is known finite without a scan, so that a call may skip its non-finite scan of
+  // the state (blocks.md 2.3 step 1 then has nothing to find): after the engine's own calls, which check
+  // what they write, while no outside writer can reach the memory. A mutable accessor ends it until
+  // forget_handouts() declares every pointer handed out gone (the Python binding says so when no view of
+  // the state is alive) and a call has checked the state again. A fresh state (all zeros) is trusted.
+  bool trusted() const { return data_->trusted && !data_->exposed; }
+  void forget_handouts() { data_->exposed = false; }
+  // What a call of `length` new tokens writes, judged before it: the conv window; the open chunk's new
+  // rows [q0, q0 + length) of buffer_xbc and buffer_dtraw; and when the call completes a chunk, h and both
+  // buffers whole.
+  struct Span {
+    const float* at;
+    std::int64_t count;
+  };
+  std::vector<Span> spans_written_by(std::int64_t length) const;
   std::int64_t buffered_tokens() const { return data_->buffered_tokens; }
   // Any value is stored; a block call refuses one outside [0, 256).
   void set_buffered_tokens(std::int64_t value) { data_->buffered_tokens = value; }
@@ -112,6 +131,11 @@ class Mamba2State {
 
  private:
   explicit Mamba2State(std::shared_ptr<Mamba2StateData> data) : data_(std::move(data)) {}
+  float* exposed(AlignedBuffer<float>& buffer) {
+    data_->exposed = true;
+    data_->trusted = false;  // what is written through it before forget_handouts() is scanned next call
+    return buffer.data();
+  }
   std::shared_ptr<Mamba2StateData> data_;
 };
 

@@ -32,6 +32,7 @@ void Mamba2Block::forward_reference(const float* x, std::int64_t batch, std::int
   refuse_inputs(x, M * dm, state, entry);
   state.settle_pending_report();
   Mamba2StateData& data = *state.data();
+  data.trusted = false;  // the twin does not check what it writes: the next call scans
   const Mamba2Weights& w = weights_;
 
   // 2. block RMSNorm and in_proj.

@@ -313,5 +313,94 @@ TEST(Mamba2Refusals, WithUpstreamWording) {
             "mamba2_forward: NaN in norm.weight at flat index 7 REFUSED");
 }
 
+// Trust: a call skips its state scan only for a state nobody outside the engine could have written since
+// the engine checked it (see Mamba2State::trusted).
+TEST(Mamba2Trust, OnlyAStateTheEngineAloneWroteIsTrusted) {
+  using testing::error_of;
+  const std::int64_t dm = 32;
+  const Mamba2BlockInference block(mamba2_weights(dm, 60).views());
+  std::vector<float> x(dm, 0.5f);
+  Mamba2State state = block.allocate_state(1);
+  EXPECT_TRUE(state.trusted());
+  block.step({x.data(), {1, dm}}, &state);
+  EXPECT_TRUE(state.trusted());
+  EXPECT_TRUE(state.clone().trusted());
+  float* h = state.h();
+  EXPECT_FALSE(state.trusted());
+  block.step({x.data(), {1, dm}}, &state);  // scanned: clean
+  EXPECT_FALSE(state.trusted()) << "the pointer may still be held";
+  h[17] = kInf;  // written after that call
+  state.forget_handouts();
+  EXPECT_EQ(error_of(
+                [&] {
+                  block.step({x.data(), {1, dm}}, &state);
+                },
+                ErrorKind::Value),
+            "mamba2_decode_step: infinity in h at flat index 17 REFUSED");
+  h[17] = 0.0f;
+  block.step({x.data(), {1, dm}}, &state);
+  EXPECT_TRUE(state.trusted());
+  float* window = state.conv_window();  // written before the next call, then forgotten
+  window[2] = std::numeric_limits<float>::quiet_NaN();
+  state.forget_handouts();
+  EXPECT_EQ(error_of(
+                [&] {
+                  block.step({x.data(), {1, dm}}, &state);
+                },
+                ErrorKind::Value),
+            "mamba2_decode_step: NaN in conv_window at flat index 2 REFUSED");
+  window[2] = 0.0f;
+  block.step_reference({x.data(), {1, dm}}, &state);
+  EXPECT_FALSE(state.trusted());  // the twin does not check what it writes
+}
+
+TEST(Mamba2Trust, AStateTheEngineFilledWithOverflowIsScannedAndRefused) {
+  using testing::error_of;
+  const std::int64_t dm = 32;
+  WeightSet w = mamba2_weights(dm, 61);
+  for (float& v : w["in_proj.weight"]) v = v < 0.0f ? -3e38f : 3e38f;  // finite, but the products overflow
+  const Mamba2BlockInference block(w.views());
+  std::vector<float> x(dm, 0.5f);
+  Mamba2State state = block.allocate_state(1);
+  block.step({x.data(), {1, dm}}, &state);
+  EXPECT_FALSE(state.trusted());
+  const std::string refusal = error_of([&] { block.step({x.data(), {1, dm}}, &state); }, ErrorKind::Value);
+  EXPECT_EQ(refusal.rfind("mamba2_decode_step: ", 0), 0u) << refusal;
+  EXPECT_NE(refusal.find(" REFUSED"), std::string::npos) << refusal;
+}
+
+// Every float a call changes lies in spans_written_by (what the trust check reads after the call).
+TEST(Mamba2Trust, ACallWritesOnlyTheSpansItDeclares) {
+  const std::int64_t dm = 32, B = 2;
+  const Mamba2BlockInference block(mamba2_weights(dm, 62).views());
+  const std::vector<float> x = Rng(63).uniform_vector(static_cast<std::size_t>(B * 600 * dm), 2.0f);
+  for (std::int64_t q0 : {0, 1, 100, 254, 255}) {
+    for (std::int64_t length : {1, 2, 156, 300}) {
+      Mamba2State state = block.allocate_state(B);
+      if (q0 > 0) block.forward({x.data(), {B, q0, dm}}, &state);
+      ASSERT_EQ(state.buffered_tokens(), q0);
+      const Mamba2State before = state.clone();
+      const auto spans = state.spans_written_by(length);
+      block.forward({x.data() + B * q0 * dm, {B, length, dm}}, &state);
+      const Mamba2State& after = state;
+      auto check = [&](const float* old_values, const float* new_values, std::int64_t count,
+                       const char* name) {
+        for (std::int64_t i = 0; i < count; ++i) {
+          if (fp::bits(old_values[i]) == fp::bits(new_values[i])) continue;
+          bool declared = false;
+          for (const auto& span : spans)
+            declared = declared || (span.at <= new_values + i && new_values + i < span.at + span.count);
+          ASSERT_TRUE(declared) << name << "[" << i << "] changed outside the declared spans (q0 " << q0
+                                << ", length " << length << ")";
+        }
+      };
+      check(before.conv_window(), after.conv_window(), before.conv_window_size(), "conv_window");
+      check(before.h(), after.h(), before.h_size(), "h");
+      check(before.buffer_xbc(), after.buffer_xbc(), before.buffer_xbc_size(), "buffer_xbc");
+      check(before.buffer_dtraw(), after.buffer_dtraw(), before.buffer_dtraw_size(), "buffer_dtraw");
+    }
+  }
+}
+
 }  // namespace
 }  // namespace samebits

@@ -477,5 +477,39 @@ TEST(Mamba3Trust, AStateTheEngineFilledWithOverflowIsScannedAndRefused) {
   }
 }
 
+// Every float a call changes lies in spans_written_by (what the trust check and the Samba undo read).
+TEST(Mamba3Trust, ACallWritesOnlyTheSpansItDeclares) {
+  const Mamba3Block block(random_weights(32, 46));
+  const std::int64_t B = 2;
+  const auto x = random_x(B, 200, 32, 47);
+  for (std::int64_t q0 : {0, 1, 30, 63, 64}) {
+    for (std::int64_t length : {1, 2, 34, 70}) {
+      Mamba3State state = block.allocate_state(B);
+      std::vector<float> y(static_cast<std::size_t>(B * 200 * 32));
+      if (q0 > 0) {
+        const auto head = slice(x, B, 200, 32, 0, q0);
+        block.forward(head.data(), B, q0, state, y.data(), nullptr, "mamba3_forward");
+      }
+      const Mamba3State before = state.clone();
+      const auto spans = state.spans_written_by(length);
+      const auto part = slice(x, B, 200, 32, q0, length);
+      block.forward(part.data(), B, length, state, y.data(), nullptr, "mamba3_forward");
+      const Mamba3State& after = state;
+      for (int p = 0; p < Mamba3State::kPieceCount; ++p) {
+        const float* old_values = before.piece(p);
+        const float* new_values = after.piece(p);
+        for (std::int64_t i = 0; i < before.piece_elements(p); ++i) {
+          if (fp::bits(old_values[i]) == fp::bits(new_values[i])) continue;
+          bool declared = false;
+          for (const auto& span : spans)
+            declared = declared || (span.at <= new_values + i && new_values + i < span.at + span.count);
+          ASSERT_TRUE(declared) << Mamba3State::piece_name(p) << "[" << i << "] changed outside the declared "
+                                << "spans (q0 " << q0 << ", length " << length << ")";
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace samebits

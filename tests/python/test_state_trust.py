@@ -1,7 +1,7 @@
-"""A Mamba-3 state skips its per-call non-finite scan only while no view of it can write it: every value
-written through a view, at any time, is still refused by the next call once the view is gone, and a
-state kept in views is scanned on every call (blocks.md 3.3 step 1 is never skipped where it could find
-something)."""
+"""A Mamba-2 or Mamba-3 state skips its per-call non-finite scan only while no view of it can write it:
+every value written through a view, at any time, is still refused by the next call once the view is gone,
+and a state kept in views is scanned on every call (blocks.md 2.3 and 3.3 step 1 are never skipped where
+they could find something)."""
 
 import gc
 
@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import samebits
+from test_mamba2 import normal_weights as mamba2_weights
 from test_mamba3 import random_weights
 
 D_MODEL = 64
@@ -91,3 +92,24 @@ def test_trusted_decode_keeps_the_bits():
         assert a.tobytes() == b.tobytes(), t
     assert trusted._native.trusted and not scanned._native.trusted
     assert trusted.h.tobytes() == keep.tobytes()
+
+
+@pytest.mark.parametrize("piece", ["conv_window", "h", "buffer_xbc", "buffer_dtraw"])
+def test_a_mamba2_value_written_through_a_view_is_refused_after_the_view_is_gone(piece):
+    block = samebits.Mamba2BlockInference(mamba2_weights())
+    x = np.random.default_rng(1).standard_normal((1, 3, 32)).astype(np.float32)
+    state = block.allocate_state(1)
+    block.step(x[:, 0:1], state)
+    assert state._native.trusted
+    view = getattr(state, piece)
+    assert not state._native.trusted
+    block.step(x[:, 1:2], state)  # clean when scanned
+    view.reshape(-1)[6] = np.nan
+    del view
+    gc.collect()
+    with pytest.raises(ValueError, match=f"NaN in {piece} at flat index 6 REFUSED"):
+        block.step(x[:, 2:3], state)
+    getattr(state, piece).reshape(-1)[6] = 0.0
+    gc.collect()
+    block.step(x[:, 2:3], state)  # scanned once more, then trusted again
+    assert state._native.trusted and state.copy()._native.trusted
