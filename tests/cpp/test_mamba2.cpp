@@ -331,24 +331,15 @@ TEST(Mamba2Trust, OnlyAStateTheEngineAloneWroteIsTrusted) {
   EXPECT_FALSE(state.trusted()) << "the pointer may still be held";
   h[17] = kInf;  // written after that call
   state.forget_handouts();
-  EXPECT_EQ(error_of(
-                [&] {
-                  block.step({x.data(), {1, dm}}, &state);
-                },
-                ErrorKind::Value),
-            "mamba2_decode_step: infinity in h at flat index 17 REFUSED");
+  auto refusal = [&] { return error_of([&] { block.step({x.data(), {1, dm}}, &state); }, ErrorKind::Value); };
+  EXPECT_EQ(refusal(), "mamba2_decode_step: infinity in h at flat index 17 REFUSED");
   h[17] = 0.0f;
   block.step({x.data(), {1, dm}}, &state);
   EXPECT_TRUE(state.trusted());
   float* window = state.conv_window();  // written before the next call, then forgotten
   window[2] = std::numeric_limits<float>::quiet_NaN();
   state.forget_handouts();
-  EXPECT_EQ(error_of(
-                [&] {
-                  block.step({x.data(), {1, dm}}, &state);
-                },
-                ErrorKind::Value),
-            "mamba2_decode_step: NaN in conv_window at flat index 2 REFUSED");
+  EXPECT_EQ(refusal(), "mamba2_decode_step: NaN in conv_window at flat index 2 REFUSED");
   window[2] = 0.0f;
   block.step_reference({x.data(), {1, dm}}, &state);
   EXPECT_FALSE(state.trusted());  // the twin does not check what it writes
