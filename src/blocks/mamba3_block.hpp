@@ -143,6 +143,13 @@ class Mamba3State {
   // Engine access (the block's own calls and their undo): no exposure; whoever writes through it untrusts
   // the state first and trusts it again only after checking what it wrote.
   float* engine_piece(int piece) { return buffer_of(piece)->data(); }
+  // h transposed per (batch row, head), [B, H, 128, 64], for the state read-out of decode rows (one
+  // contiguous row per state index). Current only as the engine last left it: a mutable accessor or
+  // set_input_states drops it, and the engine relies on it only for a state trusted at the start of a call.
+  float* engine_h_transposed();
+  void transpose_h();  // writes the copy from h
+  bool h_transposed_current() const { return h_t_current_; }
+  void set_h_transposed_current(bool current) { h_t_current_ = current; }
   void untrust() { trusted_ = false; }
   // After an engine call whose writes were (or were not) all finite. A state exposed during the call stays
   // untrusted: a view still alive may write it before it is forgotten.
@@ -163,6 +170,7 @@ class Mamba3State {
   float* exposed(AlignedBuffer<float>& buffer) {
     exposed_ = true;
     trusted_ = false;  // what is written through it before forget_handouts() is scanned by the next call
+    h_t_current_ = false;
     return buffer.data();
   }
 
@@ -173,6 +181,8 @@ class Mamba3State {
   OpenChunkCache cache_;
   bool trusted_ = true;
   bool exposed_ = false;
+  AlignedBuffer<float> h_t_;  // see engine_h_transposed
+  bool h_t_current_ = false;
 };
 
 // The reports of blocks.md 3.2, written after a call when asked for.

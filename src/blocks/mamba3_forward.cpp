@@ -55,7 +55,7 @@ CallArrays& call_arrays() {
 class ForwardCall {
  public:
   ForwardCall(const Mamba3Block& block, const gemm::PackedRhs& in_proj, const gemm::PackedRhs& out_proj,
-              const float* x, std::int64_t B, std::int64_t L, Mamba3State& state, float* y)
+              const float* x, std::int64_t B, std::int64_t L, Mamba3State& state, float* y, bool h_t_reusable)
       : d_(block.dims()),
         w_(block.held_weights()),
         in_proj_(in_proj),
@@ -69,15 +69,22 @@ class ForwardCall {
         y_(y),
         q0_(state.buffered_tokens),
         T_(q0_ + L),
-        nc_(std::max<std::int64_t>(1, (T_ + Q - 1) / Q)) {
+        nc_(std::max<std::int64_t>(1, (T_ + Q - 1) / Q)),
+        // A call that neither seals a chunk nor consumes Input_States leaves h alone: its decode rows read
+        // h through the transposed copy when that copy is known to match h.
+        use_h_t_(nc_ == 1 && !state.pending && h_t_reusable) {
     for (int p = 0; p < Mamba3State::kPieceCount; ++p) pieces_[p] = state.engine_piece(p);
   }
+
+  // Whether the call read h through its transposed copy (and so left both alone).
+  bool used_h_transposed() const { return use_h_t_; }
 
   void run() {
     token_stage();
     angle_stage();
     rotation_stage();
     prepare_open_chunk_cache();
+    if (use_h_t_) h_t_ = state_.engine_h_transposed();
     sized(gate_, M_ * d_.d_inner);
     parallel_for(B_ * H_, [&](std::int64_t begin, std::int64_t end) {
       for (std::int64_t bh = begin; bh < end; ++bh) head_schedule(bh / H_, bh % H_);
@@ -347,6 +354,13 @@ class ForwardCall {
     alignas(64) static const float zero_row[P] = {};
     const float* v_rows[Q];
     for (std::int64_t j = 0; j < Q; ++j) v_rows[j] = j < real ? v_at(b, c0 + j, h) : zero_row;
+    // The read-out q h^T: from h's transposed copy when it holds h_enter (the same cells, without
+    // transposing h on every row), else straight from h_enter.
+    const std::int64_t bh = b * H_ + h;
+    const bool from_transposed = use_h_t_ && h_enter == piece(Mamba3State::kH) + bh * P * N;
+    const float* h_rows[N];
+    if (from_transposed)
+      for (std::int64_t n = 0; n < N; ++n) h_rows[n] = h_t_ + (bh * N + n) * P;
     for (std::int64_t r = 0; r < real - first; ++r) {
       const std::int64_t i = first + r;
       const float* q = rotq_.data() + (new_row(b, c0 + i) * H_ + h) * N;
@@ -361,7 +375,10 @@ class ForwardCall {
       float* mixed = s.mixed.data() + r * Q;
       mask_decay(i, s.scores.data(), s.lseg.data() + r * Q, mixed);
       mamba3_kernels::axpy_chains(mixed, 1, v_rows, Q, P, s.y_intra.data() + r * P);
-      mamba3_kernels::dot_chains(q, 0, h_enter, N, P, N, s.y_state.data() + r * P);
+      if (from_transposed)
+        mamba3_kernels::axpy_chains(q, 1, h_rows, N, P, s.y_state.data() + r * P);
+      else
+        mamba3_kernels::dot_chains(q, 0, h_enter, N, P, N, s.y_state.data() + r * P);
     }
   }
 
@@ -440,8 +457,10 @@ class ForwardCall {
   const std::int64_t B_, L_, M_, H_;
   Mamba3State& state_;
   float* pieces_[Mamba3State::kPieceCount];
+  float* h_t_ = nullptr;  // [B, H, N, P] h transposed, when use_h_t_
   float* y_;
   const std::int64_t q0_, T_, nc_;
+  const bool use_h_t_;
 
   CallArrays& a_ = call_arrays();
   std::vector<float>&proj_ = a_.proj, &dt_ = a_.dt, &sig_ = a_.sig, &adt_ = a_.adt, &gamma_ = a_.gamma;
@@ -460,12 +479,23 @@ void Mamba3Block::forward(const float* x, std::int64_t B, std::int64_t L, Mamba3
   // so a state only this engine has written is trusted again and its next call skips the scan; until
   // then (an exception mid-call included) it is not.
   const std::vector<Mamba3State::Span> written = state.spans_written_by(L);
+  // h's transposed copy may be reused only if nobody outside the engine can have written h since it was
+  // made: the state must be trusted now.
+  const bool h_t_reusable = state.trusted() && state.h_transposed_current();
   state.untrust();
-  ForwardCall(*this, packed_in_proj_, packed_out_proj_, x, B, L, state, y).run();
+  state.set_h_transposed_current(false);  // until the call has run
+  ForwardCall call(*this, packed_in_proj_, packed_out_proj_, x, B, L, state, y, h_t_reusable);
+  call.run();
   bool finite_writes = true;
   for (const Mamba3State::Span& span : written)
     finite_writes = finite_writes && finite::all_finite(span.at, span.count);
   state.trust_after_call(finite_writes);
+  // A trusted state keeps h's transposed copy current for its next decode rows: made anew after a call
+  // that changed h (a sealed chunk, Input_States) or that could not rely on the old copy.
+  if (state.trusted()) {
+    if (!call.used_h_transposed()) state.transpose_h();
+    state.set_h_transposed_current(true);
+  }
   if (reports != nullptr) *reports = reports_of(state);
 }
 

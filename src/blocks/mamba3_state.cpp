@@ -5,6 +5,7 @@
 #include "blocks/mamba3_block.hpp"
 #include "core/errors.hpp"
 #include "core/state_size.hpp"
+#include "core/thread_pool.hpp"
 
 namespace samebits::blocks {
 
@@ -86,6 +87,10 @@ Mamba3State Mamba3State::clone() const {
   copy.cache_.dacs = cache_.dacs.clone();
   copy.cache_.colacc = cache_.colacc.clone();
   copy.trusted_ = trusted();  // the same bits; nobody holds a pointer into the copy
+  if (h_t_current_) {         // relied on only while the copy is trusted, as for the original
+    copy.h_t_ = h_t_.clone();
+    copy.h_t_current_ = true;
+  }
   return copy;
 }
 
@@ -147,6 +152,28 @@ void Mamba3State::set_input_states(const float* theta, const float* h, const flo
   std::memcpy(pending_v_.data(), v, pending_v_.size() * sizeof(float));
   pending = true;
   trusted_ = false;  // the caller's values: the next call scans them
+  h_t_current_ = false;
+}
+
+float* Mamba3State::engine_h_transposed() {
+  if (h_t_.size() != h_.size()) h_t_.resize_uninitialized(h_.size());
+  return h_t_.data();
+}
+
+void Mamba3State::transpose_h() {
+  float* out = engine_h_transposed();
+  const float* in = h_.data();
+  constexpr std::int64_t kTile = 16;  // tiles keep both sides' lines in cache
+  parallel_for(batch_ * heads_, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t bh = begin; bh < end; ++bh) {
+      const float* h = in + bh * kHeadDim * kStateDim;  // [64][128]
+      float* t = out + bh * kStateDim * kHeadDim;       // [128][64]
+      for (std::int64_t p0 = 0; p0 < kHeadDim; p0 += kTile)
+        for (std::int64_t n0 = 0; n0 < kStateDim; n0 += kTile)
+          for (std::int64_t p = p0; p < p0 + kTile; ++p)
+            for (std::int64_t n = n0; n < n0 + kTile; ++n) t[n * kHeadDim + p] = h[p * kStateDim + n];
+    }
+  });
 }
 
 std::vector<Mamba3State::Span> Mamba3State::spans_written_by(std::int64_t length) {

@@ -511,5 +511,45 @@ TEST(Mamba3Trust, ACallWritesOnlyTheSpansItDeclares) {
   }
 }
 
+// Decode rows read h through a transposed copy kept across calls; an edit of h from outside (a pointer
+// used right away, or one held across a call) must reach the very next call, exactly as the twin sees it.
+TEST(Mamba3Trust, AnEditOfHReachesTheNextDecodeStep) {
+  const Mamba3Block block(random_weights(32, 48));
+  const auto x = random_x(1, 80, 32, 49);
+  std::vector<float> y(32), want(32);
+  Mamba3State state = block.allocate_state(1);
+  auto step = [&](std::int64_t t, Mamba3State& s, std::vector<float>& out, bool twin) {
+    if (twin)
+      block.forward_reference(x.data() + t * 32, 1, 1, s, out.data(), nullptr, "mamba3_forward");
+    else
+      block.forward(x.data() + t * 32, 1, 1, s, out.data(), nullptr, "mamba3_forward");
+  };
+  for (std::int64_t t = 0; t < 67; ++t) step(t, state, y, false);  // sealed once: h is not zero
+  ASSERT_TRUE(state.trusted());
+  ASSERT_TRUE(state.h_transposed_current());
+  float* h = state.h();
+  h[5 * 128 + 7] = 0.75f;  // used right away
+  state.forget_handouts();
+  Mamba3State twin = state.clone();
+  step(67, state, y, false);
+  step(67, twin, want, true);
+  EXPECT_TRUE(same_bits(y, want));
+  float* held = state.h();  // a pointer held across a call, written after it, then forgotten
+  step(68, state, y, false);
+  held[9 * 128 + 100] = -1.5f;
+  state.forget_handouts();
+  twin = state.clone();
+  step(69, state, y, false);
+  step(69, twin, want, true);
+  EXPECT_TRUE(same_bits(y, want));
+  for (std::int64_t t = 70; t < 73; ++t) {  // and trusted again afterwards
+    twin = state.clone();
+    step(t, state, y, false);
+    step(t, twin, want, true);
+    EXPECT_TRUE(same_bits(y, want)) << t;
+  }
+  EXPECT_TRUE(state.trusted());
+}
+
 }  // namespace
 }  // namespace samebits
