@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/errors.hpp"
+#include "numerics/finite_scan.hpp"
 #include "numerics/fp.hpp"
 
 namespace samebits::blocks {
@@ -42,6 +43,15 @@ void refuse_if_any_non_finite(const ScannedArray* arrays, std::size_t count, con
 inline void refuse_if_non_finite(const float* data, std::int64_t count, const std::string& what,
                                  const std::string& name) {
   refuse_if_any_non_finite({ScannedArray{data, count, name.c_str()}}, what);
+}
+
+// Whether every span a call wrote ({at, count} runs of a state) holds only finite values: what a block
+// checks before it trusts a state again (Mamba2State / Mamba3State::trusted).
+template <typename Spans>
+bool spans_finite(const Spans& spans) {
+  for (const auto& span : spans)
+    if (!finite::all_finite(span.at, span.count)) return false;
+  return true;
 }
 
 }  // namespace samebits::blocks

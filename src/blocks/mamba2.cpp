@@ -13,7 +13,6 @@
 #include "core/errors.hpp"
 #include "core/state_size.hpp"
 #include "core/thread_pool.hpp"
-#include "numerics/finite_scan.hpp"
 #include "numerics/fp.hpp"
 #include "numerics/primitives.hpp"
 #include "numerics/rmsnorm.hpp"
@@ -533,10 +532,7 @@ std::shared_ptr<Mamba2Report> Mamba2Block::forward(const float* x, std::int64_t 
   gemm::gemm_packed({gated.data(), di, 1}, M, out_proj_, out.data());
   for (std::int64_t i = 0; i < M * dm; ++i) y[i] = F(F(x[i]) + out[i]);
 
-  bool finite_writes = true;
-  for (const Mamba2State::Span& span : written)
-    finite_writes = finite_writes && finite::all_finite(span.at, span.count);
-  data.trusted = finite_writes && !data.exposed;
+  data.trusted = spans_finite(written) && !data.exposed;
   ++data.generation;
   auto report = std::make_shared<Mamba2Report>(state.data(), A_, weights_[kM2DtBias], dt_lo_, dt_hi_);
   data.pending_report = report;

@@ -161,7 +161,6 @@ class Mamba3State {
   struct Span {
     float* at;
     std::int64_t count;
-    int piece;
   };
   std::vector<Span> spans_written_by(std::int64_t length);
 

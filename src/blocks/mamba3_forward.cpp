@@ -10,13 +10,13 @@
 #include <cstring>
 #include <vector>
 
+#include "blocks/block_support.hpp"
 #include "blocks/mamba3_block.hpp"
 #include "blocks/mamba3_chunk.hpp"
 #include "blocks/mamba3_scalar.hpp"
 #include "core/aligned_buffer.hpp"
 #include "core/errors.hpp"
 #include "core/thread_pool.hpp"
-#include "numerics/finite_scan.hpp"
 #include "numerics/fp.hpp"
 #include "numerics/gemm.hpp"
 #include "numerics/mamba3_kernels.hpp"
@@ -91,8 +91,8 @@ class ForwardCall {
     });
     if (state_.pending) {
       state_.pending = false;
-      std::fill_n(piece(Mamba3State::kPendingK), state_.piece_elements(8), 0.0f);
-      std::fill_n(piece(Mamba3State::kPendingV), state_.piece_elements(9), 0.0f);
+      std::fill_n(piece(Mamba3State::kPendingK), state_.piece_elements(Mamba3State::kPendingK), 0.0f);
+      std::fill_n(piece(Mamba3State::kPendingV), state_.piece_elements(Mamba3State::kPendingV), 0.0f);
     }
     output_stage();
     update_buffer();
@@ -486,10 +486,7 @@ void Mamba3Block::forward(const float* x, std::int64_t B, std::int64_t L, Mamba3
   state.set_h_transposed_current(false);  // until the call has run
   ForwardCall call(*this, packed_in_proj_, packed_out_proj_, x, B, L, state, y, h_t_reusable);
   call.run();
-  bool finite_writes = true;
-  for (const Mamba3State::Span& span : written)
-    finite_writes = finite_writes && finite::all_finite(span.at, span.count);
-  state.trust_after_call(finite_writes);
+  state.trust_after_call(spans_finite(written));
   // A trusted state keeps h's transposed copy current for its next decode rows: made anew after a call
   // that changed h (a sealed chunk, Input_States) or that could not rely on the old copy.
   if (state.trusted()) {

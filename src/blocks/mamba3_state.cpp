@@ -182,7 +182,7 @@ std::vector<Mamba3State::Span> Mamba3State::spans_written_by(std::int64_t length
   const std::int64_t chunks = std::max<std::int64_t>(1, (total + kChunk - 1) / kChunk);
   const std::int64_t start = (chunks - 1) * kChunk;
   const std::int64_t lo = std::max(start, q0) - start, hi = total - start;
-  auto whole = [&](int piece) { spans.push_back({engine_piece(piece), piece_elements(piece), piece}); };
+  auto whole = [&](int piece) { spans.push_back({engine_piece(piece), piece_elements(piece)}); };
   whole(kTheta);
   if (chunks > 1 || pending) whole(kH);  // sealed chunks, or the Input_States correction
   if (pending) {                         // consumed: zeroed
@@ -192,8 +192,7 @@ std::vector<Mamba3State::Span> Mamba3State::spans_written_by(std::int64_t length
   for (int piece = kQrot; piece <= kAdt; ++piece) {  // buffers [B, 64, H, width]
     const std::int64_t width = piece_elements(piece) / (batch_ * kChunk * heads_);
     for (std::int64_t b = 0; b < batch_; ++b)
-      spans.push_back(
-          {engine_piece(piece) + (b * kChunk + lo) * heads_ * width, (hi - lo) * heads_ * width, piece});
+      spans.push_back({engine_piece(piece) + (b * kChunk + lo) * heads_ * width, (hi - lo) * heads_ * width});
   }
   return spans;
 }
