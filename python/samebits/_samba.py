@@ -120,10 +120,10 @@ class SambaInference:
                 floats = b * c.n_kv_heads * smax * c.head_dim
                 k = np.zeros(floats, np.float32)
                 v = np.zeros(floats, np.float32)
-                layers.append(TransformerState(b, c.n_kv_heads, c.head_dim, smax, k, v, 0, 0))
+                layers.append(TransformerState._adopt(b, c.n_kv_heads, c.head_dim, smax, k, v, 0))
         return SambaState(b, smax, layers)
 
-    def _layers(self, state, what, batch):
+    def _layers(self, state, what, batch, reference=False):
         if not isinstance(state, SambaState):
             raise TypeError(f"{PACKAGE} {what}: state must be a SambaState (allocate_state)")
         if state.batch_size != batch or len(state.layers) != len(self.config.layers):
@@ -147,9 +147,11 @@ class SambaInference:
                         f"the stack has {self.config.n_kv_heads} of {self.config.head_dim}"
                     )
                 n = layer.batch_size * layer.n_kv_heads * layer.max_tokens * layer.head_dim
-                k = _state_buffer(layer.k_cache, what, "k_cache", (n,))
-                v = _state_buffer(layer.v_cache, what, "v_cache", (n,))
-                handles.append((k, v, layer.batch_size, layer.max_tokens, layer.cached_tokens))
+                spread, trusted, private = layer._engine_layout(reference)
+                k = _state_buffer(layer._k, what, "k_cache", (n,))
+                v = _state_buffer(layer._v, what, "v_cache", (n,))
+                handles.append((k, v, layer.batch_size, layer.max_tokens, layer.cached_tokens, spread, trusted,
+                                private))
         return handles
 
     def _run(self, ids, state, step, what, reference=False):
@@ -159,7 +161,7 @@ class SambaInference:
         if ids.min() < 0 or ids.max() >= self.config.vocab:
             raise ValueError(f"{PACKAGE} {what}: inputs must be in [0, vocab)")
         ids32 = np.ascontiguousarray(ids, dtype=np.int32)
-        handles = None if state is None else self._layers(state, what, batch)
+        handles = None if state is None else self._layers(state, what, batch, reference)
         if state is not None:
             # A Mamba3State may also be the state of a standalone Mamba3BlockInference whose reports
             # (h_last_, ...) are still owed from it: they are computed before this call moves it.
@@ -168,11 +170,11 @@ class SambaInference:
                     layer._before_change()
                     if not layer._views_alive():
                         layer._native.forget_handouts()  # no view can write it: the engine's checks hold
-        logits, cached = self._engine.run(ids32, handles, step, reference)
+        logits, outcome = self._engine.run(ids32, handles, step, reference)
         if state is not None:
-            for layer, tokens in zip(state.layers, cached):
-                if tokens is not None:
-                    layer.cached_tokens = int(tokens)
+            for layer, done in zip(state.layers, outcome):
+                if done is not None:
+                    layer._engine_done(*done)
         return logits
 
     def forward(self, inputs, state=None, *, lengths=None):

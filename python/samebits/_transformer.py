@@ -5,6 +5,8 @@ transformer_inference.cpp); this module owns what needs Python objects: the weig
 keyword options, the state object and its buffers, and ragged batches.
 """
 
+import weakref
+
 import numpy as np
 
 from . import _blocks, _buffers
@@ -99,8 +101,14 @@ class TransformerState:
     causal: the first B * KV * cached_tokens * HD floats are the [B, KV, cached_tokens, HD] cache
     (packed at stride cached_tokens, slot j = absolute position j) and the rest is zeros. Sliding
     window W: a ring of W slots per (batch row, kv head), slot = position mod W. `cached_tokens`
-    counts the absolute positions consumed. The buffers allocate_state hands out are writable views of
-    the engine's own memory: a change made through them is what the next call reads.
+    counts the absolute positions consumed. Writes through `k_cache` / `v_cache` (or a view of them)
+    are what the next call reads; `copy()` makes an independent state.
+
+    A state made by allocate_state (or copy) keeps its buffers to itself: while no view of them is alive
+    the engine may hold the cache in a private layout where a decode step appends its row without moving
+    the cache, and may skip re-scanning contents only it has written. Reading `k_cache`, `v_cache`,
+    `keys()`, `values()` or `cached_tokens` always shows the packed layout above. Buffers given to the
+    constructor stay the caller's: they are always packed.
     """
 
     def __init__(self, batch_size, n_kv_heads, head_dim, max_tokens, k_cache, v_cache, cached_tokens=0, window=0):
@@ -109,20 +117,119 @@ class TransformerState:
         self.head_dim = int(head_dim)
         self.max_tokens = int(max_tokens)
         self.window = int(window)
-        self.k_cache = k_cache
-        self.v_cache = v_cache
-        self.cached_tokens = int(cached_tokens)
+        self._k = k_cache
+        self._v = v_cache
+        self._cached = int(cached_tokens)
+        self._own = False  # True only for buffers no caller has (allocate_state, copy)
+        self._spread = None  # (blocks, head_dim, max_tokens) while the engine's spread layout is in use
+        self._trusted = False  # only the engine has written the contents since they were checked
+        self._views = []  # weak references to the buffer views handed out
+
+    @classmethod
+    def _adopt(cls, batch_size, n_kv_heads, head_dim, max_tokens, k_cache, v_cache, window):
+        """A fresh zero state over buffers nobody else holds."""
+        state = cls(batch_size, n_kv_heads, head_dim, max_tokens, k_cache, v_cache, 0, window)
+        state._own = True
+        state._trusted = state.window == 0  # zeros are finite; a ring is scanned on every call
+        return state
+
+    def _views_alive(self):
+        self._views = [ref for ref in self._views if ref() is not None]
+        return bool(self._views)
+
+    def _settle(self):
+        """Back to the packed layout (the one everybody sees)."""
+        if self._spread is not None:
+            blocks, hd, smax = self._spread
+            native().kv_relayout(self._k, self._v, blocks, hd, smax, self._cached, False)
+            self._spread = None
+
+    def _hand_out(self, buffer, writable=True):
+        self._settle()
+        if writable:
+            self._trusted = False  # what is written through it is scanned by the next call
+        if not self._own:
+            return buffer
+        # A fresh array over the buffer per hand-out; any array derived from it keeps it alive, so a live
+        # weak reference means somebody may still read or write the buffer.
+        view = np.frombuffer(memoryview(buffer), dtype=np.float32)
+        self._views.append(weakref.ref(view))
+        return view
+
+    def _engine_layout(self, reference):
+        """(spread, trusted, private) for the next call, the buffers first moved to the layout it uses."""
+        private = self._own and self.window == 0 and not reference and not self._views_alive()
+        if not private:
+            self._settle()
+            self._trusted = False
+            return False, False, False
+        spread = (self.batch_size * self.n_kv_heads, self.head_dim, self.max_tokens)
+        if self._spread is not None and self._spread != spread:
+            self._settle()  # the sizes were edited since: the old layout is undone by the old sizes
+        if self._spread is None and self._trusted and 0 <= self._cached <= self.max_tokens:
+            try:
+                native().kv_relayout(self._k, self._v, *spread, self._cached, True)
+                self._spread = spread
+            except (TypeError, ValueError):
+                pass  # buffers that do not match the sizes: the call refuses them by name
+        return self._spread is not None, self._trusted, True
+
+    def _engine_done(self, cached_tokens, trusted):
+        self._cached = int(cached_tokens)
+        self._trusted = bool(trusted)
+
+    @property
+    def k_cache(self):
+        """The flat key buffer (packed layout), writable; writes are read by the next call."""
+        return self._hand_out(self._k)
+
+    @k_cache.setter
+    def k_cache(self, value):
+        self._settle()
+        self._k, self._own, self._trusted = value, False, False
+
+    @property
+    def v_cache(self):
+        """The flat value buffer, like k_cache."""
+        return self._hand_out(self._v)
+
+    @v_cache.setter
+    def v_cache(self, value):
+        self._settle()
+        self._v, self._own, self._trusted = value, False, False
+
+    @property
+    def cached_tokens(self):
+        """Absolute positions consumed so far."""
+        return self._cached
+
+    @cached_tokens.setter
+    def cached_tokens(self, value):
+        self._settle()
+        self._trusted = False
+        self._cached = int(value)
 
     @property
     def capacity(self):
         """Slots per (batch row, kv head): max_tokens for full causal, window for the ring."""
         return self.window if self.window > 0 else self.max_tokens
 
+    def copy(self):
+        """An independent state with the same contents (the buffers copied)."""
+        self._settle()
+        out = TransformerState(self.batch_size, self.n_kv_heads, self.head_dim, self.max_tokens,
+                               np.array(self._k, dtype=np.float32, copy=True),
+                               np.array(self._v, dtype=np.float32, copy=True), self._cached, self.window)
+        out._own = True
+        out._trusted = self._trusted and self._own and not self._views_alive()
+        return out
+
     def _used(self, buffer):
-        b, kv, hd, s = self.batch_size, self.n_kv_heads, self.head_dim, self.cached_tokens
-        flat = np.asarray(buffer).reshape(-1)
+        b, kv, hd, s = self.batch_size, self.n_kv_heads, self.head_dim, self._cached
         if self.window <= 0:
+            flat = np.asarray(self._hand_out(buffer)).reshape(-1)
             return flat[: b * kv * s * hd].reshape(b, kv, s, hd)  # a view into the cache
+        flat = np.asarray(buffer).reshape(-1)
         w = self.window
         held = min(s, w)
         ring = flat.reshape(b, kv, w, hd)
@@ -132,11 +239,11 @@ class TransformerState:
     def keys(self):
         """The cached keys as (B, n_kv_heads, held, head_dim): a view for full causal (valid until the
         next call), a copy of the min(cached_tokens, window) most recent positions for a window."""
-        return self._used(self.k_cache)
+        return self._used(self._k)
 
     def values(self):
         """The cached values, shaped like keys()."""
-        return self._used(self.v_cache)
+        return self._used(self._v)
 
     def __repr__(self):
         return (
@@ -232,17 +339,15 @@ class TransformerBlockInference:
         """A zero TransformerState for `batch_size` sequences of up to `max_tokens` positions in all
         (prefill plus every later step). max_tokens above 8192 is refused at the first call."""
         buffers = self._engine.allocate(int(batch_size), int(max_tokens))
-        state = TransformerState(
+        return TransformerState._adopt(
             buffers.batch_size,
             buffers.n_kv_heads,
             buffers.head_dim,
             buffers.max_tokens,
             buffers.k_cache,
             buffers.v_cache,
-            0,
             buffers.window,
         )
-        return state
 
     def _tokens(self, x, what, step):
         x = _blocks.float32_strict(x, what, "x", _DTYPE_SENTENCE)
@@ -269,12 +374,14 @@ class TransformerBlockInference:
                 "(allocate_state on THIS block makes a matching one)"
             )
         n = batch * self.n_kv_heads * state.capacity * self.head_dim
-        k = _state_buffer(state.k_cache, what, "k_cache", (n,))
-        v = _state_buffer(state.v_cache, what, "v_cache", (n,))
-        y, cached = self._engine.forward_state(
-            x, k, v, state.batch_size, state.max_tokens, state.window, state.cached_tokens, step, reference
+        spread, trusted, private = state._engine_layout(reference)
+        k = _state_buffer(state._k, what, "k_cache", (n,))
+        v = _state_buffer(state._v, what, "v_cache", (n,))
+        y, cached, trusted = self._engine.forward_state(
+            x, k, v, state.batch_size, state.max_tokens, state.window, state.cached_tokens, spread, trusted,
+            private, step, reference
         )
-        state.cached_tokens = int(cached)
+        state._engine_done(cached, trusted)
         return y
 
     def forward(self, x, state=None, *, lengths=None):

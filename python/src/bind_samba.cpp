@@ -22,14 +22,17 @@ using IdsArrayIn = nb::ndarray<const std::int32_t, nb::ndim<2>, nb::c_contig, nb
 using FloatArrayInOut = nb::ndarray<float, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 
 // Python's per-layer state handles: a Mamba3StateEngine, or (k_cache, v_cache, batch, max_tokens,
-// cached_tokens) for an attention layer whose buffers the engine reads and writes in place.
+// cached_tokens, spread, trusted, private_buffers) for an attention layer whose buffers the engine reads
+// and writes in place (the last three: TransformerStateView's bookkeeping, kept by the Python state).
 struct BorrowedLayers {
+  std::vector<TransformerStateView> views;
   std::vector<blocks::KvCache> caches;
   std::vector<models::SambaLayerState> refs;
 };
 
 BorrowedLayers borrow(const SambaInference& self, const nb::list& layers) {
   BorrowedLayers out;
+  out.views.resize(layers.size());
   out.caches.resize(layers.size());
   out.refs.resize(layers.size());
   for (std::size_t i = 0; i < layers.size(); ++i) {
@@ -41,12 +44,16 @@ BorrowedLayers borrow(const SambaInference& self, const nb::list& layers) {
     const auto items = nb::cast<nb::tuple>(layer);
     auto k = nb::cast<FloatArrayInOut>(items[0]);
     auto v = nb::cast<FloatArrayInOut>(items[1]);
-    blocks::KvCache& kv = out.caches[i];
-    kv.k = k.data();
-    kv.v = v.data();
-    kv.batch = nb::cast<std::int64_t>(items[2]);
-    kv.max_tokens = nb::cast<std::int64_t>(items[3]);
-    kv.cached_tokens = nb::cast<std::int64_t>(items[4]);
+    TransformerStateView& view = out.views[i];
+    view.k_cache = k.data();
+    view.v_cache = v.data();
+    view.batch_size = nb::cast<std::int64_t>(items[2]);
+    view.max_tokens = nb::cast<std::int64_t>(items[3]);
+    view.cached_tokens = nb::cast<std::int64_t>(items[4]);
+    view.spread = nb::cast<bool>(items[5]);
+    view.trusted = nb::cast<bool>(items[6]);
+    view.private_buffers = nb::cast<bool>(items[7]);
+    blocks::KvCache& kv = out.caches[i] = engine_cache(view, view.batch_size);
     const bool attention =
         static_cast<std::int64_t>(i) < self.model().layer_count() &&
         self.model().layer_kind(static_cast<std::int64_t>(i)) == models::SambaLayerKind::Attention;
@@ -61,13 +68,14 @@ BorrowedLayers borrow(const SambaInference& self, const nb::list& layers) {
   return out;
 }
 
+// Returns (logits, per layer: None for Mamba-3, (cached_tokens, trusted) for attention).
 nb::tuple run(const SambaInference& self, const IdsArrayIn& ids, const nb::object& layers, bool step,
               bool reference) {
   const IdsView view{ids.data(), static_cast<std::int64_t>(ids.shape(0)),
                      static_cast<std::int64_t>(ids.shape(1))};
   const std::string what = std::string("samebits SambaInference.") + (step ? "step" : "forward");
   std::vector<float> logits;
-  nb::list cached;
+  nb::list outcome;
   if (layers.is_none()) {
     nb::gil_scoped_release release;
     logits = reference ? self.forward_reference(view) : self.forward(view);
@@ -76,14 +84,19 @@ nb::tuple run(const SambaInference& self, const IdsArrayIn& ids, const nb::objec
     {
       nb::gil_scoped_release release;
       logits = self.run_borrowed(view, borrowed.refs, what, reference);
+      self.finish_kv_calls(borrowed.views, borrowed.refs, view.length, reference);
     }
-    for (const auto& ref : borrowed.refs)
-      cached.append(ref.kv ? nb::cast(ref.kv->cached_tokens) : nb::none());
+    for (std::size_t i = 0; i < borrowed.refs.size(); ++i) {
+      if (borrowed.refs[i].kv)
+        outcome.append(nb::make_tuple(borrowed.views[i].cached_tokens, borrowed.views[i].trusted));
+      else
+        outcome.append(nb::none());
+    }
   }
   const auto vocab = static_cast<std::size_t>(self.config().vocab());
   return nb::make_tuple(to_numpy(std::move(logits), {static_cast<std::size_t>(view.batch),
                                                      static_cast<std::size_t>(view.length), vocab}),
-                        cached);
+                        outcome);
 }
 
 void bind_samba(nb::module_& m) {

@@ -11,6 +11,7 @@
 #include "api/transformer_inference.hpp"
 #include "array_convert.hpp"
 #include "bindings.hpp"
+#include "blocks/transformer_cache.hpp"
 
 namespace samebits::python {
 namespace {
@@ -24,11 +25,16 @@ std::vector<std::size_t> shape_of(const TensorView& view) {
   return shape;
 }
 
+// Returns (y, cached_tokens, trusted): the state view's outcome, which the Python state keeps.
 nb::tuple carried(const TransformerBlockInference& self, const FloatArrayIn& x, FloatArrayInOut& k,
                   FloatArrayInOut& v, std::int64_t batch_size, std::int64_t max_tokens, std::int64_t window,
-                  std::int64_t cached_tokens, bool step, bool reference) {
+                  std::int64_t cached_tokens, bool spread, bool trusted, bool private_buffers, bool step,
+                  bool reference) {
   const TensorView view = view_of(x);
   TransformerStateView state{k.data(), v.data(), batch_size, max_tokens, window, cached_tokens};
+  state.spread = spread;
+  state.trusted = trusted;
+  state.private_buffers = private_buffers;
   const auto want = static_cast<std::size_t>(batch_size * self.dims().n_kv_heads *
                                              (window > 0 ? window : max_tokens) * self.dims().head_dim);
   if (k.size() != want || v.size() != want)
@@ -42,7 +48,28 @@ nb::tuple carried(const TransformerBlockInference& self, const FloatArrayIn& x, 
         : step    ? self.step(view, state)
                   : self.forward(view, state);
   }
-  return nb::make_tuple(to_numpy(std::move(y), shape_of(view)), state.cached_tokens);
+  return nb::make_tuple(to_numpy(std::move(y), shape_of(view)), state.cached_tokens, state.trusted);
+}
+
+// Moves a full-causal cache held in Python buffers between the packed and the spread layout
+// (blocks::kv::spread_packed / pack_spread): `blocks` = batch_size * n_kv_heads.
+void relayout(FloatArrayInOut& k, FloatArrayInOut& v, std::int64_t blocks, std::int64_t head_dim,
+              std::int64_t max_tokens, std::int64_t cached_tokens, bool to_spread) {
+  std::int64_t floats = 0;
+  if (blocks < 1 || head_dim < 1 || max_tokens < 1 || cached_tokens < 0 || cached_tokens > max_tokens ||
+      __builtin_mul_overflow(blocks, max_tokens, &floats) ||
+      __builtin_mul_overflow(floats, head_dim, &floats) || static_cast<std::int64_t>(k.size()) != floats ||
+      static_cast<std::int64_t>(v.size()) != floats)
+    throw_value_error("samebits TransformerState: the cache buffers do not match the state's sizes");
+  blocks::TransformerDims dims;
+  dims.n_kv_heads = blocks;  // one batch row of `blocks` heads: the same block order
+  dims.head_dim = head_dim;
+  blocks::KvCache cache{k.data(), v.data(), 1, max_tokens, cached_tokens};
+  cache.spread = !to_spread;
+  if (to_spread)
+    blocks::kv::spread_packed(cache, dims);
+  else
+    blocks::kv::pack_spread(cache, dims);
 }
 
 // A flat float32 view of one state buffer; the owner is the state object (reference_internal).
@@ -56,6 +83,9 @@ nb::ndarray<nb::numpy, float, nb::ndim<1>> buffer_view(float* data, std::int64_t
 void bind_transformer(nb::module_& m) {
   m.def("transformer_check_weight_names",
         [](const std::vector<std::string>& names) { TransformerBlockInference::check_weight_names(names); });
+
+  m.def("kv_relayout", &relayout, nb::arg("k").noconvert(), nb::arg("v").noconvert(), nb::arg("blocks"),
+        nb::arg("head_dim"), nb::arg("max_tokens"), nb::arg("cached_tokens"), nb::arg("to_spread"));
 
   nb::class_<TransformerState>(m, "TransformerStateBuffers")
       .def_prop_ro("batch_size", &TransformerState::batch_size)
@@ -127,12 +157,14 @@ void bind_transformer(nb::module_& m) {
           "forward_state",
           [](const TransformerBlockInference& self, const FloatArrayIn& x, FloatArrayInOut k,
              FloatArrayInOut v, std::int64_t batch_size, std::int64_t max_tokens, std::int64_t window,
-             std::int64_t cached_tokens, bool step, bool reference) {
-            return carried(self, x, k, v, batch_size, max_tokens, window, cached_tokens, step, reference);
+             std::int64_t cached_tokens, bool spread, bool trusted, bool private_buffers, bool step,
+             bool reference) {
+            return carried(self, x, k, v, batch_size, max_tokens, window, cached_tokens, spread, trusted,
+                           private_buffers, step, reference);
           },
           nb::arg("x"), nb::arg("k").noconvert(), nb::arg("v").noconvert(), nb::arg("batch_size"),
-          nb::arg("max_tokens"), nb::arg("window"), nb::arg("cached_tokens"), nb::arg("step"),
-          nb::arg("reference") = false)
+          nb::arg("max_tokens"), nb::arg("window"), nb::arg("cached_tokens"), nb::arg("spread"),
+          nb::arg("trusted"), nb::arg("private_buffers"), nb::arg("step"), nb::arg("reference") = false)
       .def("backward", [](const TransformerBlockInference& self) { self.backward(); })
       .def("weight",
            [](const TransformerBlockInference& self, const std::string& name) {

@@ -184,6 +184,15 @@ std::vector<float> SambaInference::run_borrowed(const IdsView& ids,
   return logits;
 }
 
+void SambaInference::finish_kv_calls(std::vector<TransformerStateView>& views,
+                                     const std::vector<models::SambaLayerState>& layers, std::int64_t length,
+                                     bool reference) const {
+  for (std::size_t i = 0; i < layers.size(); ++i)
+    if (const blocks::KvCache* kv = layers[i].kv)
+      finish_engine_call(views[i], *kv, model_->attention(static_cast<std::int64_t>(i)).dims(),
+                         kv->cached_tokens - length, reference);
+}
+
 std::vector<float> SambaInference::run(const IdsView& ids, SambaState* state, const std::string& what,
                                        bool reference) const {
   check_ids(ids, what);
@@ -194,26 +203,23 @@ std::vector<float> SambaInference::run(const IdsView& ids, SambaState* state, co
   } else {
     check_state(*state, ids.batch, what);
   }
-  std::vector<blocks::KvCache> caches(static_cast<std::size_t>(model_->layer_count()));
-  std::vector<models::SambaLayerState> layers(caches.size());
-  for (std::int64_t i = 0; i < model_->layer_count(); ++i) {
-    if (blocks::Mamba3State* m = state->mamba3(i)) {
-      layers[static_cast<std::size_t>(i)].mamba3 = m;
+  const auto count = static_cast<std::size_t>(model_->layer_count());
+  std::vector<TransformerStateView> views(count);
+  std::vector<blocks::KvCache> caches(count);
+  std::vector<models::SambaLayerState> layers(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    if (blocks::Mamba3State* m = state->mamba3(static_cast<std::int64_t>(i))) {
+      layers[i].mamba3 = m;
     } else {
-      TransformerState* t = state->attention(i);
-      blocks::KvCache& kv = caches[static_cast<std::size_t>(i)];
-      kv.k = t->k_cache();
-      kv.v = t->v_cache();
-      kv.batch = t->batch_size();
-      kv.max_tokens = t->max_tokens();
-      kv.cached_tokens = t->cached_tokens();
-      layers[static_cast<std::size_t>(i)].kv = &kv;
+      views[i] = state->attention(static_cast<std::int64_t>(i))->engine_view(reference);
+      caches[i] = engine_cache(views[i], views[i].batch_size);
+      layers[i].kv = &caches[i];
     }
   }
   std::vector<float> logits = run_borrowed(ids, layers, what, reference);
-  for (std::int64_t i = 0; i < model_->layer_count(); ++i)
-    if (TransformerState* t = state->attention(i))
-      t->set_cached_tokens(caches[static_cast<std::size_t>(i)].cached_tokens);
+  finish_kv_calls(views, layers, ids.length, reference);
+  for (std::size_t i = 0; i < count; ++i)
+    if (TransformerState* t = state->attention(static_cast<std::int64_t>(i))) t->engine_commit(views[i]);
   return logits;
 }
 

@@ -107,6 +107,12 @@ class SambaInference {
   // finite, from finite weights that overflow) has the layers below put back (models/samba_guard.hpp).
   std::vector<float> run_borrowed(const IdsView& ids, std::vector<models::SambaLayerState>& layers,
                                   const std::string& what, bool reference) const;
+  // After run_borrowed returned for `length` tokens: each attention layer's view (made by its owner,
+  // engine_view) gets its new cached_tokens and trust (finish_engine_call). views[i] is read only for
+  // attention layers.
+  void finish_kv_calls(std::vector<TransformerStateView>& views,
+                       const std::vector<models::SambaLayerState>& layers, std::int64_t length,
+                       bool reference) const;
 
   // Shape and id-range refusals of a call ("B and L must be positive", "inputs must be in [0, vocab)").
   void check_ids(const IdsView& ids, const std::string& what) const;

@@ -14,13 +14,14 @@ namespace samebits::blocks {
 
 // Throws a ValueError "<what>: NaN in <name> at flat index <i> REFUSED" (or "infinity in …") for the
 // first non-finite element, judged on the bit pattern; nothing is computed before every input passed.
+// `first_index` is added to the index named (data is a part of a larger array).
 inline void refuse_non_finite(const float* data, std::int64_t count, const std::string& what,
-                              const std::string& name) {
+                              const std::string& name, std::int64_t first_index = 0) {
   for (std::int64_t i = 0; i < count; ++i) {
     const std::uint32_t a = fp::bits(data[i]) & fp::kAbsMask;
     if (a >= fp::kInfBits) {
       throw_value_error(what + ": " + (a > fp::kInfBits ? "NaN" : "infinity") + " in " + name +
-                        " at flat index " + std::to_string(i) + " REFUSED");
+                        " at flat index " + std::to_string(first_index + i) + " REFUSED");
     }
   }
 }

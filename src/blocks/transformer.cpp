@@ -183,10 +183,10 @@ void TransformerBlock::check_call(const float* x, std::int64_t batch, std::int64
   if (x != nullptr) refuse_if_non_finite(x, batch * length * dims_.d_model, what, "x");
   const std::int64_t needed = cache.cached_tokens + length;
   const bool overflows = needed > cache.max_tokens || needed > kMaxPositions;
-  if (scan == StateScan::kNow || (scan == StateScan::kAtAppend && (dims_.window > 0 || overflows))) {
-    const std::int64_t state = kv::state_floats(cache, dims_);
-    refuse_if_any_non_finite({{cache.k, state, "k_cache"}, {cache.v, state, "v_cache"}}, what);
-  }
+  // A trusted cache is known finite; a spread one has no restride to fold its scan into.
+  const bool scan_now = scan == StateScan::kNow ||
+                        (scan == StateScan::kAtAppend && (dims_.window > 0 || overflows || cache.spread));
+  if (scan_now && !(cache.trusted && dims_.window == 0)) kv::refuse_non_finite_state(cache, dims_, what);
   if (needed > cache.max_tokens)
     throw_value_error(what + ": this call would use " + std::to_string(needed) +
                       " KV slots and the cache holds " + std::to_string(cache.max_tokens) + " REFUSED");
@@ -234,8 +234,9 @@ void TransformerBlock::forward(const float* x, std::int64_t batch, std::int64_t 
   const std::int64_t per_task = queries_per_task(length, group);
   const std::int64_t slices = (length + per_task - 1) / per_task;
   const std::int64_t units = batch * d.n_kv_heads;
-  const float* keys = nullptr;
-  const float* values = nullptr;
+  const float* keys = nullptr;    // unit i's keys are rows [i * block_rows, i * block_rows + span)
+  const float* values = nullptr;  // likewise
+  std::int64_t block_rows = span;
   auto attend_task = [&](std::int64_t task) {
     const std::int64_t unit_index = task / slices;
     const std::int64_t b = unit_index / d.n_kv_heads;
@@ -247,8 +248,8 @@ void TransformerBlock::forward(const float* x, std::int64_t batch, std::int64_t 
     unit.ctx_stride = qw;
     unit.queries = length;
     unit.heads = group;
-    unit.keys = keys + unit_index * span * hd;
-    unit.values = values + unit_index * span * hd;
+    unit.keys = keys + unit_index * block_rows * hd;
+    unit.values = values + unit_index * block_rows * hd;
     unit.span = span;
     unit.head_dim = hd;
     unit.key_lo = key_lo;
@@ -271,10 +272,13 @@ void TransformerBlock::forward(const float* x, std::int64_t batch, std::int64_t 
     keys = span_keys.data();
     values = span_values.data();
   } else {
-    // The packed region of (b, g) is then exactly its key span.
+    // The packed region of (b, g) is then exactly its key span; a spread block starts its span.
     keys = cache.k;
     values = cache.v;
-    if (scan != StateScan::kAtAppend) {
+    if (cache.spread) {
+      block_rows = cache.max_tokens;
+      kv::append_spread(cache, d, fresh);
+    } else if (scan != StateScan::kAtAppend || (cache.trusted && d.window == 0)) {
       kv::append_packed(cache, d, fresh);
     } else {
       // Each unit attends right after its block is restrided, while the block is still in cache, on

@@ -48,14 +48,22 @@ struct TransformerWeights {
 // The caller-owned KV cache (blocks.md 4.2): two flat float32 buffers of batch * n_kv * capacity *
 // head_dim floats (capacity = window if window > 0 else max_tokens). Full causal: the first
 // batch * n_kv * cached_tokens * head_dim floats are [batch, n_kv, cached_tokens, head_dim]; the rest is
-// capacity, not state (zeros from allocation, never read, never written back). Window W: a ring of W
-// slots per (batch row, kv head), slot = position mod W, all of it state.
+// capacity, not state (zeros from allocation, never read as state). Window W: a ring of W slots per
+// (batch row, kv head), slot = position mod W, all of it state.
 struct KvCache {
   float* k = nullptr;
   float* v = nullptr;
   std::int64_t batch = 0;
   std::int64_t max_tokens = 0;
   std::int64_t cached_tokens = 0;
+  // Full causal only: the spread layout, private to the engine. Block i = (b, kv head) holds its rows at
+  // [i * max_tokens, i * max_tokens + cached_tokens) instead of the packed [i * S, (i + 1) * S), so a call
+  // appends its rows without moving the cache. Only an owner that hands the buffers to nobody uses it,
+  // and it returns to the packed layout (kv::pack_spread) before anyone may look (see TransformerState).
+  bool spread = false;
+  // The owner vouches that the carried contents are finite (the engine checked them and nobody else has
+  // written them since): a call skips its O(cache) scan. Full causal only.
+  bool trusted = false;
 
   std::int64_t capacity(const TransformerDims& dims) const {
     return dims.window > 0 ? dims.window : max_tokens;

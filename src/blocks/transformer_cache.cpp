@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <utility>
 #include <vector>
 
+#include "blocks/block_support.hpp"
 #include "core/thread_pool.hpp"
 #include "numerics/finite_scan.hpp"
 
@@ -220,6 +222,79 @@ void append_ring(KvCache& cache, const TransformerDims& dims, const NewRows& row
     }
   }
   cache.cached_tokens = pos0 + rows.length;
+}
+
+namespace {
+// Spread: rows of block i start at row i * max_tokens.
+float* spread_row(float* buffer, const KvCache& cache, std::int64_t hd, std::int64_t block,
+                  std::int64_t row) {
+  return buffer + (block * cache.max_tokens + row) * hd;
+}
+}  // namespace
+
+void spread_packed(KvCache& cache, const TransformerDims& dims) {
+  const std::int64_t hd = dims.head_dim, held = cache.cached_tokens;
+  const std::int64_t blocks = cache.batch * dims.n_kv_heads;
+  // Block i moves from row i * S up to i * max_tokens >= i * S: last first, so no unread row is covered.
+  for (float* buffer : {cache.k, cache.v})
+    for (std::int64_t block = blocks - 1; block > 0; --block)
+      copy_floats(spread_row(buffer, cache, hd, block, 0), buffer + block * held * hd, held * hd);
+  cache.spread = true;
+}
+
+void pack_spread(KvCache& cache, const TransformerDims& dims) {
+  const std::int64_t hd = dims.head_dim, held = cache.cached_tokens;
+  const std::int64_t blocks = cache.batch * dims.n_kv_heads;
+  const std::int64_t packed_end = blocks * held * hd;
+  for (float* buffer : {cache.k, cache.v}) {
+    for (std::int64_t block = 1; block < blocks; ++block)
+      copy_floats(buffer + block * held * hd, spread_row(buffer, cache, hd, block, 0), held * hd);
+    // Each spread block's rows that the packed region does not cover now are capacity: zeros.
+    for (std::int64_t block = 1; block < blocks; ++block) {
+      const std::int64_t begin = std::max(block * cache.max_tokens * hd, packed_end);
+      const std::int64_t end = (block * cache.max_tokens + held) * hd;
+      if (end > begin) std::memset(buffer + begin, 0, static_cast<std::size_t>(end - begin) * sizeof(float));
+    }
+  }
+  cache.spread = false;
+}
+
+void append_spread(KvCache& cache, const TransformerDims& dims, const NewRows& rows) {
+  const std::int64_t hd = dims.head_dim, kv = dims.n_kv_heads, pos0 = cache.cached_tokens;
+  for (std::int64_t b = 0; b < cache.batch; ++b)
+    for (std::int64_t g = 0; g < kv; ++g)
+      for (std::int64_t li = 0; li < rows.length; ++li) {
+        const std::int64_t src = (b * rows.length + li) * rows.row_stride + g * hd;
+        copy_floats(spread_row(cache.k, cache, hd, b * kv + g, pos0 + li), rows.k + src, hd);
+        copy_floats(spread_row(cache.v, cache, hd, b * kv + g, pos0 + li), rows.v + src, hd);
+      }
+  cache.cached_tokens = pos0 + rows.length;
+}
+
+void refuse_non_finite_state(const KvCache& cache, const TransformerDims& dims, const std::string& what) {
+  if (!cache.spread || dims.window > 0) {
+    const std::int64_t state = state_floats(cache, dims);
+    refuse_if_any_non_finite({{cache.k, state, "k_cache"}, {cache.v, state, "v_cache"}}, what);
+    return;
+  }
+  const std::int64_t hd = dims.head_dim, held = cache.cached_tokens;
+  const std::int64_t blocks = cache.batch * dims.n_kv_heads;
+  for (const auto& [buffer, name] : {std::pair{cache.k, "k_cache"}, std::pair{cache.v, "v_cache"}})
+    for (std::int64_t block = 0; block < blocks; ++block) {
+      const float* rows = spread_row(buffer, cache, hd, block, 0);
+      if (!finite::all_finite(rows, held * hd))
+        refuse_non_finite(rows, held * hd, what, name, block * held * hd);
+    }
+}
+
+bool rows_finite(const KvCache& cache, const TransformerDims& dims, std::int64_t first) {
+  const std::int64_t hd = dims.head_dim, held = cache.cached_tokens;
+  const std::int64_t blocks = cache.batch * dims.n_kv_heads;
+  const std::int64_t stride = cache.spread ? cache.max_tokens : held;
+  for (const float* buffer : {cache.k, cache.v})
+    for (std::int64_t block = 0; block < blocks; ++block)
+      if (!finite::all_finite(buffer + (block * stride + first) * hd, (held - first) * hd)) return false;
+  return true;
 }
 
 std::int64_t state_floats(const KvCache& cache, const TransformerDims& dims) {

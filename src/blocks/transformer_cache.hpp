@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 
 #include "blocks/transformer.hpp"
 
@@ -47,7 +48,24 @@ void gather_window_span(const KvCache& cache, const TransformerDims& dims, const
 void append_ring(KvCache& cache, const TransformerDims& dims, const NewRows& rows);
 
 // The cache floats that are state (and so are refused when non-finite): the packed used region for full
-// causal, the whole ring for a window.
+// causal, the whole ring for a window. (A spread cache holds as many, block by block.)
 std::int64_t state_floats(const KvCache& cache, const TransformerDims& dims);
+
+// Full causal, packed -> spread (KvCache::spread): block i moves up from row i * S to i * max_tokens,
+// last block first. The state is unchanged; what lies between the blocks is capacity.
+void spread_packed(KvCache& cache, const TransformerDims& dims);
+// Spread -> packed, first block first; the rows the spread blocks held past the packed region are
+// zeroed, so the capacity reads as upstream writes it back (zeros) wherever the engine used it.
+void pack_spread(KvCache& cache, const TransformerDims& dims);
+// Spread: writes this call's rows at positions S_old.. of every block; nothing moves.
+void append_spread(KvCache& cache, const TransformerDims& dims, const NewRows& rows);
+
+// The refusal of non-finite carried contents, as blocks.md 4.3 words it: the first offender of k_cache,
+// then of v_cache, named by its flat index in the packed layout whatever the cache's layout.
+void refuse_non_finite_state(const KvCache& cache, const TransformerDims& dims, const std::string& what);
+
+// Full causal: whether the rows at positions [first, cached_tokens) of every block are all finite, in k
+// and in v (what a call appended, in the cache's current layout).
+bool rows_finite(const KvCache& cache, const TransformerDims& dims, std::int64_t first);
 
 }  // namespace samebits::blocks::kv

@@ -31,6 +31,8 @@ void TransformerBlock::forward_reference(const float* x_in, std::int64_t batch, 
                                          KvCache& cache, float* y, const std::string& what,
                                          StateScan scan) const {
   if (x_in == nullptr) throw_value_error(what + ": x has no data");
+  // The twin is spec-literal: the packed layout only (owners pack before they call it).
+  if (cache.spread) throw_runtime_error(what + ": the scalar twin reads a packed cache, got a spread one");
   check_call(x_in, batch, length, cache, what, scan == StateScan::kDone ? StateScan::kDone : StateScan::kNow);
   const TransformerDims& d = dims_;
   const TransformerWeights weights = this->weights();  // the raw matrices, rebuilt for this call

@@ -55,8 +55,17 @@ void StackUndo::save(const SambaModel& model, std::int64_t layer, const SambaLay
   record.cached_tokens = kv.cached_tokens;
   record.kv_blocks = kv.batch * dims.n_kv_heads;
   record.head_dim = dims.head_dim;
-  record.kv_packed = dims.window == 0;
-  if (record.kv_packed) {
+  record.kv_packed = dims.window == 0 && !kv.spread;
+  if (dims.window == 0 && kv.spread) {
+    // A spread cache only gains rows, each block at its own place: those rows are saved.
+    const std::int64_t hd = dims.head_dim;
+    for (float* buffer : {kv.k, kv.v})
+      for (std::int64_t block = 0; block < record.kv_blocks; ++block) {
+        float* at = buffer + (block * kv.max_tokens + kv.cached_tokens) * hd;
+        record.spans.push_back({at, {}});
+        save_span(record.spans.back().values, at, length * hd);
+      }
+  } else if (record.kv_packed) {
     // Growth moves each block to the new stride and writes the region past the old packed end; the moved
     // blocks are still there to move back, so only that tail is saved.
     const std::int64_t old_end = record.kv_blocks * kv.cached_tokens * dims.head_dim;

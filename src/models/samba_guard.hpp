@@ -46,7 +46,7 @@ class StackUndo {
     bool pending = false;
     std::int64_t cached_tokens = 0;  // KV: the packed stride before the call
     std::int64_t kv_blocks = 0, head_dim = 0;
-    bool kv_packed = false;  // full causal: the call restrided the packed region
+    bool kv_packed = false;  // full causal and packed: the call restrided the packed region
     std::vector<Span> spans;
   };
   std::vector<Record> records_;

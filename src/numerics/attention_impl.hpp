@@ -125,6 +125,10 @@ void dots(const float* qt, const float* keys, std::int64_t head_dim, std::int64_
     dot_group<kFlush, 1>(qt, keys + j * head_dim, head_dim, leaf, leaf_count, out + j * kLanes, partials);
 }
 
+// Value rows a chain asks for ahead of the one it adds: a decode row streams a long cache once, with too
+// much arithmetic between loads for the hardware prefetcher alone. Moves nothing the arithmetic sees.
+constexpr std::int64_t kValueRowsAhead = 32;
+
 // The value chains of up to kRows rows (lanes l0 .. l0 + kRows - 1 of `weights`) for kCols vectors of
 // output columns starting at d0, keys [0, n).
 template <bool kFlush, int kRows, int kCols>
@@ -136,6 +140,8 @@ void value_tile(const float* weights, std::int64_t w_stride, const float* values
     for (int c = 0; c < kCols; ++c) acc[g][c] = Isa::zero();
   for (std::int64_t j = 0; j < n; ++j) {
     const float* row = values + j * head_dim + d0;
+    if (j + kValueRowsAhead < n)
+      for (int c = 0; c < kCols; ++c) __builtin_prefetch(row + kValueRowsAhead * head_dim + c * kLanes, 0, 2);
     V v[kCols];
     for (int c = 0; c < kCols; ++c) {
       v[c] = Isa::load(row + c * kLanes);
@@ -300,7 +306,18 @@ inline typename Isa::V key_chain(const float* q, const float* keys, std::int64_t
   return acc;
 }
 
-// out[j] = the dot of q with key j for j < n (the GEMM leaf rule over head_dim, leaves folded).
+// Asks for the cache lines of floats [from, from + count) (clipped to `end`) ahead of their use (as
+// kValueRowsAhead does for the values).
+inline void prefetch_span(const float* from, std::int64_t count, const float* end) {
+  const float* stop = from + count < end ? from + count : end;
+  for (const float* line = from; line < stop; line += 16) __builtin_prefetch(line, 0, 2);
+}
+
+// Groups of kLanes keys a decode row asks for ahead of the one it computes.
+constexpr std::int64_t kPrefetchGroups = 4;
+
+// out[j] = the dot of q with key j for j < n (the GEMM leaf rule over head_dim, leaves folded), asking
+// for the keys a few groups ahead while it runs.
 template <bool kFlush>
 void key_dots(const float* q, const float* keys, std::int64_t head_dim, std::int64_t n, float* out,
               Scratch& scratch) {
@@ -310,8 +327,10 @@ void key_dots(const float* q, const float* keys, std::int64_t head_dim, std::int
   Scratch::ensure(scratch.leaves, leaf_count * kLanes);
   Scratch::ensure(scratch.qt, head_dim * kLanes);  // the zero-padded tail keys
   auto* partials = reinterpret_cast<V*>(scratch.leaves.data());
+  const std::int64_t group_floats = kLanes * head_dim;
   for (std::int64_t j0 = 0; j0 < n; j0 += kLanes) {
     const float* group = keys + j0 * head_dim;
+    prefetch_span(group + kPrefetchGroups * group_floats, group_floats, keys + n * head_dim);
     const std::int64_t valid = n - j0 < kLanes ? n - j0 : kLanes;
     if (valid < kLanes) {  // the last keys, padded with zero rows (their lanes are never stored)
       float* tail = scratch.qt.data();
@@ -415,6 +434,7 @@ void attend_row_by_keys(const Unit& u, std::int64_t r, std::uint32_t q_max, int&
   float* sc = scratch.cells.data();
 
   mxcsr.clear();
+  prefetch_span(keys, kPrefetchGroups * kLanes * hd, keys + n * hd);
   key_dots<false>(q, keys, hd, n, sc, scratch);
   if (MxcsrGuard::subnormal_seen()) key_dots<true>(q, keys, hd, n, sc, scratch);
   if (!all_finite(sc, n)) {  // an overflowing score: the twin handles NaN and infinity

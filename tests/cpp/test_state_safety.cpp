@@ -45,8 +45,8 @@ void put_value(Bytes& out, const T& value) {
 
 Bytes bytes_of(const TransformerState& s) {
   Bytes out;
-  put(out, s.k_cache(), static_cast<std::size_t>(s.cache_floats()) * sizeof(float));
-  put(out, s.v_cache(), static_cast<std::size_t>(s.cache_floats()) * sizeof(float));
+  put(out, s.k_cache_copy().data(), static_cast<std::size_t>(s.cache_floats()) * sizeof(float));
+  put(out, s.v_cache_copy().data(), static_cast<std::size_t>(s.cache_floats()) * sizeof(float));
   for (std::int64_t v :
        {s.batch_size(), s.n_kv_heads(), s.head_dim(), s.max_tokens(), s.window(), s.cached_tokens()})
     put_value(out, v);

@@ -24,8 +24,9 @@ std::int64_t diff(const std::vector<float>& a, const std::vector<float>& b) {
 }
 
 std::vector<float> state_bytes(const TransformerState& s) {
-  std::vector<float> out(s.k_cache(), s.k_cache() + s.cache_floats());
-  out.insert(out.end(), s.v_cache(), s.v_cache() + s.cache_floats());
+  std::vector<float> out = s.k_cache_copy();
+  const std::vector<float> v = s.v_cache_copy();
+  out.insert(out.end(), v.begin(), v.end());
   return out;
 }
 

@@ -49,10 +49,15 @@ def content(state):
     return ("object", repr(state))
 
 
+def buffer_address(array):
+    return np.asarray(array).__array_interface__["data"][0]
+
+
 def snapshot(state):
-    """content() plus the identities of the objects the state holds (a refusal must not swap them)."""
+    """content() plus the identities of the objects the state holds (a refusal must not swap them). A
+    TransformerState hands out a fresh view of each buffer per access: the buffer is named by its memory."""
     if isinstance(state, TransformerState):
-        return content(state), id(state.k_cache), id(state.v_cache)
+        return content(state), buffer_address(state.k_cache), buffer_address(state.v_cache)
     if isinstance(state, SambaState):
         return content(state), id(state.layers), tuple(id(layer) for layer in state.layers), tuple(
             snapshot(layer) for layer in state.layers)
