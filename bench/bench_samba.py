@@ -65,17 +65,8 @@ def require_samba():
 
 
 def clone_state(state):
-    """An independent samebits.SambaState with the same bits (Mamba-3 states copied natively, KV caches
-    copied as arrays)."""
-    layers = []
-    for layer in state.layers:
-        if isinstance(layer, samebits.Mamba3State):
-            layers.append(layer.copy())
-        else:
-            layers.append(samebits.TransformerState(layer.batch_size, layer.n_kv_heads, layer.head_dim,
-                                                    layer.max_tokens, layer.k_cache.copy(), layer.v_cache.copy(),
-                                                    layer.cached_tokens, layer.window))
-    return samebits.SambaState(state.batch_size, state.max_tokens, layers)
+    """An independent samebits.SambaState with the same bits: every layer state's own copy()."""
+    return samebits.SambaState(state.batch_size, state.max_tokens, [layer.copy() for layer in state.layers])
 
 
 def ids_for(batch, length, seed):
@@ -201,11 +192,7 @@ def layer_blocks(ours, weights, position, steps):
             state = block.allocate_state(1, position + steps)
             block.forward(prefix_x, state)
 
-            def fresh(s=state):
-                return samebits.TransformerState(s.batch_size, s.n_kv_heads, s.head_dim, s.max_tokens,
-                                                 s.k_cache.copy(), s.v_cache.copy(), s.cached_tokens, s.window)
-
-            out.append((block, fresh, ("forward_state", (prefix_x[:, :1], position))))
+            out.append((block, state.copy, ("forward_state", (prefix_x[:, :1], position, True))))
     return out
 
 
@@ -220,7 +207,7 @@ def profile_decode(ours, weights, position, steps, repeats):
     state = ours.allocate_state(1, position + steps)
     ours.forward(ids[:, :position], state)
     tokens = ids[:, position:]
-    canned = (np.zeros((1, 1, cfg.vocab), np.float32), [None if kind == "mamba3" else position for kind in cfg.layers])
+    canned = (np.zeros((1, 1, cfg.vocab), np.float32), [None if kind == "mamba3" else (position, True) for kind in cfg.layers])
     spare = clone_state(state)
     wrapper = wrapper_time(ours, "run", canned, lambda: ours.step(tokens[:, 0], spare), repeats)
 

@@ -118,8 +118,7 @@ class SambaInference:
                 layers.append(Mamba3State._adopt(native().Mamba3StateEngine(b, heads)))
             else:
                 floats = b * c.n_kv_heads * smax * c.head_dim
-                k = np.zeros(floats, np.float32)
-                v = np.zeros(floats, np.float32)
+                k, v = native().kv_zeros(floats), native().kv_zeros(floats)
                 layers.append(TransformerState._adopt(b, c.n_kv_heads, c.head_dim, smax, k, v, 0))
         return SambaState(b, smax, layers)
 

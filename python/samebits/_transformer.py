@@ -93,6 +93,16 @@ def _state_buffer(value, what, name, shape):
     return np.asarray(value)
 
 
+def _engine_copy(buffer):
+    """A flat float32 copy in engine memory (huge pages for big caches), as allocate_state makes."""
+    flat = np.asarray(buffer, dtype=np.float32).reshape(-1)
+    if not flat.size:
+        return flat.copy()
+    out = native().kv_zeros(flat.size)
+    np.copyto(out, flat)
+    return out
+
+
 class TransformerState:
     """The block's decode state, the KV cache (blocks.md 4.2), updated in place by forward and step.
 
@@ -218,8 +228,7 @@ class TransformerState:
         """An independent state with the same contents (the buffers copied)."""
         self._settle()
         out = TransformerState(self.batch_size, self.n_kv_heads, self.head_dim, self.max_tokens,
-                               np.array(self._k, dtype=np.float32, copy=True),
-                               np.array(self._v, dtype=np.float32, copy=True), self._cached, self.window)
+                               _engine_copy(self._k), _engine_copy(self._v), self._cached, self.window)
         out._own = True
         out._trusted = self._trusted and self._own and not self._views_alive()
         return out

@@ -12,6 +12,7 @@
 #include "array_convert.hpp"
 #include "bindings.hpp"
 #include "blocks/transformer_cache.hpp"
+#include "core/aligned_buffer.hpp"
 
 namespace samebits::python {
 namespace {
@@ -72,6 +73,23 @@ void relayout(FloatArrayInOut& k, FloatArrayInOut& v, std::int64_t blocks, std::
     blocks::kv::pack_spread(cache, dims);
 }
 
+// `count` zero floats in engine memory, owned by the array: KV buffers of 2 MiB or more then start on a
+// huge page and are advised as huge pages (AlignedBuffer), which numpy's own allocations are not below
+// 4 MiB; a decode step streams the whole cache.
+nb::ndarray<nb::numpy, float, nb::ndim<1>> kv_zeros(std::int64_t count) {
+  if (count < 1) throw_value_error("samebits TransformerState: a cache buffer needs at least one float");
+  auto* owned = new AlignedBuffer<float>();
+  try {
+    owned->assign_zero(static_cast<std::size_t>(count));
+  } catch (...) {
+    delete owned;
+    throw;
+  }
+  nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<AlignedBuffer<float>*>(p); });
+  const std::size_t shape[1] = {static_cast<std::size_t>(count)};
+  return nb::ndarray<nb::numpy, float, nb::ndim<1>>(owned->data(), 1, shape, owner);
+}
+
 // A flat float32 view of one state buffer; the owner is the state object (reference_internal).
 nb::ndarray<nb::numpy, float, nb::ndim<1>> buffer_view(float* data, std::int64_t count) {
   const std::size_t shape[1] = {static_cast<std::size_t>(count)};
@@ -84,6 +102,7 @@ void bind_transformer(nb::module_& m) {
   m.def("transformer_check_weight_names",
         [](const std::vector<std::string>& names) { TransformerBlockInference::check_weight_names(names); });
 
+  m.def("kv_zeros", &kv_zeros, nb::arg("count"));
   m.def("kv_relayout", &relayout, nb::arg("k").noconvert(), nb::arg("v").noconvert(), nb::arg("blocks"),
         nb::arg("head_dim"), nb::arg("max_tokens"), nb::arg("cached_tokens"), nb::arg("to_spread"));
 

@@ -142,3 +142,17 @@ def test_samba_layers_decode_privately_with_the_same_bits():
     with pytest.raises(ValueError, match="infinity in v_cache at flat index 9"):
         model.step(ids[:, 0], private)
     assert private.layers[0].cached_tokens == 20  # the refusal moved no layer
+
+
+def test_big_caches_live_in_engine_memory_on_huge_page_boundaries():
+    # A decode step streams the whole cache: buffers of 2 MiB or more start on a 2 MiB boundary (and are
+    # advised as huge pages), for allocate_state and copy() alike, in the block and in the Samba stack.
+    config = samebits.SambaConfig(256, 32, ["attention"], n_heads=2, intermediate=64)
+    weights = {name: np.ones(shape, np.float32) for name, shape in config.registry()}
+    samba = samebits.SambaInference(config, weights).allocate_state(1, 1 << 15)  # 2 heads x 16 x 2^15 x 4 B
+    block = _block().allocate_state(2, 1 << 14)  # 2 x 2 x 8 x 2^14 x 4 B
+    for state in (samba.layers[0], block):
+        for made in (state, state.copy()):
+            for buffer in (made.k_cache, made.v_cache):
+                assert buffer.nbytes >= 2 << 20
+                assert np.asarray(buffer).__array_interface__["data"][0] % (2 << 20) == 0
