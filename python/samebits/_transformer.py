@@ -226,11 +226,14 @@ class TransformerState:
 
     def copy(self):
         """An independent state with the same contents (the buffers copied)."""
-        self._settle()
+        private = self._own and not self._views_alive()
+        if not private:
+            self._settle()
         out = TransformerState(self.batch_size, self.n_kv_heads, self.head_dim, self.max_tokens,
                                _engine_copy(self._k), _engine_copy(self._v), self._cached, self.window)
         out._own = True
-        out._trusted = self._trusted and self._own and not self._views_alive()
+        out._spread = self._spread  # a private state's copy keeps its layout (nobody sees either)
+        out._trusted = self._trusted and private
         return out
 
     def _used(self, buffer):
