@@ -61,7 +61,7 @@ void TransformerState::pack() {
 std::vector<float> TransformerState::packed_copy(const AlignedBuffer<float>& buffer) const {
   std::vector<float> copy(buffer.data(), buffer.data() + cache_floats());
   if (spread_) {
-    // The same moves as pack() on a scratch pair (k and v move alike; one buffer twice is enough).
+    // pack() on a copy; pack_spread moves two buffers, so the second is a scratch twin of the first.
     blocks::TransformerDims dims;
     dims.n_kv_heads = n_kv_heads_;
     dims.head_dim = head_dim_;
