@@ -48,13 +48,17 @@ blocks::KvCache TransformerState::cache_view() {
   return cache;
 }
 
-void TransformerState::pack() {
-  if (!spread_) return;
-  blocks::TransformerDims dims;
+blocks::TransformerDims TransformerState::cache_dims() const {
+  blocks::TransformerDims dims;  // what the layout moves read: the block count and the row length
   dims.n_kv_heads = n_kv_heads_;
   dims.head_dim = head_dim_;
+  return dims;
+}
+
+void TransformerState::pack() {
+  if (!spread_) return;
   blocks::KvCache cache = cache_view();
-  blocks::kv::pack_spread(cache, dims);
+  blocks::kv::pack_spread(cache, cache_dims());
   spread_ = false;
 }
 
@@ -62,13 +66,10 @@ std::vector<float> TransformerState::packed_copy(const AlignedBuffer<float>& buf
   std::vector<float> copy(buffer.data(), buffer.data() + cache_floats());
   if (spread_) {
     // pack() on a copy; pack_spread moves two buffers, so the second is a scratch twin of the first.
-    blocks::TransformerDims dims;
-    dims.n_kv_heads = n_kv_heads_;
-    dims.head_dim = head_dim_;
     std::vector<float> twin(copy);
     blocks::KvCache cache{copy.data(), twin.data(), batch_size_, max_tokens_, cached_tokens_};
     cache.spread = true;
-    blocks::kv::pack_spread(cache, dims);
+    blocks::kv::pack_spread(cache, cache_dims());
   }
   return copy;
 }
@@ -97,11 +98,8 @@ TransformerStateView TransformerState::engine_view(bool reference) {
   const bool private_buffers = !exposed_ && !reference && window_ == 0;
   if (reference) pack();
   if (!spread_ && private_buffers && trusted_ && cached_tokens_ >= 0 && cached_tokens_ <= max_tokens_) {
-    blocks::TransformerDims dims;
-    dims.n_kv_heads = n_kv_heads_;
-    dims.head_dim = head_dim_;
     blocks::KvCache cache = cache_view();
-    blocks::kv::spread_packed(cache, dims);
+    blocks::kv::spread_packed(cache, cache_dims());
     spread_ = true;
   }
   TransformerStateView view{k_.data(), v_.data(), batch_size_, max_tokens_, window_, cached_tokens_};

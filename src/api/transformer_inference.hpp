@@ -84,6 +84,7 @@ class TransformerState {
   void pack();  // spread -> packed (no-op when packed)
   std::vector<float> packed_copy(const AlignedBuffer<float>& buffer) const;
   blocks::KvCache cache_view();
+  blocks::TransformerDims cache_dims() const;
 
   std::int64_t batch_size_, n_kv_heads_, head_dim_, max_tokens_, window_;
   std::int64_t cached_tokens_ = 0;

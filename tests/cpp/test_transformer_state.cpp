@@ -22,14 +22,7 @@ namespace {
 using testing::BlockShape;
 using testing::make_block;
 using testing::random_tokens;
-
-std::vector<float> tokens_at(const std::vector<float>& x, std::int64_t batch, std::int64_t length,
-                             std::int64_t dm, std::int64_t t) {
-  std::vector<float> out;
-  for (std::int64_t b = 0; b < batch; ++b)
-    out.insert(out.end(), x.begin() + (b * length + t) * dm, x.begin() + (b * length + t + 1) * dm);
-  return out;
-}
+using testing::tokens_at;
 
 TEST(TransformerState, CachedRopeRowsEqualThePerCallTable) {
   const TransformerBlockInference block = make_block({64, 1, 1, 16, 0}, 1);

@@ -66,4 +66,13 @@ inline std::vector<float> random_tokens(std::int64_t batch, std::int64_t length,
   return x;
 }
 
+// Token t of every row of x (B, L, d_model), as a (B, 1, d_model) input.
+inline std::vector<float> tokens_at(const std::vector<float>& x, std::int64_t batch, std::int64_t length,
+                                    std::int64_t dm, std::int64_t t) {
+  std::vector<float> out;
+  for (std::int64_t b = 0; b < batch; ++b)
+    out.insert(out.end(), x.begin() + (b * length + t) * dm, x.begin() + (b * length + t + 1) * dm);
+  return out;
+}
+
 }  // namespace samebits::testing
