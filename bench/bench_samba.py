@@ -369,9 +369,9 @@ def main():
                      "probe re-reads a buffer of exactly the step's bytes with the row's thread count, pass after "
                      "pass, as consecutive steps re-read the weights and state; so its rate includes whatever part "
                      "of that footprint the caches keep between passes. bytes / rate is the least time a step can "
-                     "take, and PyTorch's step over it the largest ratio any implementation could reach here. The "
-                     "full-causal KV cache must also be moved to its new stride each step (blocks.md 4.2), writes "
-                     "this floor leaves out.", "",
+                     "take, and PyTorch's step over it the largest ratio any implementation could reach here. (A "
+                     "state nobody holds keeps its KV caches in the engine's spread layout, so a step writes only "
+                     "its new rows.)", "",
                  "| threads | position | bytes read per step | footprint read at | floor | samebits | PyTorch | "
                  "largest ratio | samebits ratio | 5x reachable here |", "|---|---|---|---|---|---|---|---|---|---|"]
         for threads, position in probed:
