@@ -154,10 +154,9 @@ class TransformerState:
             native().kv_relayout(self._k, self._v, blocks, hd, smax, self._cached, False)
             self._spread = None
 
-    def _hand_out(self, buffer, writable=True):
+    def _hand_out(self, buffer):
         self._settle()
-        if writable:
-            self._trusted = False  # what is written through it is scanned by the next call
+        self._trusted = False  # what is written through it is scanned by the next call
         if not self._own:
             return buffer
         # A fresh array over the buffer per hand-out; any array derived from it keeps it alive, so a live
@@ -176,37 +175,27 @@ class TransformerState:
         spread = (self.batch_size * self.n_kv_heads, self.head_dim, self.max_tokens)
         if self._spread is not None and self._spread != spread:
             self._settle()  # the sizes were edited since: the old layout is undone by the old sizes
-        if self._spread is None and self._trusted and 0 <= self._cached <= self.max_tokens:
-            try:
-                native().kv_relayout(self._k, self._v, *spread, self._cached, True)
-                self._spread = spread
-            except (TypeError, ValueError):
-                pass  # buffers that do not match the sizes: the call refuses them by name
+        blocks, hd, smax = spread
+        fits = np.size(self._k) == np.size(self._v) == blocks * hd * smax  # else the call refuses them
+        if self._spread is None and self._trusted and fits and 0 <= self._cached <= smax:
+            native().kv_relayout(self._k, self._v, blocks, hd, smax, self._cached, True)
+            self._spread = spread
         return self._spread is not None, self._trusted, True
 
     def _engine_done(self, cached_tokens, trusted):
         self._cached = int(cached_tokens)
         self._trusted = bool(trusted)
 
-    @property
-    def k_cache(self):
-        """The flat key buffer (packed layout), writable; writes are read by the next call."""
-        return self._hand_out(self._k)
-
-    @k_cache.setter
-    def k_cache(self, value):
+    def _replace(self, attribute, value):
+        """A buffer the caller gives: theirs from now on, so the state stays packed and is scanned."""
         self._settle()
-        self._k, self._own, self._trusted = value, False, False
+        setattr(self, attribute, value)
+        self._own, self._trusted = False, False
 
-    @property
-    def v_cache(self):
-        """The flat value buffer, like k_cache."""
-        return self._hand_out(self._v)
-
-    @v_cache.setter
-    def v_cache(self, value):
-        self._settle()
-        self._v, self._own, self._trusted = value, False, False
+    k_cache = property(lambda self: self._hand_out(self._k), lambda self, value: self._replace("_k", value),
+                       doc="The flat key buffer (packed layout), writable; writes are read by the next call.")
+    v_cache = property(lambda self: self._hand_out(self._v), lambda self, value: self._replace("_v", value),
+                       doc="The flat value buffer, like k_cache.")
 
     @property
     def cached_tokens(self):

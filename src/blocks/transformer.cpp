@@ -278,7 +278,7 @@ void TransformerBlock::forward(const float* x, std::int64_t batch, std::int64_t 
     if (cache.spread) {
       block_rows = cache.max_tokens;
       kv::append_spread(cache, d, fresh);
-    } else if (scan != StateScan::kAtAppend || (cache.trusted && d.window == 0)) {
+    } else if (scan != StateScan::kAtAppend || cache.trusted) {  // nothing to scan while moving
       kv::append_packed(cache, d, fresh);
     } else {
       // Each unit attends right after its block is restrided, while the block is still in cache, on

@@ -230,6 +230,12 @@ float* spread_row(float* buffer, const KvCache& cache, std::int64_t hd, std::int
                   std::int64_t row) {
   return buffer + (block * cache.max_tokens + row) * hd;
 }
+// Row `row` of block i in the cache's current layout (full causal): at stride max_tokens when spread,
+// cached_tokens when packed.
+const float* block_row(const float* buffer, const KvCache& cache, std::int64_t hd, std::int64_t block,
+                       std::int64_t row) {
+  return buffer + (block * (cache.spread ? cache.max_tokens : cache.cached_tokens) + row) * hd;
+}
 }  // namespace
 
 void spread_packed(KvCache& cache, const TransformerDims& dims) {
@@ -281,7 +287,7 @@ void refuse_non_finite_state(const KvCache& cache, const TransformerDims& dims, 
   const std::int64_t blocks = cache.batch * dims.n_kv_heads;
   for (const auto& [buffer, name] : {std::pair{cache.k, "k_cache"}, std::pair{cache.v, "v_cache"}})
     for (std::int64_t block = 0; block < blocks; ++block) {
-      const float* rows = spread_row(buffer, cache, hd, block, 0);
+      const float* rows = block_row(buffer, cache, hd, block, 0);
       if (!finite::all_finite(rows, held * hd))
         refuse_non_finite(rows, held * hd, what, name, block * held * hd);
     }
@@ -290,10 +296,9 @@ void refuse_non_finite_state(const KvCache& cache, const TransformerDims& dims, 
 bool rows_finite(const KvCache& cache, const TransformerDims& dims, std::int64_t first) {
   const std::int64_t hd = dims.head_dim, held = cache.cached_tokens;
   const std::int64_t blocks = cache.batch * dims.n_kv_heads;
-  const std::int64_t stride = cache.spread ? cache.max_tokens : held;
   for (const float* buffer : {cache.k, cache.v})
     for (std::int64_t block = 0; block < blocks; ++block)
-      if (!finite::all_finite(buffer + (block * stride + first) * hd, (held - first) * hd)) return false;
+      if (!finite::all_finite(block_row(buffer, cache, hd, block, first), (held - first) * hd)) return false;
   return true;
 }
 

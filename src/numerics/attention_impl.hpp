@@ -306,11 +306,11 @@ inline typename Isa::V key_chain(const float* q, const float* keys, std::int64_t
   return acc;
 }
 
-// Asks for the cache lines of floats [from, from + count) (clipped to `end`) ahead of their use (as
-// kValueRowsAhead does for the values).
-inline void prefetch_span(const float* from, std::int64_t count, const float* end) {
-  const float* stop = from + count < end ? from + count : end;
-  for (const float* line = from; line < stop; line += 16) __builtin_prefetch(line, 0, 2);
+// Asks for the cache lines of base[first, first + count), clipped to base[0, size), ahead of their use (as
+// kValueRowsAhead does for the values). Offsets, not pointers: nothing points past the array.
+inline void prefetch_span(const float* base, std::int64_t first, std::int64_t count, std::int64_t size) {
+  const std::int64_t stop = first + count < size ? first + count : size;
+  for (std::int64_t at = first; at < stop; at += 16) __builtin_prefetch(base + at, 0, 2);
 }
 
 // Groups of kLanes keys a decode row asks for ahead of the one it computes.
@@ -330,7 +330,7 @@ void key_dots(const float* q, const float* keys, std::int64_t head_dim, std::int
   const std::int64_t group_floats = kLanes * head_dim;
   for (std::int64_t j0 = 0; j0 < n; j0 += kLanes) {
     const float* group = keys + j0 * head_dim;
-    prefetch_span(group + kPrefetchGroups * group_floats, group_floats, keys + n * head_dim);
+    prefetch_span(keys, (j0 + kPrefetchGroups * kLanes) * head_dim, group_floats, n * head_dim);
     const std::int64_t valid = n - j0 < kLanes ? n - j0 : kLanes;
     if (valid < kLanes) {  // the last keys, padded with zero rows (their lanes are never stored)
       float* tail = scratch.qt.data();
@@ -434,7 +434,7 @@ void attend_row_by_keys(const Unit& u, std::int64_t r, std::uint32_t q_max, int&
   float* sc = scratch.cells.data();
 
   mxcsr.clear();
-  prefetch_span(keys, kPrefetchGroups * kLanes * hd, keys + n * hd);
+  prefetch_span(keys, 0, kPrefetchGroups * kLanes * hd, n * hd);
   key_dots<false>(q, keys, hd, n, sc, scratch);
   if (MxcsrGuard::subnormal_seen()) key_dots<true>(q, keys, hd, n, sc, scratch);
   if (!all_finite(sc, n)) {  // an overflowing score: the twin handles NaN and infinity

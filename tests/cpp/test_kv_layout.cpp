@@ -85,12 +85,8 @@ TEST(KvLayout, ASpreadCacheNamesItsFirstOffenderByThePackedIndex) {
       (in_k ? v : k)[static_cast<std::size_t>(at / 2)] = fp::quiet_nan();  // k is scanned before v
       blocks::KvCache cache{k.data(), v.data(), 1, max_tokens, held};
       auto message = [&] {
-        try {
-          blocks::kv::refuse_non_finite_state(cache, dims, "scan");
-        } catch (const Error& e) {
-          return std::string(e.what());
-        }
-        return std::string();
+        return testing::error_of([&] { blocks::kv::refuse_non_finite_state(cache, dims, "scan"); },
+                                 ErrorKind::Value);
       };
       const std::string packed = message();
       blocks::kv::spread_packed(cache, dims);
@@ -153,17 +149,17 @@ TEST(KvLayout, WritesFromOutsideAndOverflowingRowsAreRefusedAsTheTwinRefusesThem
   const TensorView prompt{x.data(), {batch, 4, dm}};
   auto refusal = [&](TransformerState& state, bool twin) {
     const std::vector<float> token = random_tokens(batch, 1, dm, 23);
-    try {
-      if (twin) {
-        TransformerStateView view = state.engine_view(true);
-        block.forward_reference(TensorView{token.data(), {batch, 1, dm}}, view, true);
-      } else {
-        block.step(TensorView{token.data(), {batch, 1, dm}}, state);
-      }
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string();
+    const TensorView one{token.data(), {batch, 1, dm}};
+    return testing::error_of(
+        [&] {
+          if (twin) {
+            TransformerStateView view = state.engine_view(true);
+            block.forward_reference(one, view, true);
+          } else {
+            block.step(one, state);
+          }
+        },
+        ErrorKind::Value);
   };
 
   TransformerState state = block.allocate_state(batch, 12);
@@ -189,18 +185,13 @@ TEST(KvLayout, WritesFromOutsideAndOverflowingRowsAreRefusedAsTheTwinRefusesThem
   ASSERT_TRUE(burnt.spread());
   EXPECT_FALSE(burnt.trusted());
   TransformerState burnt_twin = burnt.clone();
-  std::string spread_refusal, twin_refusal;
-  try {
-    hot.forward(prompt, burnt);
-  } catch (const Error& e) {
-    spread_refusal = e.what();
-  }
-  try {
-    TransformerStateView view = burnt_twin.engine_view(true);
-    hot.forward_reference(prompt, view, false);
-  } catch (const Error& e) {
-    twin_refusal = e.what();
-  }
+  const std::string spread_refusal = testing::error_of([&] { hot.forward(prompt, burnt); }, ErrorKind::Value);
+  const std::string twin_refusal = testing::error_of(
+      [&] {
+        TransformerStateView view = burnt_twin.engine_view(true);
+        hot.forward_reference(prompt, view, false);
+      },
+      ErrorKind::Value);
   EXPECT_NE(spread_refusal.find(" in k_cache at flat index"), std::string::npos) << spread_refusal;
   EXPECT_EQ(spread_refusal, twin_refusal);
   EXPECT_EQ(burnt.cached_tokens(), 4);

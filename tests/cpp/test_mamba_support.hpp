@@ -105,15 +105,4 @@ inline void put_time_slice(std::vector<float>& x, const std::vector<float>& part
       for (std::int64_t j = 0; j < d; ++j) x[(b * L + t0 + t) * d + j] = part[(b * len + t) * d + j];
 }
 
-template <typename Fn>
-std::string error_of(Fn&& fn, ErrorKind kind) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    if (e.kind() != kind) return std::string("<wrong kind> ") + e.what();
-    return e.what();
-  }
-  return "<no error>";
-}
-
 }  // namespace samebits::testing

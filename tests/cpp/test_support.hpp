@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/errors.hpp"
 #include "core/thread_pool.hpp"
 #include "numerics/simd_target.hpp"
 
@@ -58,6 +59,18 @@ inline void for_each_target_and_threads(const std::function<void(const std::stri
   }
   simd::reset_target();
   set_num_threads(saved_threads);
+}
+
+// The message of the error fn() throws, "<wrong kind> ..." for another kind, "<no error>" for none.
+template <typename Fn>
+std::string error_of(Fn&& fn, ErrorKind kind) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    if (e.kind() != kind) return std::string("<wrong kind> ") + e.what();
+    return e.what();
+  }
+  return "<no error>";
 }
 
 }  // namespace samebits::testing
