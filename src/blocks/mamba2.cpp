@@ -91,7 +91,9 @@ Mamba2State Mamba2State::clone() const {
   copy->buffer_xbc = data_->buffer_xbc.clone();
   copy->buffer_dtraw = data_->buffer_dtraw.clone();
   copy->buffered_tokens = data_->buffered_tokens;
-  copy->open = data_->open;   // derived rows of identical buffers stay valid
+  copy->open = data_->open;  // derived rows of identical buffers stay valid
+  copy->open.h_t_generation =
+      data_->open.h_t_generation == data_->generation ? copy->generation : Mamba2OpenChunkRows::kNoGeneration;
   copy->trusted = trusted();  // the same bits; nobody holds a pointer into the copy
   return Mamba2State(std::move(copy));
 }
@@ -330,9 +332,19 @@ struct HeadScratch {
   }
 };
 
+// h^T of heads [begin, end) into h_t (an exact copy: values move, nothing is computed).
+void transpose_heads(const float* h, float* h_t, std::int64_t begin, std::int64_t end) {
+  for (std::int64_t task = begin; task < end; ++task) {
+    const float* from = h + task * P * N;
+    float* to = h_t + task * P * N;
+    for (std::int64_t p = 0; p < P; ++p)
+      for (std::int64_t n = 0; n < N; ++n) to[n * P + p] = from[p * N + n];
+  }
+}
+
 }  // namespace
 
-void Mamba2Block::ssd_fast(Mamba2StateData& data, std::int64_t length, const float* xbc_new,
+void Mamba2Block::ssd_fast(Mamba2StateData& data, bool h_t_kept, std::int64_t length, const float* xbc_new,
                            const float* dtraw_new, std::int64_t dtraw_stride, float* y_ssd) const {
   const std::int64_t B = data.batch, H = dims_.nheads, cd = dims_.conv_dim, di = dims_.d_inner;
   const std::int64_t q0 = data.buffered_tokens;
@@ -341,6 +353,12 @@ void Mamba2Block::ssd_fast(Mamba2StateData& data, std::int64_t length, const flo
   const float* dt_bias = weights_[kM2DtBias].data();
   ensure_open_rows(data, id_, A_.data(), dt_bias, dt_lo_, dt_hi_);
   Mamba2OpenChunkRows& open = data.open;
+  if (!h_t_kept || open.h_t.size() != data.h.size()) {
+    open.h_t.resize(data.h.size());
+    parallel_for(B * H, [&](std::int64_t begin, std::int64_t end) {
+      transpose_heads(data.h.data(), open.h_t.data(), begin, end);
+    });
+  }
 
   // Working row t of batch row b: the buffered rows first, then the new ones.
   auto row_of = [&](std::int64_t b, std::int64_t t) -> const float* {
@@ -426,6 +444,7 @@ void Mamba2Block::ssd_fast(Mamba2StateData& data, std::int64_t length, const flo
               ssd::segsum_row(frontier, first + r, dA[first + r], gb + r * real, s.mm.data() + r * Q, Q);
             // Ydiag = M Xd (k = 256) and ch = C h_prev^T (k = 128).
             float* h_prev = data.h.data() + task * P * N;
+            float* h_prev_t = open.h_t.data() + task * P * N;
             const float* cb = cc.data() + b * rows * N;
             if (few) {
               for (std::int64_t r = 0; r < rows; ++r) {
@@ -434,7 +453,7 @@ void Mamba2Block::ssd_fast(Mamba2StateData& data, std::int64_t length, const flo
                 else
                   ssd::row_gemm_nn_scaled(s.mm.data() + r * Q, x_rows, dt, real, P, Q,
                                           s.ydiag.data() + r * P);
-                ssd::row_gemm_nt(cb + r * N, h_prev, N, P, N, s.ch.data() + r * P);
+                ssd::row_gemm_nn(cb + r * N, h_prev_t, P, P, N, s.ch.data() + r * P);
               }
             } else {
               gemm::gemm_packed({s.mm.data(), Q, 1}, rows, gemm::PackedRhs::from_row_major(s.xd.data(), Q, P),
@@ -455,6 +474,7 @@ void Mamba2Block::ssd_fast(Mamba2StateData& data, std::int64_t length, const flo
             // A completed chunk moves the boundary: h = F(FMA(F(expf(dl)), h, B_decay^T Xd)).
             if (real == Q) {
               chunk_pass_head(s.xd.data(), bc.data() + b * Q * N, N, Q, dacs, h_prev, h_prev);
+              transpose_heads(data.h.data(), open.h_t.data(), task, task + 1);
             }
           }
         },
@@ -492,6 +512,7 @@ std::shared_ptr<Mamba2Report> Mamba2Block::forward(const float* x, std::int64_t 
   // Every array is finite here (trusted, or just scanned); the call's own writes are checked at its end,
   // and until then (an exception mid-call included) the state is not trusted.
   const std::vector<Mamba2State::Span> written = state.spans_written_by(length);
+  const bool h_t_kept = state.trusted() && data.open.h_t_generation == data.generation;
   data.trusted = false;
 
   std::vector<float> normed(static_cast<std::size_t>(M * dm));
@@ -503,7 +524,7 @@ std::shared_ptr<Mamba2Report> Mamba2Block::forward(const float* x, std::int64_t 
 
   std::vector<float> gated(
       static_cast<std::size_t>(M * di));  // the SSD output y, then the gate, then the norm
-  ssd_fast(data, length, xbc.data(), proj.data() + di + cd, dip, gated.data());
+  ssd_fast(data, h_t_kept, length, xbc.data(), proj.data() + di + cd, dip, gated.data());
 
   // skip = F(y + F(MUL(F(x), F(D[h])))); g = F(MUL(F(skip), F(silu(F(z))))).
   const float* D = weights_[kM2D].data();
@@ -534,6 +555,7 @@ std::shared_ptr<Mamba2Report> Mamba2Block::forward(const float* x, std::int64_t 
 
   data.trusted = spans_finite(written) && !data.exposed;
   ++data.generation;
+  data.open.h_t_generation = data.generation;  // ssd_fast kept h_t equal to h^T
   auto report = std::make_shared<Mamba2Report>(state.data(), A_, weights_[kM2DtBias], dt_lo_, dt_hi_);
   data.pending_report = report;
   return report;

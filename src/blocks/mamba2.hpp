@@ -62,6 +62,12 @@ struct Mamba2OpenChunkRows {
   std::vector<float> dA;        // [B][H][256]  F(MUL(F(dt), F(A)))
   std::vector<float> dacs;      // [B][H][256]  running cumulative dA
   std::vector<float> frontier;  // [B][H][256]  acc_j of every segment-sum column j < rows - 1
+  // [B][H][128][64] each head's h transposed, so a decode row's C h^T cells read rows, not columns. It
+  // equals h^T while h_t_generation is the state's generation and the state is trusted (nobody outside
+  // the engine can have written h since the fast path last kept the two together).
+  std::vector<float> h_t;
+  std::uint64_t h_t_generation = kNoGeneration;
+  static constexpr std::uint64_t kNoGeneration = ~std::uint64_t{0};
 };
 
 // What the per-sequence state holds (blocks.md 2.2); shared with a pending report so the report can be
@@ -192,8 +198,9 @@ class Mamba2Block {
  private:
   void refuse_inputs(const float* x, std::int64_t count, const Mamba2State& state,
                      const std::string& entry) const;
-  void ssd_fast(Mamba2StateData& data, std::int64_t length, const float* xbc_new, const float* dtraw_new,
-                std::int64_t dtraw_stride, float* y_ssd) const;
+  // h_t_kept: data.open.h_t already equals h^T (otherwise it is rebuilt first).
+  void ssd_fast(Mamba2StateData& data, bool h_t_kept, std::int64_t length, const float* xbc_new,
+                const float* dtraw_new, std::int64_t dtraw_stride, float* y_ssd) const;
 
   Mamba2Dims dims_;
   Mamba2Weights weights_;

@@ -15,6 +15,7 @@
 #include "core/aligned_buffer.hpp"
 #include "numerics/fp.hpp"
 #include "numerics/gemm.hpp"
+#include "numerics/mxcsr_flags.hpp"
 #include "numerics/vector_math.hpp"
 
 namespace samebits::attention::detail {

@@ -27,17 +27,7 @@ constexpr std::uint32_t kSkipBoundBits = 0x53800000u;  // 2^40
 constexpr std::uint32_t kNegFltMaxBits = 0xFF7FFFFFu;
 
 // The thread's MXCSR is restored on exit, so the sticky flags never leak out of a kernel.
-class MxcsrGuard {
- public:
-  MxcsrGuard() : saved_(_mm_getcsr()) {}
-  ~MxcsrGuard() { _mm_setcsr(saved_); }
-  void clear() const { _mm_setcsr(saved_ & ~0x3Fu); }
-  // DE (denormal operand) or UE (inexact tiny result): a skipped flush might have acted.
-  static bool subnormal_seen() { return (_mm_getcsr() & 0x12u) != 0; }
-
- private:
-  unsigned saved_;
-};
+using MxcsrGuard = samebits::mxcsr::FlagScope;
 
 inline std::uint32_t max_abs_bits(const float* data, std::int64_t count, std::uint32_t acc) {
   for (std::int64_t i = 0; i < count; ++i) {

@@ -2,14 +2,13 @@
 // pool, runs the target's leaf kernels and folds leaf partials exactly as the twin does.
 #include "numerics/gemm.hpp"
 
-#include <xmmintrin.h>
-
 #include <algorithm>
 #include <cstring>
 
 #include "core/thread_pool.hpp"
 #include "numerics/fp.hpp"
 #include "numerics/gemm_kernels.hpp"
+#include "numerics/mxcsr_flags.hpp"
 #include "numerics/simd_target.hpp"
 
 namespace samebits::gemm {
@@ -29,25 +28,6 @@ const KernelSet& kernels_for(simd::Target target) {
       return detail::scalar_kernels();
   }
 }
-
-// MXCSR status flags: denormal operand (DE) and underflow (UE). A skipped flush could only have acted
-// if a subnormal was produced inexactly (UE) or was used as an operand (DE); final values are flushed
-// explicitly by the kernels, so these two flags prove the fast result equal to the exact one.
-constexpr unsigned kDenormalFlag = 0x0002;
-constexpr unsigned kUnderflowFlag = 0x0010;
-constexpr unsigned kAllStatusFlags = 0x003F;
-
-// Restores the thread's MXCSR (including its sticky flags) when the tile work ends.
-class MxcsrScope {
- public:
-  MxcsrScope() : saved_(_mm_getcsr()) {}
-  ~MxcsrScope() { _mm_setcsr(saved_); }
-  void clear_flags() const { _mm_setcsr(saved_ & ~kAllStatusFlags); }
-  static bool subnormal_seen() { return (_mm_getcsr() & (kDenormalFlag | kUnderflowFlag)) != 0; }
-
- private:
-  unsigned saved_;
-};
 
 struct Problem {
   LhsView a;
@@ -92,13 +72,13 @@ void run_task(const Problem& pb, const PanelGroup& group, int tile_rows, std::in
   const std::size_t need = static_cast<std::size_t>(pb.leaves * leaf_stride);
   if (partials.size() < need) partials.resize_uninitialized(need);
 
-  MxcsrScope mxcsr;
+  mxcsr::FlagScope mxcsr;
   for (std::int64_t tile = tile_begin; tile < tile_end; ++tile) {
     const std::int64_t row0 = tile * tile_rows;
     const int rows = static_cast<int>(std::min<std::int64_t>(tile_rows, pb.m - row0));
-    mxcsr.clear_flags();
+    mxcsr.clear();
     run_leaves(pb, group.fast, row0, rows, group, partials.data());
-    if (group.fast[rows] != group.exact[rows] && MxcsrScope::subnormal_seen())
+    if (group.fast[rows] != group.exact[rows] && mxcsr::FlagScope::subnormal_seen())
       run_leaves(pb, group.exact, row0, rows, group, partials.data());
     for (int q = 0; q < group.count; ++q) {
       const std::int64_t col0 = (group.first + q) * kPanelWidth;

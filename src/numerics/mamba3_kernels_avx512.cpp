@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "numerics/fp.hpp"
+#include "numerics/mxcsr_flags.hpp"
 #include "numerics/primitives.hpp"
 
 namespace samebits::mamba3_kernels::detail {

@@ -13,18 +13,7 @@ inline V splat_bits(std::uint32_t pattern) {
   return Isa::cast_f(Isa::set1i(static_cast<std::int32_t>(pattern)));
 }
 
-// MXCSR status flags. A skipped flush could only have acted if a subnormal was produced inexactly (UE) or
-// used as an arithmetic operand (DE); results that leave a kernel are flushed explicitly. So a pass that
-// skips the per-operation flushes and sees neither flag equals the flushing pass (numerics.md 6a).
-class FlagScope {
- public:
-  FlagScope() : saved_(_mm_getcsr()) { _mm_setcsr(saved_ & ~0x3Fu); }
-  ~FlagScope() { _mm_setcsr(saved_); }  // the caller's flags and modes come back untouched
-  static bool subnormal_seen() { return (_mm_getcsr() & (0x02u | 0x10u)) != 0; }
-
- private:
-  unsigned saved_;
-};
+using samebits::mxcsr::FlagScope;  // numerics.md 6a: the flags that prove skipped flushes inert
 
 // The chain step: acc = F(FMA(F(a), F(b_eff), acc)) with b_eff = F(MUL(F(b), scale)) when scaled. Without
 // Flush the same operations run unflushed (valid only when FlagScope proves every flush inert).
@@ -116,6 +105,7 @@ void dot_chains_any(const float* a, std::int64_t a_stride, const float* b, std::
   if (rows <= 0) return;
   {
     FlagScope flags;
+    flags.clear();
     dot_chains_pass<false, Scaled>(a, a_stride, b, b_stride, b_scale, rows, len, out);
     if (!FlagScope::subnormal_seen()) return;
   }
@@ -163,6 +153,7 @@ void axpy_chains_simd(const float* x, std::int64_t x_stride, const float* const*
                       std::int64_t n, float* out) {
   {
     FlagScope flags;
+    flags.clear();
     axpy_chains_pass<false>(x, x_stride, rows, k, n, out);
     if (!FlagScope::subnormal_seen()) return;
   }

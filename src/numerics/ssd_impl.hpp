@@ -33,42 +33,87 @@ inline bool leaves_fit(std::int64_t k, std::int64_t& leaf, int& leaves) {
 // one chain hides behind the others); each cell's chain is still serial in ascending p.
 constexpr int kGroups = 4;
 
+// Chain values: flushed after every operation in the flushing pass, left alone in the pass that the MXCSR
+// flags vouch for (run_exact below). Leaf partials and results are flushed in both passes, and so is the
+// broadcast a[p], which sits off the chain (a tiny Mm entry then never forces the flushing pass).
+template <bool kFlush>
+inline V chain(V x) {
+  if constexpr (kFlush) return flushed(x);
+  return x;
+}
+
+// Runs pass<false>() with the flags cleared and, when a skipped flush might have acted, pass<true>() over
+// it (numerics.md 6a). Each pass writes every output it owns, so the second replaces the first.
+template <typename Pass>
+void run_exact(const Pass& pass) {
+  {
+    samebits::mxcsr::FlagScope flags;
+    flags.clear();
+    pass.template operator()<false>();
+    if (!samebits::mxcsr::FlagScope::subnormal_seen()) return;
+  }
+  pass.template operator()<true>();
+}
+
+// Where the rows of B_eff from `stop` on are all +0.0, a chain's steps there are FMA(F(a[p]), +0.0, acc):
+// for finite a[p] they leave a nonzero chain alone and turn a -0.0 chain into +0.0 exactly when some a[p]
+// has a clear sign bit (+0.0 product), which a single add of +0.0 reproduces; a chain that starts there
+// stays +0.0. Lifts[t] tells whether leaf t's skipped steps hold such an a[p]. Returns false (run every
+// step) when a skipped a[p] is not finite.
+inline bool zero_tail(const float* a, std::int64_t k, std::int64_t stop, std::int64_t leaf, int leaves,
+                      bool* lifts) {
+  for (int t = 0; t < leaves; ++t) lifts[t] = false;
+  for (std::int64_t p = stop; p < k; ++p) {
+    const std::uint32_t bits = samebits::fp::bits(a[p]);
+    if ((bits & 0x7F800000u) == 0x7F800000u) return false;
+    if ((bits & samebits::fp::kSignMask) == 0) lifts[p / leaf] = true;
+  }
+  return true;
+}
+
 // NN cells: lane group g of row p of B_eff comes from b_lanes(p, g) (columns j0 + g * lanes ..), each chain
-// serial in ascending p. Groups G cover columns j0 .. j0 + G * lanes.
-template <int G, typename BLanes>
-void nn_cells_of(const float* a, std::int64_t k, std::int64_t leaf, int leaves, std::int64_t j0, float* out,
-                 const BLanes& b_lanes) {
+// serial in ascending p. Groups G cover columns j0 .. j0 + G * lanes. Steps from `stop` on are skipped
+// as zero_tail describes (stop == k: none).
+template <int G, bool kFlush, typename BLanes>
+void nn_cells_of(const float* a, std::int64_t k, std::int64_t stop, const bool* lifts, std::int64_t leaf,
+                 int leaves, std::int64_t j0, float* out, const BLanes& b_lanes) {
   V parts[G][kMaxLeaves];
   for (int t = 0; t < leaves; ++t) {
     V acc[G];
     for (int g = 0; g < G; ++g) acc[g] = Isa::zero();
     const std::int64_t end = k < (t + 1) * leaf ? k : (t + 1) * leaf;
-    for (std::int64_t p = t * leaf; p < end; ++p) {
+    const std::int64_t run_end = end < stop ? end : stop;
+    for (std::int64_t p = t * leaf; p < run_end; ++p) {
       const V ap = Isa::set1(samebits::fp::F(a[p]));
-      for (int g = 0; g < G; ++g) acc[g] = flushed(Isa::fma(ap, b_lanes(p, g), acc[g]));
+      for (int g = 0; g < G; ++g) acc[g] = chain<kFlush>(Isa::fma(ap, b_lanes(p, g), acc[g]));
     }
+    if (run_end < end && lifts[t])
+      for (int g = 0; g < G; ++g) acc[g] = Isa::add(acc[g], Isa::zero());
     for (int g = 0; g < G; ++g) parts[g][t] = flushed(acc[g]);
   }
   for (int g = 0; g < G; ++g) Isa::store(out + j0 + g * Isa::kLanes, fold_lanes(parts[g], leaves));
 }
 
 // B_eff[p][j] = b[p * ldb + j], contiguous in j.
-template <int G>
+template <int G, bool kFlush>
 void nn_cells(const float* a, const float* b, std::int64_t ldb, std::int64_t k, std::int64_t leaf, int leaves,
               std::int64_t j0, float* out) {
-  nn_cells_of<G>(a, k, leaf, leaves, j0, out, [&](std::int64_t p, int g) {
-    return flushed(Isa::load(b + p * ldb + j0 + g * Isa::kLanes));
+  nn_cells_of<G, kFlush>(a, k, k, nullptr, leaf, leaves, j0, out, [&](std::int64_t p, int g) {
+    return chain<kFlush>(Isa::load(b + p * ldb + j0 + g * Isa::kLanes));
   });
 }
 
 // Discretized rows: B_eff[p][j] = F(MUL(F(rows[p][j]), scales[p])) for p < real, +0.0 past it; the product
-// is formed in the lane exactly as scale_lanes forms it.
-template <int G>
+// is formed in the lane exactly as scale_lanes forms it. The padding steps are skipped where zero_tail
+// allows.
+template <int G, bool kFlush>
 void nn_scaled_cells(const float* a, const float* const* rows, const float* scales, std::int64_t real,
-                     std::int64_t k, std::int64_t leaf, int leaves, std::int64_t j0, float* out) {
-  nn_cells_of<G>(a, k, leaf, leaves, j0, out, [&](std::int64_t p, int g) {
+                     std::int64_t k, std::int64_t stop, const bool* lifts, std::int64_t leaf, int leaves,
+                     std::int64_t j0, float* out) {
+  nn_cells_of<G, kFlush>(a, k, stop, lifts, leaf, leaves, j0, out, [&](std::int64_t p, int g) {
     if (p >= real) return Isa::zero();
-    return flushed(Isa::mul(flushed(Isa::load(rows[p] + j0 + g * Isa::kLanes)), Isa::set1(scales[p])));
+    return chain<kFlush>(
+        Isa::mul(chain<kFlush>(Isa::load(rows[p] + j0 + g * Isa::kLanes)), Isa::set1(scales[p])));
   });
 }
 
@@ -100,17 +145,25 @@ std::int64_t row_gemm_nn_scaled_lanes(const float* a, const float* const* rows, 
   std::int64_t leaf = 0;
   int leaves = 0;
   if (!leaves_fit(k, leaf, leaves)) return 0;
-  return lane_groups(n, [&]<int G>(std::int64_t j0) {
-    nn_scaled_cells<G>(a, rows, scales, real, k, leaf, leaves, j0, out);
+  bool lifts[kMaxLeaves];
+  const std::int64_t stop = zero_tail(a, k, real, leaf, leaves, lifts) ? real : k;
+  std::int64_t done = 0;
+  run_exact([&]<bool kFlush>() {
+    done = lane_groups(n, [&]<int G>(std::int64_t j0) {
+      nn_scaled_cells<G, kFlush>(a, rows, scales, real, k, stop, lifts, leaf, leaves, j0, out);
+    });
   });
+  return done;
 }
 
 // NT cells: B_eff[p][j] = b[j * ldb + p], a column of rows. Whole blocks of lanes x lanes are loaded
 // row-wise and transposed in registers (Isa::transpose); the rest of a leaf is
-// gathered. Either way lane j sees exactly its cell's operands in ascending p.
-template <int G>
+// gathered. Either way lane j sees exactly its cell's operands in ascending p. With valid < lanes a single
+// group (G = 1) covers the last `valid` columns only: the rows past them are never read (zeros stand in,
+// transposed into lanes that are never stored); that needs no gathered part (whole blocks only).
+template <int G, bool kFlush>
 void nt_cells(const float* a, const float* b, std::int64_t ldb, std::int64_t k, std::int64_t leaf, int leaves,
-              std::int64_t j0, float* out) {
+              std::int64_t j0, float* out, int valid = Isa::kLanes) {
   constexpr int kLanes = Isa::kLanes;
   const auto offsets = Isa::lane_offsets(ldb);
   V parts[G][kMaxLeaves];
@@ -123,59 +176,61 @@ void nt_cells(const float* a, const float* b, std::int64_t ldb, std::int64_t k, 
       V cols[G][kLanes];
       for (int g = 0; g < G; ++g) {
         const float* base = b + (j0 + g * kLanes) * ldb + p;
-        for (int r = 0; r < kLanes; ++r) cols[g][r] = Isa::load(base + r * ldb);
+        for (int r = 0; r < kLanes; ++r) cols[g][r] = r < valid ? Isa::load(base + r * ldb) : Isa::zero();
         Isa::transpose(cols[g]);
       }
       for (int q = 0; q < kLanes; ++q) {
         const V ap = Isa::set1(samebits::fp::F(a[p + q]));
-        for (int g = 0; g < G; ++g) acc[g] = flushed(Isa::fma(ap, flushed(cols[g][q]), acc[g]));
+        for (int g = 0; g < G; ++g) acc[g] = chain<kFlush>(Isa::fma(ap, chain<kFlush>(cols[g][q]), acc[g]));
       }
     }
     for (; p < stop; ++p) {
       const V ap = Isa::set1(samebits::fp::F(a[p]));
       for (int g = 0; g < G; ++g)
-        acc[g] =
-            flushed(Isa::fma(ap, flushed(Isa::gather(b + (j0 + g * kLanes) * ldb + p, offsets)), acc[g]));
+        acc[g] = chain<kFlush>(
+            Isa::fma(ap, chain<kFlush>(Isa::gather(b + (j0 + g * kLanes) * ldb + p, offsets)), acc[g]));
     }
     for (int g = 0; g < G; ++g) parts[g][t] = flushed(acc[g]);
+  }
+  if (valid < kLanes) {
+    alignas(64) float lanes[kLanes];
+    Isa::store(lanes, fold_lanes(parts[0], leaves));
+    for (int l = 0; l < valid; ++l) out[j0 + l] = lanes[l];
+    return;
   }
   for (int g = 0; g < G; ++g) Isa::store(out + j0 + g * kLanes, fold_lanes(parts[g], leaves));
 }
 
-// Whole lane groups of the n columns through Cells<G>::run.
-template <template <int> class Cells>
-std::int64_t row_groups(const float* a, const float* b, std::int64_t ldb, std::int64_t n, std::int64_t k,
-                        float* out) {
+std::int64_t row_gemm_nt_lanes(const float* a, const float* b, std::int64_t ldb, std::int64_t n,
+                               std::int64_t k, float* out) {
   std::int64_t leaf = 0;
   int leaves = 0;
   if (!leaves_fit(k, leaf, leaves) || ldb > (std::int64_t{1} << 26)) return 0;
-  return lane_groups(n, [&]<int G>(std::int64_t j0) { Cells<G>::run(a, b, ldb, k, leaf, leaves, j0, out); });
-}
-
-template <int G>
-struct NnCells {
-  static void run(const float* a, const float* b, std::int64_t ldb, std::int64_t k, std::int64_t leaf,
-                  int leaves, std::int64_t j0, float* out) {
-    nn_cells<G>(a, b, ldb, k, leaf, leaves, j0, out);
-  }
-};
-
-template <int G>
-struct NtCells {
-  static void run(const float* a, const float* b, std::int64_t ldb, std::int64_t k, std::int64_t leaf,
-                  int leaves, std::int64_t j0, float* out) {
-    nt_cells<G>(a, b, ldb, k, leaf, leaves, j0, out);
-  }
-};
-
-std::int64_t row_gemm_nt_lanes(const float* a, const float* b, std::int64_t ldb, std::int64_t n,
-                               std::int64_t k, float* out) {
-  return row_groups<NtCells>(a, b, ldb, n, k, out);
+  // Columns past the whole groups run as one partial group when no leaf needs the gathered part.
+  const bool whole_blocks = leaf % Isa::kLanes == 0 && k % Isa::kLanes == 0;
+  std::int64_t done = 0;
+  run_exact([&]<bool kFlush>() {
+    done = lane_groups(
+        n, [&]<int G>(std::int64_t j0) { nt_cells<G, kFlush>(a, b, ldb, k, leaf, leaves, j0, out); });
+    if (done < n && whole_blocks) {
+      nt_cells<1, kFlush>(a, b, ldb, k, leaf, leaves, done, out, static_cast<int>(n - done));
+      done = n;
+    }
+  });
+  return done;
 }
 
 std::int64_t row_gemm_nn_lanes(const float* a, const float* b, std::int64_t ldb, std::int64_t n,
                                std::int64_t k, float* out) {
-  return row_groups<NnCells>(a, b, ldb, n, k, out);
+  std::int64_t leaf = 0;
+  int leaves = 0;
+  if (!leaves_fit(k, leaf, leaves)) return 0;
+  std::int64_t done = 0;
+  run_exact([&]<bool kFlush>() {
+    done = lane_groups(
+        n, [&]<int G>(std::int64_t j0) { nn_cells<G, kFlush>(a, b, ldb, k, leaf, leaves, j0, out); });
+  });
+  return done;
 }
 
 std::int64_t scale_lanes(const float* x, float scale, float* out, std::int64_t n) {

@@ -138,6 +138,12 @@ TEST(Mamba2Bits, InitialStatesAndEditedBuffersFollowTheTwin) {
   twin.buffer_dtraw()[17] += 0.25f;
   fresh.buffer_xbc()[3 * 320 + 5] = 0.125f;
   twin.buffer_xbc()[3 * 320 + 5] = 0.125f;
+  // So must an edit of h between calls: a decode step reads each head's h through a transposed copy
+  // that it keeps only while nobody else can have written h.
+  for (std::int64_t i : {std::int64_t{0}, std::int64_t{129}, fresh.h_size() - 1}) {
+    fresh.h()[i] = 0.75f;
+    twin.h()[i] = 0.75f;
+  }
   const std::vector<float> x2 = rng.uniform_vector(static_cast<std::size_t>(dm), 2.0f);
   std::vector<float> twin2;
   const std::vector<float> want2 = block.step_reference({x2.data(), {1, 1, dm}}, &twin, &twin2);

@@ -3,6 +3,8 @@
 // products land in or leave the subnormal range, signed zeros), over sizes with vector tails.
 #include <gtest/gtest.h>
 
+#include <limits>
+#include <utility>
 #include <vector>
 
 #include "numerics/fp.hpp"
@@ -230,6 +232,35 @@ TEST(SsdKernels, ScaledRowGemmRunsThePaddingRows) {
     ssd::row_gemm_nn_scaled(a.data(), rows, &scale, real, n, k, got.data());
     ASSERT_TRUE(testing::same_bits(want, got)) << where;
   });
+}
+
+// The kernels skip the padding's +0.0 rows only where that is provably inert: a tail of a that keeps a
+// -0.0 chain at -0.0 (no clear sign bit), one that lifts it, and a non-finite a there (inf * 0 = NaN, so
+// every step runs). Each against the formed-Xd twin.
+TEST(SsdKernels, ScaledRowGemmSkipsOnlyInertPadding) {
+  const std::int64_t n = 32;
+  const std::vector<float> x(static_cast<std::size_t>(n), 1e-20f);
+  const float scale = 1.0f;
+  // k = 128 is one leaf, so the chain's own sign is the result (a fold with a +0.0 leaf would lift it).
+  for (auto [k, real] : {std::pair<std::int64_t, std::int64_t>{128, 1}, {128, 100}, {256, 100}, {256, 129}}) {
+    for (int tail = 0; tail < 4; ++tail) {
+      std::vector<float> a(static_cast<std::size_t>(k), -2.0f);  // all-negative tail: -0.0 stays
+      for (std::int64_t p = 0; p < real; ++p) a[p] = p + 1 == real ? -1e-20f : 0.0f;  // chain ends at -0.0
+      if (tail == 1) a[k - 1] = 3.0f;  // the last leaf lifts it
+      if (tail == 2) a[real + 3] = std::numeric_limits<float>::infinity();
+      if (tail == 3) a[k - 2] = std::numeric_limits<float>::quiet_NaN();
+      std::vector<const float*> rows(static_cast<std::size_t>(real), x.data());
+      std::vector<float> scales(static_cast<std::size_t>(real), scale);
+      std::vector<float> want(static_cast<std::size_t>(n));
+      ssd::row_gemm_nn_scaled_reference(a.data(), rows.data(), scales.data(), real, n, k, want.data());
+      for_each_target([&](const char* where) {
+        std::vector<float> got(static_cast<std::size_t>(n), 5.0f);
+        ssd::row_gemm_nn_scaled(a.data(), rows.data(), scales.data(), real, n, k, got.data());
+        ASSERT_TRUE(testing::same_bits(want, got))
+            << where << " k=" << k << " real=" << real << " tail=" << tail;
+      });
+    }
+  }
 }
 
 TEST(SsdKernels, SegsumRowsAndChunkPassMatchTwins) {
