@@ -348,7 +348,8 @@ class ForwardCall {
   }
 
   // The same cells one row at a time (decode-sized row counts): the rows of S below the diagonal, the
-  // full 64-step Yi chains (padding included, as the GEMM runs them) and the state read-out.
+  // 64-step Yi chains (padding included, as the GEMM runs them: Mm is +0.0 from the diagonal on, so the
+  // steps there only settle the sign of a -0.0 chain) and the state read-out.
   void row_chunk_outputs(std::int64_t b, std::int64_t h, std::int64_t c0, std::int64_t first,
                          std::int64_t real, const float* h_enter, HeadScratch& s) {
     alignas(64) static const float zero_row[P] = {};
@@ -374,7 +375,7 @@ class ForwardCall {
                                           i - buffered, N, s.scores.data() + buffered);
       float* mixed = s.mixed.data() + r * Q;
       mask_decay(i, s.scores.data(), s.lseg.data() + r * Q, mixed);
-      mamba3_kernels::axpy_chains(mixed, 1, v_rows, Q, P, s.y_intra.data() + r * P);
+      mamba3_kernels::axpy_chains_zero_tail(mixed, v_rows, i, Q, P, s.y_intra.data() + r * P);
       if (from_transposed)
         mamba3_kernels::axpy_chains(q, 1, h_rows, N, P, s.y_state.data() + r * P);
       else

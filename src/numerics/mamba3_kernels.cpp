@@ -131,6 +131,31 @@ void axpy_chains(const float* x, std::int64_t x_stride, const float* const* rows
   active().axpy_chains(x, x_stride, rows, k, n, out);
 }
 
+void axpy_chains_zero_tail(const float* x, const float* const* rows, std::int64_t nonzero, std::int64_t k,
+                           std::int64_t n, float* out) {
+  // Each skipped step adds F(+0.0) * v = +-0.0 (v's sign) to its chain: a nonzero chain (or a NaN or an
+  // infinity) stays as it is, and a -0.0 chain turns +0.0 when some skipped v has a clear sign bit.
+  bool inert = nonzero >= 0 && nonzero <= k;
+  for (std::int64_t p = nonzero; inert && p < k; ++p) inert = fp::bits(x[p]) == 0;
+  for (std::int64_t p = nonzero; inert && p < k; ++p) {
+    if (p > nonzero && rows[p] == rows[p - 1]) continue;  // a shared padding row is checked once
+    for (std::int64_t c = 0; inert && c < n; ++c) inert = (fp::bits(rows[p][c]) & 0x7F800000u) != 0x7F800000u;
+  }
+  if (!inert) {
+    axpy_chains(x, 1, rows, k, n, out);
+    return;
+  }
+  axpy_chains(x, 1, rows, nonzero, n, out);
+  for (std::int64_t c = 0; c < n; ++c) {
+    if (fp::bits(out[c]) != fp::kSignMask) continue;
+    for (std::int64_t p = nonzero; p < k; ++p)
+      if ((fp::bits(rows[p][c]) & fp::kSignMask) == 0) {
+        out[c] = 0.0f;
+        break;
+      }
+  }
+}
+
 void angle_scan(float* run, std::int64_t lanes, const float* rates, std::int64_t rate_stride, const float* dt,
                 std::int64_t dt_stride, std::int64_t steps, float* out, std::int64_t out_stride) {
   active().angle_scan(run, lanes, rates, rate_stride, dt, dt_stride, steps, out, out_stride);

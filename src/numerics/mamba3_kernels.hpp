@@ -31,6 +31,11 @@ void axpy_chains(const float* x, std::int64_t x_stride, const float* const* rows
                  std::int64_t n, float* out);
 void axpy_chains_reference(const float* x, std::int64_t x_stride, const float* const* rows, std::int64_t k,
                            std::int64_t n, float* out);
+// axpy_chains with x_stride 1 when x[p] may be +0.0 for every p >= nonzero (a masked row with the GEMM's
+// padding): the same cells, running only the first `nonzero` steps of each chain when the rest is provably
+// inert (every later x exactly +0.0 and every later row value finite), all k steps otherwise.
+void axpy_chains_zero_tail(const float* x, const float* const* rows, std::int64_t nonzero, std::int64_t k,
+                           std::int64_t n, float* out);
 
 // The Mamba-3 angle recurrence (blocks.md 3.3 step 8) for `lanes` independent angles over `steps` tokens:
 // run[r] <- F(FMA(-2pi, floor(DIV(v, 2pi)), v)) with v = F(run[r] + F(MUL(rate_s[r], F(dt_s)))), where

@@ -122,26 +122,63 @@ void scaled_dot_chains_simd(const float* a, const float* b, std::int64_t b_strid
   dot_chains_any<true>(a, 0, b, b_stride, b_scale, rows, len, out);
 }
 
-// Up to kBlocks vectors of outputs advance together, one independent chain per lane.
+// Blocks vectors of outputs starting at column c advance together, one independent chain per lane. Blocks is
+// a template parameter so that the accumulators stay in registers.
+template <bool Flush, int Blocks>
+void axpy_chain_block(const float* x, std::int64_t x_stride, const float* const* rows, std::int64_t k,
+                      std::int64_t c, float* out) {
+  V acc[Blocks];
+  for (int u = 0; u < Blocks; ++u) acc[u] = Isa::zero();
+  for (std::int64_t p = 0; p < k; ++p) {
+    const V xv = Isa::set1(x[p * x_stride]);
+    const float* row = rows[p] + c;
+    for (int u = 0; u < Blocks; ++u)
+      acc[u] = chain_step<Flush, false>(xv, Isa::load(row + u * kLanes), xv, acc[u]);
+  }
+  for (int u = 0; u < Blocks; ++u) Isa::store(out + c + u * kLanes, Isa::flush(acc[u]));
+}
+
+// Calls run.template operator()<B>(c) over the whole vectors of n columns, eight at a time, then the
+// remaining ones together; returns the columns covered.
+template <typename Run>
+std::int64_t vector_blocks(std::int64_t n, const Run& run) {
+  std::int64_t c = 0;
+  for (; c + 8 * kLanes <= n; c += 8 * kLanes) run.template operator()<8>(c);
+  switch ((n - c) / kLanes) {
+    case 7:
+      run.template operator()<7>(c);
+      break;
+    case 6:
+      run.template operator()<6>(c);
+      break;
+    case 5:
+      run.template operator()<5>(c);
+      break;
+    case 4:
+      run.template operator()<4>(c);
+      break;
+    case 3:
+      run.template operator()<3>(c);
+      break;
+    case 2:
+      run.template operator()<2>(c);
+      break;
+    case 1:
+      run.template operator()<1>(c);
+      break;
+    default:
+      break;
+  }
+  return n / kLanes * kLanes;
+}
+
+// Up to eight vectors of outputs at a time; the last columns (n mod lanes) lane by lane.
 template <bool Flush>
 void axpy_chains_pass(const float* x, std::int64_t x_stride, const float* const* rows, std::int64_t k,
                       std::int64_t n, float* out) {
-  constexpr int kBlocks = 8;
-  std::int64_t c = 0;
-  while (c + kLanes <= n) {
-    const std::int64_t available = (n - c) / kLanes;  // no std:: templates in an ISA translation unit (ODR)
-    const int blocks = static_cast<int>(available < kBlocks ? available : kBlocks);
-    V acc[kBlocks];
-    for (int u = 0; u < blocks; ++u) acc[u] = Isa::zero();
-    for (std::int64_t p = 0; p < k; ++p) {
-      const V xv = Isa::set1(x[p * x_stride]);
-      const float* row = rows[p] + c;
-      for (int u = 0; u < blocks; ++u)
-        acc[u] = chain_step<Flush, false>(xv, Isa::load(row + u * kLanes), xv, acc[u]);
-    }
-    for (int u = 0; u < blocks; ++u) Isa::store(out + c + u * kLanes, Isa::flush(acc[u]));
-    c += blocks * kLanes;
-  }
+  std::int64_t c = vector_blocks(n, [&]<int Blocks>(std::int64_t c0) {
+    axpy_chain_block<Flush, Blocks>(x, x_stride, rows, k, c0, out);
+  });
   for (; c < n; ++c) {
     float acc = 0.0f;
     for (std::int64_t p = 0; p < k; ++p) acc = chain_step_scalar(x[p * x_stride], rows[p][c], nullptr, acc);

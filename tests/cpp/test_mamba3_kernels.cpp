@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -122,7 +123,7 @@ TEST(Mamba3Kernels, CallerFloatingPointFlagsAreRestored) {
 TEST(Mamba3Kernels, AxpyChainsEqualTwinAndTheGemmRow) {
   for (bool spice : {false, true})
     for (std::int64_t kk : {1, 9, 64, 128})
-      for (std::int64_t n : {1, 7, 16, 64, 100, 128, 200}) {
+      for (std::int64_t n : {1, 7, 16, 40, 56, 64, 90, 100, 120, 128, 200}) {  // 1 to 8 vector blocks
         const auto x = spiced(static_cast<std::size_t>(kk), 3 + kk, 1.0f, spice);
         const auto dense = spiced(static_cast<std::size_t>(kk * n), 4 + n, 1.0f, spice);
         std::vector<const float*> rows(kk);
@@ -142,6 +143,44 @@ TEST(Mamba3Kernels, AxpyChainsEqualTwinAndTheGemmRow) {
           ASSERT_TRUE(same_bits(want, by_column)) << where << " strided k=" << kk << " n=" << n;
         });
       }
+}
+
+// A masked row with the GEMM's padding: x is +0.0 from `nonzero` on. The skipped steps may only turn a
+// -0.0 chain into +0.0 (a later v with a clear sign bit); a non-finite later v or a nonzero later x runs
+// every step. Columns: 0 all later v negative (stays -0.0), 1 one later v positive (lifts), the rest random.
+TEST(Mamba3Kernels, AxpyChainsZeroTailEqualsTheFullChains) {
+  const std::int64_t k = 64, n = 40;
+  for (std::int64_t nonzero : {0, 1, 17, 63, 64})
+    for (int tail = 0; tail < 3; ++tail) {
+      Rng rng(90 + nonzero * 3 + tail);
+      std::vector<float> x = rng.uniform_vector(static_cast<std::size_t>(k), 1.0f);
+      std::vector<float> dense = rng.uniform_vector(static_cast<std::size_t>(k * n), 1.0f);
+      for (std::int64_t p = 0; p < nonzero; ++p) {  // the first chains end at -0.0 (a flushed -1e-40)
+        x[p] = p + 1 == nonzero ? -1e-20f : 0.0f;
+        dense[p * n] = dense[p * n + 1] = 1e-20f;
+      }
+      for (std::int64_t p = nonzero; p < k; ++p) {
+        x[p] = 0.0f;
+        dense[p * n] = -std::fabs(dense[p * n]) - 0.5f;
+        dense[p * n + 1] = -std::fabs(dense[p * n + 1]) - 0.5f;
+      }
+      if (nonzero < k) dense[(k - 1) * n + 1] = 2.0f;
+      if (tail == 1 && nonzero < k) dense[(k - 1) * n + 5] = std::numeric_limits<float>::infinity();
+      if (tail == 2 && nonzero + 2 < k) x[nonzero + 2] = 0.25f;
+      std::vector<const float*> rows(static_cast<std::size_t>(k));
+      for (std::int64_t p = 0; p < k; ++p) rows[p] = dense.data() + p * n;
+      std::vector<float> want(n);
+      k::axpy_chains_reference(x.data(), 1, rows.data(), k, n, want.data());
+      if (nonzero > 0 && nonzero < k && tail == 0) {  // the cases the columns were built for
+        ASSERT_EQ(fp::bits(want[0]), fp::kSignMask);
+        ASSERT_EQ(fp::bits(want[1]), 0u);
+      }
+      for_each_target([&](const std::string& where) {
+        std::vector<float> got(n, 7.0f);
+        k::axpy_chains_zero_tail(x.data(), rows.data(), nonzero, k, n, got.data());
+        ASSERT_TRUE(same_bits(want, got)) << where << " nonzero=" << nonzero << " tail=" << tail;
+      });
+    }
 }
 
 TEST(Mamba3Kernels, AngleScanEqualsTwin) {
