@@ -81,8 +81,10 @@ void attend(const Unit& u) {
 #if defined(SAMEBITS_HAVE_SIMD)
   switch (simd::active_target()) {
     case simd::Target::Avx512:
-      // A block of at most 8 rows (a decode step's query heads) wastes less of an 8-lane vector.
-      kernel = u.queries * u.heads <= 8 ? detail::attend_avx2() : detail::attend_avx512();
+      // Up to 4 rows (a decode step's query heads per kv head) run with the keys across the lanes, where
+      // 16 lanes take twice the keys per chain step; 5 to 8 rows waste less of an 8-lane row block.
+      kernel = u.queries * u.heads > 4 && u.queries * u.heads <= 8 ? detail::attend_avx2()
+                                                                   : detail::attend_avx512();
       break;
     case simd::Target::Avx2:
       kernel = detail::attend_avx2();

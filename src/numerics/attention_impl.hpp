@@ -371,19 +371,30 @@ void softmax_keys(float* sc, std::int64_t n, std::int64_t first, std::int64_t lo
     const float mask = key >= lo && key < hi ? 0.0f : samebits::fp::from_bits(kNegFltMaxBits);
     sc[jj] = samebits::fp::F(samebits::fp::F(score) + mask);
   }
+  // The fmax fold may take any shape (numerics.md 2.10): lane-wise over whole vectors, then across lanes.
   float mx = sc[0];
-  for (std::int64_t j = 1; j < n; ++j)
+  if (n >= kLanes) {
+    V lanes_max = Isa::load(sc);
+    for (jj = kLanes; jj + kLanes <= n; jj += kLanes) lanes_max = key_max(lanes_max, Isa::load(sc + jj));
+    alignas(64) float lane_values[kLanes];
+    Isa::store(lane_values, lanes_max);
+    mx = lane_values[0];
+    for (int l = 1; l < kLanes; ++l)
+      if (order_key(lane_values[l]) > order_key(mx)) mx = lane_values[l];
+  }
+  for (std::int64_t j = n / kLanes * kLanes; j < n; ++j)
     if (order_key(sc[j]) > order_key(mx)) mx = sc[j];
   const V mx_v = Isa::set1(mx);
   for (jj = 0; jj + kLanes <= n; jj += kLanes)
     Isa::store(sc + jj, Isa::flush(Isa::sub(Isa::load(sc + jj), mx_v)));
   for (; jj < n; ++jj) sc[jj] = samebits::fp::F(sc[jj] - mx);
   samebits::vmath::exp(sc, sc, static_cast<std::size_t>(n));
+  for (jj = 0; jj + kLanes <= n; jj += kLanes) Isa::store(sc + jj, Isa::flush(Isa::load(sc + jj)));
+  for (; jj < n; ++jj) sc[jj] = samebits::fp::F(sc[jj]);
+  // The denominator's chain needs no flushes: every flushed e_j is +0.0 or a normal in [FLT_MIN, 1] (the
+  // scores are finite and at most mx), so each partial sum is +0.0 or at least FLT_MIN, never subnormal.
   float acc = 0.0f;
-  for (std::int64_t j = 0; j < n; ++j) {
-    sc[j] = samebits::fp::F(sc[j]);
-    acc = samebits::fp::F(samebits::fp::F(acc) + sc[j]);
-  }
+  for (std::int64_t j = 0; j < n; ++j) acc = acc + sc[j];
   const V den = Isa::set1(acc);
   for (jj = 0; jj + kLanes <= n; jj += kLanes)
     Isa::store(sc + jj, Isa::flush(Isa::div(Isa::load(sc + jj), den)));
