@@ -17,6 +17,7 @@
 #include "numerics/primitives.hpp"
 #include "numerics/rmsnorm.hpp"
 #include "numerics/ssd.hpp"
+#include "numerics/transpose.hpp"
 #include "numerics/vector_math.hpp"
 
 namespace samebits::blocks {
@@ -334,12 +335,8 @@ struct HeadScratch {
 
 // h^T of heads [begin, end) into h_t (an exact copy: values move, nothing is computed).
 void transpose_heads(const float* h, float* h_t, std::int64_t begin, std::int64_t end) {
-  for (std::int64_t task = begin; task < end; ++task) {
-    const float* from = h + task * P * N;
-    float* to = h_t + task * P * N;
-    for (std::int64_t p = 0; p < P; ++p)
-      for (std::int64_t n = 0; n < N; ++n) to[n * P + p] = from[p * N + n];
-  }
+  for (std::int64_t task = begin; task < end; ++task)
+    transpose::transpose(h + task * P * N, P, N, h_t + task * P * N);
 }
 
 }  // namespace

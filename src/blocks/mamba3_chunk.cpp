@@ -1,11 +1,13 @@
 // The shared chunk arithmetic of the Mamba-3 fast path, and the reports computed from a post-call state.
 #include "blocks/mamba3_chunk.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "blocks/mamba3_scalar.hpp"
 #include "core/thread_pool.hpp"
 #include "numerics/fp.hpp"
+#include "numerics/gemm.hpp"
 #include "numerics/mamba3_kernels.hpp"
 #include "numerics/primitives.hpp"
 #include "numerics/vector_math.hpp"
@@ -36,14 +38,15 @@ void fold_rows(HeadScratch& s, const float* const* v_rows, std::int64_t real) {
   const float dl = F(s.dacs[Q - 1]);
   for (std::int64_t i = 0; i < real; ++i) s.decay_in[i] = F(dl - F(s.dacs[i]));
   vmath::exp(s.decay_in.data(), s.decay_in.data(), static_cast<std::size_t>(real));
-  const float* k_rows[Q];
-  for (std::int64_t i = 0; i < real; ++i) {
+  for (std::int64_t i = 0; i < real; ++i)
     mamba3_kernels::scaled_copy(v_rows[i], F(s.decay_in[i]), s.vs.data() + i * P, P);
-    k_rows[i] = s.kscale.data() + i * N;
-  }
-  // inc = GEMM_TN(vs, kscale): row p of inc is the chain over the rows i of vs[i][p] * kscale[i][:].
-  for (std::int64_t p = 0; p < P; ++p)
-    mamba3_kernels::axpy_chains(s.vs.data() + p, P, k_rows, real, N, s.inc.data() + p * N);
+  // inc = GEMM_TN(vs, kscale) (k = real <= 64, one leaf): cell (p, n) is the chain over the rows i of
+  // vs[i][p] * kscale[i][n], register-tiled by the GEMM kernels.
+  if (real > 0)
+    gemm::gemm_packed({s.vs.data(), 1, P}, P, gemm::PackedRhs::from_row_major(s.kscale.data(), real, N),
+                      s.inc.data());
+  else
+    std::fill(s.inc.data(), s.inc.data() + P * N, 0.0f);
   if (real < Q)
     for (std::int64_t i = 0; i < P * N; ++i) s.inc[i] = s.inc[i] + 0.0f;
   mamba3_kernels::decay_accumulate(s.h_run.data(), F(prim::expf(dl)), s.inc.data(), P * N);

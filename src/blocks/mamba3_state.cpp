@@ -6,6 +6,7 @@
 #include "core/errors.hpp"
 #include "core/state_size.hpp"
 #include "core/thread_pool.hpp"
+#include "numerics/transpose.hpp"
 
 namespace samebits::blocks {
 
@@ -163,16 +164,10 @@ float* Mamba3State::engine_h_transposed() {
 void Mamba3State::transpose_h() {
   float* out = engine_h_transposed();
   const float* in = h_.data();
-  constexpr std::int64_t kTile = 16;  // tiles keep both sides' lines in cache
   parallel_for(batch_ * heads_, [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t bh = begin; bh < end; ++bh) {
-      const float* h = in + bh * kHeadDim * kStateDim;  // [64][128]
-      float* t = out + bh * kStateDim * kHeadDim;       // [128][64]
-      for (std::int64_t p0 = 0; p0 < kHeadDim; p0 += kTile)
-        for (std::int64_t n0 = 0; n0 < kStateDim; n0 += kTile)
-          for (std::int64_t p = p0; p < p0 + kTile; ++p)
-            for (std::int64_t n = n0; n < n0 + kTile; ++n) t[n * kHeadDim + p] = h[p * kStateDim + n];
-    }
+    for (std::int64_t bh = begin; bh < end; ++bh)  // [64][128] -> [128][64]
+      transpose::transpose(in + bh * kHeadDim * kStateDim, kHeadDim, kStateDim,
+                           out + bh * kStateDim * kHeadDim);
   });
 }
 

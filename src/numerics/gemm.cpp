@@ -120,12 +120,21 @@ PackedRhs PackedRhs::from_row_major(const float* B, std::int64_t k, std::int64_t
   packed.n_ = n;
   packed.k_ = k;
   packed.data_.assign_zero(static_cast<std::size_t>(packed.panel_count() * k * kPanelWidth), placement);
+  // Each row's run of a panel is contiguous on both sides: a plain loop the compiler vectorizes, with the
+  // (rare) flushed cells recorded in a second pass only where the run had one.
   for (std::int64_t p = 0; p < k; ++p) {
     const float* row = B + p * n;
-    for (std::int64_t j = 0; j < n; ++j) {
-      float& cell = packed.data_[(j / kPanelWidth) * k * kPanelWidth + p * kPanelWidth + j % kPanelWidth];
-      cell = fp::F(row[j]);
-      if (fp::bits(cell) != fp::bits(row[j])) packed.remember_flushed(p, j, row[j]);
+    for (std::int64_t j0 = 0; j0 < n; j0 += kPanelWidth) {
+      float* cells = packed.data_.data() + (j0 / kPanelWidth) * k * kPanelWidth + p * kPanelWidth;
+      const std::int64_t width = std::min<std::int64_t>(kPanelWidth, n - j0);
+      std::uint32_t changed = 0;
+      for (std::int64_t j = 0; j < width; ++j) {
+        cells[j] = fp::F(row[j0 + j]);
+        changed |= fp::bits(cells[j]) ^ fp::bits(row[j0 + j]);
+      }
+      if (changed != 0)
+        for (std::int64_t j = 0; j < width; ++j)
+          if (fp::bits(cells[j]) != fp::bits(row[j0 + j])) packed.remember_flushed(p, j0 + j, row[j0 + j]);
     }
   }
   std::sort(packed.flushed_.begin(), packed.flushed_.end());

@@ -1,0 +1,27 @@
+// The transpose for AVX2; the body is numerics/transpose_impl.hpp.
+#include "numerics/transpose.hpp"
+
+#if defined(__x86_64__) || defined(__i386__)
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // the in-register transpose's temporaries
+#endif
+#include <immintrin.h>
+
+#include <cstdint>
+
+namespace samebits::transpose::detail {
+namespace {
+
+// clang-format off
+#include "numerics/isa_avx2.hpp"
+#include "numerics/transpose_impl.hpp"
+// clang-format on
+
+}  // namespace
+
+TransposeFn transpose_avx2() { return &transpose_blocks; }
+
+}  // namespace samebits::transpose::detail
+
+#endif
