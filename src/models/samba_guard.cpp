@@ -101,6 +101,7 @@ void StackUndo::restore() {
       record.mamba3->buffered_tokens = record.buffered_tokens;
       record.mamba3->pending = record.pending;
       record.mamba3->open_chunk_cache().valid = false;  // re-derived from the restored buffer
+      record.mamba3->set_h_transposed_current(false);   // it may hold the h the undone call sealed
     }
   }
   records_.clear();

@@ -19,6 +19,7 @@
 #include "api/samba_inference.hpp"
 #include "api/transformer_inference.hpp"
 #include "core/errors.hpp"
+#include "numerics/fp.hpp"
 #include "test_mamba_support.hpp"
 #include "test_support.hpp"
 #include "test_transformer_support.hpp"
@@ -1107,6 +1108,35 @@ TEST(SambaStateSafety, RefusedCallsInterleavedWithADecodeLeaveNoTrace) {
     EXPECT_THROW(samba(1).step({column.data(), 2, 1}, state), Error) << "position " << t;
     const auto a = samba(0).step({column.data(), 2, 1}, state);
     const auto b = samba(0).step({column.data(), 2, 1}, clone);
+    ASSERT_TRUE(testing::same_bits(a, b)) << "position " << t;
+  }
+  EXPECT_TRUE(bytes_of(state) == bytes_of(clone));
+}
+
+// A refused call that had sealed a Mamba-3 chunk in a lower layer (row 60 + 10 tokens) is put back, and so
+// is what the engine derives from the state for its next decode rows: h's transposed copy is either
+// marked stale or equal to h^T again (these weights decay the state read-out to zero by row 60, so the
+// logits alone could not tell), and the next steps equal those of a state that never saw the call.
+TEST(SambaStateSafety, ARefusedSealLeavesNoStaleDerivedCopy) {
+  SambaState state = samba(0).allocate_state(1, 160);
+  const auto ids = some_ids(160, 7);
+  samba(0).forward({ids.data(), 1, 124}, state);  // the second chunk open at row 60, h past the first
+  SambaState clone = state.clone();
+  EXPECT_THROW(samba(1).forward({ids.data() + 124, 1, 10}, state), Error);
+  for (std::int64_t layer : {0, 2}) {
+    blocks::Mamba3State& m = *state.mamba3(layer);
+    if (!m.h_transposed_current()) continue;
+    const float* h = static_cast<const blocks::Mamba3State&>(m).h();
+    const float* h_t = m.engine_h_transposed();
+    for (std::int64_t bh = 0; bh < m.heads(); ++bh)
+      for (std::int64_t p = 0; p < 64; ++p)
+        for (std::int64_t n = 0; n < 128; ++n)
+          ASSERT_EQ(fp::bits(h_t[(bh * 128 + n) * 64 + p]), fp::bits(h[(bh * 64 + p) * 128 + n]))
+              << "layer " << layer << " head " << bh;
+  }
+  for (std::int64_t t = 124; t < 130; ++t) {
+    const auto a = samba(0).step({ids.data() + t, 1, 1}, state);
+    const auto b = samba(0).step({ids.data() + t, 1, 1}, clone);
     ASSERT_TRUE(testing::same_bits(a, b)) << "position " << t;
   }
   EXPECT_TRUE(bytes_of(state) == bytes_of(clone));
