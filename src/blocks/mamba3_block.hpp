@@ -150,6 +150,21 @@ class Mamba3State {
   void transpose_h();  // writes the copy from h
   bool h_transposed_current() const { return h_t_current_; }
   void set_h_transposed_current(bool current) { h_t_current_ = current; }
+  // buffer_krot transposed per (batch row, head), [B, H, 128, 64]: the open chunk's rotated keys as
+  // columns, so that a decode row's scores load a vector of keys per state index. Current, under the same
+  // rule as h's copy, for the first krot_transposed_rows() slots (buffered_tokens is settable, so a call
+  // relies on it only when its buffered rows lie inside them).
+  float* engine_krot_transposed();
+  // Copies buffer slots [first, end) into it; the slots before `first` must be current already.
+  void mirror_krot(std::int64_t first_slot, std::int64_t end_slot);
+  std::int64_t krot_transposed_rows() const { return krot_t_rows_; }
+  bool krot_transposed_current() const { return krot_t_current_; }
+  void set_krot_transposed_current(bool current) { krot_t_current_ = current; }
+  // Drops both copies (an outside writer, Input_States, a call that was undone).
+  void drop_derived_copies() {
+    h_t_current_ = false;
+    krot_t_current_ = false;
+  }
   void untrust() { trusted_ = false; }
   // After an engine call whose writes were (or were not) all finite. A state exposed during the call stays
   // untrusted: a view still alive may write it before it is forgotten.
@@ -169,7 +184,7 @@ class Mamba3State {
   float* exposed(AlignedBuffer<float>& buffer) {
     exposed_ = true;
     trusted_ = false;  // what is written through it before forget_handouts() is scanned by the next call
-    h_t_current_ = false;
+    drop_derived_copies();
     return buffer.data();
   }
 
@@ -182,6 +197,9 @@ class Mamba3State {
   bool exposed_ = false;
   AlignedBuffer<float> h_t_;  // see engine_h_transposed
   bool h_t_current_ = false;
+  AlignedBuffer<float> krot_t_;  // see engine_krot_transposed
+  bool krot_t_current_ = false;
+  std::int64_t krot_t_rows_ = 0;
 };
 
 // The reports of blocks.md 3.2, written after a call when asked for.

@@ -55,7 +55,8 @@ CallArrays& call_arrays() {
 class ForwardCall {
  public:
   ForwardCall(const Mamba3Block& block, const gemm::PackedRhs& in_proj, const gemm::PackedRhs& out_proj,
-              const float* x, std::int64_t B, std::int64_t L, Mamba3State& state, float* y, bool h_t_reusable)
+              const float* x, std::int64_t B, std::int64_t L, Mamba3State& state, float* y, bool h_t_reusable,
+              bool krot_t_reusable)
       : d_(block.dims()),
         w_(block.held_weights()),
         in_proj_(in_proj),
@@ -72,12 +73,16 @@ class ForwardCall {
         nc_(std::max<std::int64_t>(1, (T_ + Q - 1) / Q)),
         // A call that neither seals a chunk nor consumes Input_States leaves h alone: its decode rows read
         // h through the transposed copy when that copy is known to match h.
-        use_h_t_(nc_ == 1 && !state.pending && h_t_reusable) {
+        use_h_t_(nc_ == 1 && !state.pending && h_t_reusable),
+        // Such a call's rows read the buffered keys through their transposed copy likewise.
+        use_krot_t_(nc_ == 1 && krot_t_reusable) {
     for (int p = 0; p < Mamba3State::kPieceCount; ++p) pieces_[p] = state.engine_piece(p);
   }
 
   // Whether the call read h through its transposed copy (and so left both alone).
   bool used_h_transposed() const { return use_h_t_; }
+  // The first buffer slot this call writes (update_buffer): its own rows, or all once it seals a chunk.
+  std::int64_t first_written_slot() const { return std::max(q0_, (nc_ - 1) * Q) - (nc_ - 1) * Q; }
 
   void run() {
     token_stage();
@@ -85,6 +90,7 @@ class ForwardCall {
     rotation_stage();
     prepare_open_chunk_cache();
     if (use_h_t_) h_t_ = state_.engine_h_transposed();
+    if (use_krot_t_) krot_t_ = state_.engine_krot_transposed();
     sized(gate_, M_ * d_.d_inner);
     parallel_for(B_ * H_, [&](std::int64_t begin, std::int64_t end) {
       for (std::int64_t bh = begin; bh < end; ++bh) head_schedule(bh / H_, bh % H_);
@@ -367,7 +373,10 @@ class ForwardCall {
       const float* q = rotq_.data() + (new_row(b, c0 + i) * H_ + h) * N;
       // S[i][j] for j < i: the buffered rows (state) and the new rows (this call) are two strided runs.
       const std::int64_t buffered = std::min(i, std::max<std::int64_t>(q0_ - c0, 0));
-      if (buffered > 0)
+      if (buffered > 0 && use_krot_t_)  // c0 == 0: the buffered rows are slots [0, buffered)
+        mamba3_kernels::scaled_dot_chains_transposed(q, krot_t_ + bh * N * Q, Q, s.scale, buffered, N,
+                                                     s.scores.data());
+      else if (buffered > 0)
         mamba3_kernels::scaled_dot_chains(q, rotk_at(b, c0, h), H_ * N, s.scale, buffered, N,
                                           s.scores.data());
       if (i > buffered)
@@ -458,10 +467,12 @@ class ForwardCall {
   const std::int64_t B_, L_, M_, H_;
   Mamba3State& state_;
   float* pieces_[Mamba3State::kPieceCount];
-  float* h_t_ = nullptr;  // [B, H, N, P] h transposed, when use_h_t_
+  float* h_t_ = nullptr;     // [B, H, N, P] h transposed, when use_h_t_
+  float* krot_t_ = nullptr;  // [B, H, N, Q] buffer_krot transposed, when use_krot_t_
   float* y_;
   const std::int64_t q0_, T_, nc_;
   const bool use_h_t_;
+  const bool use_krot_t_;
 
   CallArrays& a_ = call_arrays();
   std::vector<float>&proj_ = a_.proj, &dt_ = a_.dt, &sig_ = a_.sig, &adt_ = a_.adt, &gamma_ = a_.gamma;
@@ -483,9 +494,12 @@ void Mamba3Block::forward(const float* x, std::int64_t B, std::int64_t L, Mamba3
   // h's transposed copy may be reused only if nobody outside the engine can have written h since it was
   // made: the state must be trusted now.
   const bool h_t_reusable = state.trusted() && state.h_transposed_current();
+  const bool krot_t_reusable = state.trusted() && state.krot_transposed_current() &&
+                               state.buffered_tokens <= state.krot_transposed_rows();
   state.untrust();
-  state.set_h_transposed_current(false);  // until the call has run
-  ForwardCall call(*this, packed_in_proj_, packed_out_proj_, x, B, L, state, y, h_t_reusable);
+  state.drop_derived_copies();  // until the call has run
+  ForwardCall call(*this, packed_in_proj_, packed_out_proj_, x, B, L, state, y, h_t_reusable,
+                   krot_t_reusable);
   call.run();
   state.trust_after_call(spans_finite(written));
   // A trusted state keeps h's transposed copy current for its next decode rows: made anew after a call
@@ -493,6 +507,9 @@ void Mamba3Block::forward(const float* x, std::int64_t B, std::int64_t L, Mamba3
   if (state.trusted()) {
     if (!call.used_h_transposed()) state.transpose_h();
     state.set_h_transposed_current(true);
+    // The keys' copy takes the rows this call wrote, or every buffered row when it could not be relied on.
+    state.mirror_krot(krot_t_reusable ? call.first_written_slot() : 0, state.buffered_tokens);
+    state.set_krot_transposed_current(true);
   }
   if (reports != nullptr) *reports = reports_of(state);
 }

@@ -92,6 +92,11 @@ Mamba3State Mamba3State::clone() const {
     copy.h_t_ = h_t_.clone();
     copy.h_t_current_ = true;
   }
+  if (krot_t_current_) {
+    copy.krot_t_ = krot_t_.clone();
+    copy.krot_t_current_ = true;
+    copy.krot_t_rows_ = krot_t_rows_;
+  }
   return copy;
 }
 
@@ -153,7 +158,27 @@ void Mamba3State::set_input_states(const float* theta, const float* h, const flo
   std::memcpy(pending_v_.data(), v, pending_v_.size() * sizeof(float));
   pending = true;
   trusted_ = false;  // the caller's values: the next call scans them
-  h_t_current_ = false;
+  drop_derived_copies();
+}
+
+float* Mamba3State::engine_krot_transposed() {
+  if (krot_t_.size() != buffer_krot_.size()) krot_t_.assign_zero(buffer_krot_.size());
+  return krot_t_.data();
+}
+
+void Mamba3State::mirror_krot(std::int64_t first_slot, std::int64_t end_slot) {
+  float* out = engine_krot_transposed();
+  const float* in = buffer_krot_.data();
+  for (std::int64_t b = 0; b < batch_; ++b)
+    for (std::int64_t h = 0; h < heads_; ++h)
+      for (std::int64_t slot = first_slot; slot < end_slot; ++slot) {
+        const float* row =
+            in + ((b * kChunk + slot) * heads_ + h) * kStateDim;             // buffer_krot [B, 64, H, 128]
+        float* column = out + (b * heads_ + h) * kStateDim * kChunk + slot;  // [B, H, 128, 64]
+        for (std::int64_t n = 0; n < kStateDim; ++n) column[n * kChunk] = row[n];
+      }
+  // Slots past end_slot stay current only where they were and this call left them alone (first_slot > 0).
+  krot_t_rows_ = first_slot == 0 ? end_slot : std::max(krot_t_rows_, end_slot);
 }
 
 float* Mamba3State::engine_h_transposed() {

@@ -101,7 +101,8 @@ void StackUndo::restore() {
       record.mamba3->buffered_tokens = record.buffered_tokens;
       record.mamba3->pending = record.pending;
       record.mamba3->open_chunk_cache().valid = false;  // re-derived from the restored buffer
-      record.mamba3->set_h_transposed_current(false);   // it may hold the h the undone call sealed
+      // The transposed copies may hold what the undone call wrote (a sealed h, new keys).
+      record.mamba3->drop_derived_copies();
     }
   }
   records_.clear();

@@ -52,6 +52,17 @@ void scaled_dot_chains_reference(const float* a, const float* b, std::int64_t b_
   }
 }
 
+void scaled_dot_chains_transposed_reference(const float* a, const float* b_t, std::int64_t b_t_stride,
+                                            const float* b_scale, std::int64_t rows, std::int64_t len,
+                                            float* out) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    float acc = 0.0f;
+    for (std::int64_t p = 0; p < len; ++p)
+      acc = F(fp::FMA(F(a[p]), F(fp::MUL(F(b_t[p * b_t_stride + r]), b_scale[r])), acc));
+    out[r] = F(acc);
+  }
+}
+
 void axpy_chains_reference(const float* x, std::int64_t x_stride, const float* const* rows, std::int64_t k,
                            std::int64_t n, float* out) {
   for (std::int64_t c = 0; c < n; ++c) {
@@ -108,9 +119,10 @@ void decay_accumulate_reference(float* h, float decay, const float* inc, std::in
 namespace detail {
 
 const Kernels& scalar_kernels() {
-  static const Kernels kernels{&dot_chains_reference,  &scaled_dot_chains_reference, &axpy_chains_reference,
-                               &angle_scan_reference,  &scaled_copy_reference,       &gate_row_reference,
-                               &bias_rotate_reference, &decay_accumulate_reference};
+  static const Kernels kernels{
+      &dot_chains_reference,  &scaled_dot_chains_reference, &scaled_dot_chains_transposed_reference,
+      &axpy_chains_reference, &angle_scan_reference,        &scaled_copy_reference,
+      &gate_row_reference,    &bias_rotate_reference,       &decay_accumulate_reference};
   return kernels;
 }
 
@@ -124,6 +136,11 @@ void dot_chains(const float* a, std::int64_t a_stride, const float* b, std::int6
 void scaled_dot_chains(const float* a, const float* b, std::int64_t b_stride, const float* b_scale,
                        std::int64_t rows, std::int64_t len, float* out) {
   active().scaled_dot_chains(a, b, b_stride, b_scale, rows, len, out);
+}
+
+void scaled_dot_chains_transposed(const float* a, const float* b_t, std::int64_t b_t_stride,
+                                  const float* b_scale, std::int64_t rows, std::int64_t len, float* out) {
+  active().scaled_dot_chains_transposed(a, b_t, b_t_stride, b_scale, rows, len, out);
 }
 
 void axpy_chains(const float* x, std::int64_t x_stride, const float* const* rows, std::int64_t k,

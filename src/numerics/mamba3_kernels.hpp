@@ -21,6 +21,13 @@ void scaled_dot_chains(const float* a, const float* b, std::int64_t b_stride, co
                        std::int64_t rows, std::int64_t len, float* out);
 void scaled_dot_chains_reference(const float* a, const float* b, std::int64_t b_stride, const float* b_scale,
                                  std::int64_t rows, std::int64_t len, float* out);
+// The same cells with the right rows stored transposed: b_r[p] = b_t[p * b_t_stride + r] (a decode row's
+// keys kept as columns, so that a vector of rows is one load per step).
+void scaled_dot_chains_transposed(const float* a, const float* b_t, std::int64_t b_t_stride,
+                                  const float* b_scale, std::int64_t rows, std::int64_t len, float* out);
+void scaled_dot_chains_transposed_reference(const float* a, const float* b_t, std::int64_t b_t_stride,
+                                            const float* b_scale, std::int64_t rows, std::int64_t len,
+                                            float* out);
 
 // out[c] = the GEMM profile's single-leaf cell for c < n with a broadcast left operand: acc = +0.0; for
 // p < k ascending: acc = F(FMA(F(x[p * x_stride]), F(rows[p][c]), acc)); out[c] = F(acc). rows[p] points at
@@ -79,6 +86,8 @@ struct Kernels {
                      std::int64_t rows, std::int64_t len, float* out);
   void (*scaled_dot_chains)(const float* a, const float* b, std::int64_t b_stride, const float* b_scale,
                             std::int64_t rows, std::int64_t len, float* out);
+  void (*scaled_dot_chains_transposed)(const float* a, const float* b_t, std::int64_t b_t_stride,
+                                       const float* b_scale, std::int64_t rows, std::int64_t len, float* out);
   void (*axpy_chains)(const float* x, std::int64_t x_stride, const float* const* rows, std::int64_t k,
                       std::int64_t n, float* out);
   void (*angle_scan)(float* run, std::int64_t lanes, const float* rates, std::int64_t rate_stride,

@@ -122,6 +122,76 @@ void scaled_dot_chains_simd(const float* a, const float* b, std::int64_t b_strid
   dot_chains_any<true>(a, 0, b, b_stride, b_scale, rows, len, out);
 }
 
+// G groups of kLanes rows starting at r0 advance together, the right rows stored transposed: lane l of
+// group g runs row r0 + g * kLanes + l, whose operand at step p is b_t[p * stride + row] (one load per
+// group and step, no transposes). The broadcast a[p] is flushed in both passes (it sits off the chain).
+template <int G, bool Flush>
+void transposed_chain_groups(const float* a, const float* b_t, std::int64_t stride, const float* b_scale,
+                             std::int64_t r0, std::int64_t len, float* out) {
+  V acc[G], scale[G];
+  for (int g = 0; g < G; ++g) {
+    acc[g] = Isa::zero();
+    scale[g] = Isa::load(b_scale + r0 + g * kLanes);
+  }
+  for (std::int64_t p = 0; p < len; ++p) {
+    const V ap = Isa::set1(fp::F(a[p]));
+    const float* row = b_t + p * stride + r0;
+    for (int g = 0; g < G; ++g)
+      acc[g] = chain_step<Flush, true>(ap, Isa::load(row + g * kLanes), scale[g], acc[g]);
+  }
+  for (int g = 0; g < G; ++g) Isa::store(out + r0 + g * kLanes, Isa::flush(acc[g]));
+}
+
+template <bool Flush>
+void transposed_chains_pass(const float* a, const float* b_t, std::int64_t stride, const float* b_scale,
+                            std::int64_t rows, std::int64_t len, float* out) {
+  std::int64_t r = 0;
+  for (; r + 4 * kLanes <= rows; r += 4 * kLanes)
+    transposed_chain_groups<4, Flush>(a, b_t, stride, b_scale, r, len, out);
+  switch ((rows - r) / kLanes) {
+    case 3:
+      transposed_chain_groups<3, Flush>(a, b_t, stride, b_scale, r, len, out);
+      break;
+    case 2:
+      transposed_chain_groups<2, Flush>(a, b_t, stride, b_scale, r, len, out);
+      break;
+    case 1:
+      transposed_chain_groups<1, Flush>(a, b_t, stride, b_scale, r, len, out);
+      break;
+    default:
+      break;
+  }
+  r = rows / kLanes * kLanes;
+  if (r == rows) return;
+  // The last rows (fewer than a vector) from a zero-padded copy: nothing past `rows` is read.
+  const int valid = static_cast<int>(rows - r);
+  alignas(64) float tile[128 * kLanes];
+  alignas(64) float scales[kLanes] = {};
+  alignas(64) float cells[kLanes];
+  for (int l = 0; l < valid; ++l) scales[l] = b_scale[r + l];
+  for (std::int64_t p = 0; p < len; ++p)
+    for (int l = 0; l < kLanes; ++l) tile[p * kLanes + l] = l < valid ? b_t[p * stride + r + l] : 0.0f;
+  transposed_chain_groups<1, Flush>(a, tile, kLanes, scales, 0, len, cells);
+  for (int l = 0; l < valid; ++l) out[r + l] = cells[l];
+}
+
+void scaled_dot_chains_transposed_simd(const float* a, const float* b_t, std::int64_t stride,
+                                       const float* b_scale, std::int64_t rows, std::int64_t len,
+                                       float* out) {
+  if (rows <= 0) return;
+  if (len > 128) {  // outside the documented range (one leaf): the twin's loop
+    samebits::mamba3_kernels::scaled_dot_chains_transposed_reference(a, b_t, stride, b_scale, rows, len, out);
+    return;
+  }
+  {
+    FlagScope flags;
+    flags.clear();
+    transposed_chains_pass<false>(a, b_t, stride, b_scale, rows, len, out);
+    if (!FlagScope::subnormal_seen()) return;
+  }
+  transposed_chains_pass<true>(a, b_t, stride, b_scale, rows, len, out);
+}
+
 // Blocks vectors of outputs starting at column c advance together, one independent chain per lane. Blocks is
 // a template parameter so that the accumulators stay in registers.
 template <bool Flush, int Blocks>
@@ -278,6 +348,7 @@ void decay_accumulate_simd(float* h, float decay, const float* inc, std::int64_t
   for (; i < n; ++i) h[i] = fp::F(fp::FMA(decay, fp::F(h[i]), fp::F(inc[i])));
 }
 
-const detail::Kernels kIsaKernels{&dot_chains_simd,  &scaled_dot_chains_simd, &axpy_chains_simd,
-                                  &angle_scan_simd,  &scaled_copy_simd,       &gate_row_simd,
-                                  &bias_rotate_simd, &decay_accumulate_simd};
+const detail::Kernels kIsaKernels{
+    &dot_chains_simd,  &scaled_dot_chains_simd, &scaled_dot_chains_transposed_simd,
+    &axpy_chains_simd, &angle_scan_simd,        &scaled_copy_simd,
+    &gate_row_simd,    &bias_rotate_simd,       &decay_accumulate_simd};

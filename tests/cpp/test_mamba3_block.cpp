@@ -3,6 +3,7 @@
 // splits, rows and batches agree; the open-chunk cache survives outside edits; refusals come first.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -549,6 +550,79 @@ TEST(Mamba3Trust, AnEditOfHReachesTheNextDecodeStep) {
     EXPECT_TRUE(same_bits(y, want)) << t;
   }
   EXPECT_TRUE(state.trusted());
+}
+
+// Decode rows read the open chunk's buffered keys through a transposed copy the engine keeps up to date
+// row by row: after every call it equals buffer_krot's buffered rows, and an edit of a buffered key from
+// outside reaches the next call exactly as the twin sees it.
+TEST(Mamba3Trust, TheKeysCopyFollowsTheBufferAndOutsideEdits) {
+  const Mamba3Block block(random_weights(32, 50));
+  const std::int64_t B = 2;
+  const auto x = random_x(B, 140, 32, 51);
+  std::vector<float> y(B * 32), want(B * 32), column(B * 32);
+  Mamba3State state = block.allocate_state(B);
+  auto step = [&](std::int64_t t, Mamba3State& s, std::vector<float>& out, bool twin) {
+    for (std::int64_t b = 0; b < B; ++b)
+      std::copy_n(x.data() + (b * 140 + t) * 32, 32, column.data() + b * 32);
+    if (twin)
+      block.forward_reference(column.data(), B, 1, s, out.data(), nullptr, "mamba3_forward");
+    else
+      block.forward(column.data(), B, 1, s, out.data(), nullptr, "mamba3_forward");
+  };
+  auto copy_matches = [&](Mamba3State& s) {
+    if (!s.krot_transposed_current()) return false;
+    const float* keys = static_cast<const Mamba3State&>(s).buffer_krot();
+    const float* columns = s.engine_krot_transposed();
+    const std::int64_t H = s.heads();
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t h = 0; h < H; ++h)
+        for (std::int64_t slot = 0; slot < s.buffered_tokens; ++slot)
+          for (std::int64_t n = 0; n < 128; ++n)
+            if (fp::bits(columns[((b * H + h) * 128 + n) * 64 + slot]) !=
+                fp::bits(keys[((b * 64 + slot) * H + h) * 128 + n]))
+              return false;
+    return true;
+  };
+  for (std::int64_t t = 0; t < 70; ++t) {  // across a seal, where the rows start over
+    step(t, state, y, false);
+    ASSERT_TRUE(copy_matches(state)) << "position " << t;
+  }
+  ASSERT_TRUE(state.trusted());
+  float* keys = state.buffer_krot();
+  keys[(2 * state.heads() + 1) * 128 + 7] = 0.75f;  // slot 2, head 1 of row 0: used right away
+  state.forget_handouts();
+  Mamba3State twin = state.clone();
+  step(70, state, y, false);
+  step(70, twin, want, true);
+  EXPECT_TRUE(same_bits(y, want));
+  float* held = state.buffer_krot();  // a pointer held across a call, written after it, then forgotten
+  step(71, state, y, false);
+  held[((64 + 4) * state.heads() + 0) * 128 + 100] = -1.5f;  // slot 4, head 0 of row 1
+  state.forget_handouts();
+  twin = state.clone();
+  step(72, state, y, false);
+  step(72, twin, want, true);
+  EXPECT_TRUE(same_bits(y, want));
+  for (std::int64_t t = 73; t < 76; ++t) {  // and kept again afterwards
+    twin = state.clone();
+    step(t, state, y, false);
+    step(t, twin, want, true);
+    EXPECT_TRUE(same_bits(y, want)) << t;
+    EXPECT_TRUE(copy_matches(state)) << t;
+  }
+  EXPECT_TRUE(state.trusted());
+  // buffered_tokens is settable without an accessor: raised over slots the copy has not taken since it was
+  // last rebuilt, the next step reads those slots from the buffer (here one edited while outside the rows).
+  Mamba3State raised = block.allocate_state(B);
+  for (std::int64_t t = 0; t < 66; ++t) step(t, raised, y, false);   // sealed: two rows of the new chunk
+  raised.buffer_krot()[(38 * raised.heads() + 1) * 128 + 3] = 2.5f;  // slot 38, past the buffered rows
+  raised.forget_handouts();
+  step(66, raised, y, false);   // rebuilds the copy for slots [0, 3) only
+  raised.buffered_tokens = 40;  // slots 3..39 now count, slot 38 edited
+  twin = raised.clone();
+  step(67, raised, y, false);
+  step(67, twin, want, true);
+  EXPECT_TRUE(same_bits(y, want));
 }
 
 }  // namespace

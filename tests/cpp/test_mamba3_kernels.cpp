@@ -82,7 +82,7 @@ TEST(Mamba3Kernels, DotChainsEqualTwinAndTheGemmCell) {
 TEST(Mamba3Kernels, ScaledDotChainsEqualTwinAndTheScaledGemmCell) {
   for (bool spice : {false, true})
     for (std::int64_t len : {5, 16, 128})
-      for (std::int64_t rows : {1, 7, 16, 40, 63, 64}) {
+      for (std::int64_t rows : {1, 7, 16, 40, 48, 63, 64, 100}) {  // 1 to 4 groups and a tail
         const std::int64_t b_stride = 3 * len;
         const auto a = spiced(static_cast<std::size_t>(len), 9 + len, 1.0f, spice);
         const auto b = spiced(static_cast<std::size_t>(rows * b_stride), 10 + rows, 1.0f, spice);
@@ -95,11 +95,25 @@ TEST(Mamba3Kernels, ScaledDotChainsEqualTwinAndTheScaledGemmCell) {
             scaled[r * len + p] = fp::F(fp::MUL(fp::F(b[r * b_stride + p]), scale[r]));
         gemm::gemm_reference(gemm::Orientation::NT, a.data(), scaled.data(), cells.data(), 1, rows, len);
         ASSERT_TRUE(same_bits(want, cells)) << "rows=" << rows << " len=" << len;
+        // The same rows stored transposed (a column per row, a padded stride): the same cells.
+        const std::int64_t t_stride = rows + 5;
+        std::vector<float> b_t(static_cast<std::size_t>(len * t_stride), 9.0f);
+        for (std::int64_t r = 0; r < rows; ++r)
+          for (std::int64_t p = 0; p < len; ++p) b_t[p * t_stride + r] = b[r * b_stride + p];
+        std::vector<float> by_columns(rows, 7.0f);
+        k::scaled_dot_chains_transposed_reference(a.data(), b_t.data(), t_stride, scale.data(), rows, len,
+                                                  by_columns.data());
+        ASSERT_TRUE(same_bits(want, by_columns)) << "rows=" << rows << " len=" << len;
         for_each_target([&](const std::string& where) {
           std::vector<float> got(rows, 7.0f);
           k::scaled_dot_chains(a.data(), b.data(), b_stride, scale.data(), rows, len, got.data());
           ASSERT_TRUE(same_bits(want, got))
               << where << " rows=" << rows << " len=" << len << " spice=" << spice;
+          std::vector<float> got_t(rows, 7.0f);
+          k::scaled_dot_chains_transposed(a.data(), b_t.data(), t_stride, scale.data(), rows, len,
+                                          got_t.data());
+          ASSERT_TRUE(same_bits(want, got_t))
+              << where << " transposed rows=" << rows << " len=" << len << " spice=" << spice;
         });
       }
 }

@@ -1114,9 +1114,9 @@ TEST(SambaStateSafety, RefusedCallsInterleavedWithADecodeLeaveNoTrace) {
 }
 
 // A refused call that had sealed a Mamba-3 chunk in a lower layer (row 60 + 10 tokens) is put back, and so
-// is what the engine derives from the state for its next decode rows: h's transposed copy is either
-// marked stale or equal to h^T again (these weights decay the state read-out to zero by row 60, so the
-// logits alone could not tell), and the next steps equal those of a state that never saw the call.
+// is what the engine derives from the state for its next decode rows: h's and the keys' transposed copies
+// are either marked stale or equal to the state again (these weights decay the state read-out to zero by row
+// 60, so the logits alone could not tell), and the next steps equal those of a state that never saw the call.
 TEST(SambaStateSafety, ARefusedSealLeavesNoStaleDerivedCopy) {
   SambaState state = samba(0).allocate_state(1, 160);
   const auto ids = some_ids(160, 7);
@@ -1125,14 +1125,24 @@ TEST(SambaStateSafety, ARefusedSealLeavesNoStaleDerivedCopy) {
   EXPECT_THROW(samba(1).forward({ids.data() + 124, 1, 10}, state), Error);
   for (std::int64_t layer : {0, 2}) {
     blocks::Mamba3State& m = *state.mamba3(layer);
-    if (!m.h_transposed_current()) continue;
-    const float* h = static_cast<const blocks::Mamba3State&>(m).h();
-    const float* h_t = m.engine_h_transposed();
-    for (std::int64_t bh = 0; bh < m.heads(); ++bh)
-      for (std::int64_t p = 0; p < 64; ++p)
-        for (std::int64_t n = 0; n < 128; ++n)
-          ASSERT_EQ(fp::bits(h_t[(bh * 128 + n) * 64 + p]), fp::bits(h[(bh * 64 + p) * 128 + n]))
-              << "layer " << layer << " head " << bh;
+    const blocks::Mamba3State& read = m;
+    if (m.h_transposed_current()) {
+      const float* h_t = m.engine_h_transposed();
+      for (std::int64_t bh = 0; bh < m.heads(); ++bh)
+        for (std::int64_t p = 0; p < 64; ++p)
+          for (std::int64_t n = 0; n < 128; ++n)
+            ASSERT_EQ(fp::bits(h_t[(bh * 128 + n) * 64 + p]), fp::bits(read.h()[(bh * 64 + p) * 128 + n]))
+                << "layer " << layer << " head " << bh;
+    }
+    if (m.krot_transposed_current()) {  // batch 1: buffer_krot is [64, H, 128]
+      const float* columns = m.engine_krot_transposed();
+      for (std::int64_t h = 0; h < m.heads(); ++h)
+        for (std::int64_t slot = 0; slot < m.buffered_tokens; ++slot)
+          for (std::int64_t n = 0; n < 128; ++n)
+            ASSERT_EQ(fp::bits(columns[(h * 128 + n) * 64 + slot]),
+                      fp::bits(read.buffer_krot()[(slot * m.heads() + h) * 128 + n]))
+                << "layer " << layer << " head " << h << " slot " << slot;
+    }
   }
   for (std::int64_t t = 124; t < 130; ++t) {
     const auto a = samba(0).step({ids.data() + t, 1, 1}, state);
