@@ -10,6 +10,11 @@ struct Isa {
   static constexpr int kLanes = 8;
 
   static V load(const float* p) { return _mm256_loadu_ps(p); }
+  // The first `count` lanes from p (0 < count <= kLanes), +0.0 in the rest; nothing past them is read.
+  static V load_first(const float* p, int count) {
+    const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_maskload_ps(p, _mm256_cmpgt_epi32(_mm256_set1_epi32(count), lanes));
+  }
   static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
   static V set1(float x) { return _mm256_set1_ps(x); }
   static I set1i(std::int32_t x) { return _mm256_set1_epi32(x); }

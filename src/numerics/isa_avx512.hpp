@@ -10,6 +10,10 @@ struct Isa {
   static constexpr int kLanes = 16;
 
   static V load(const float* p) { return _mm512_loadu_ps(p); }
+  // The first `count` lanes from p (0 < count <= kLanes), +0.0 in the rest; nothing past them is read.
+  static V load_first(const float* p, int count) {
+    return _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << count) - 1u), p);
+  }
   static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
   static V set1(float x) { return _mm512_set1_ps(x); }
   static I set1i(std::int32_t x) { return _mm512_set1_epi32(x); }

@@ -125,19 +125,29 @@ void scaled_dot_chains_simd(const float* a, const float* b, std::int64_t b_strid
 // G groups of kLanes rows starting at r0 advance together, the right rows stored transposed: lane l of
 // group g runs row r0 + g * kLanes + l, whose operand at step p is b_t[p * stride + row] (one load per
 // group and step, no transposes). The broadcast a[p] is flushed in both passes (it sits off the chain).
+// valid < kLanes (G = 1): only the first `valid` lanes are read and stored.
 template <int G, bool Flush>
 void transposed_chain_groups(const float* a, const float* b_t, std::int64_t stride, const float* b_scale,
-                             std::int64_t r0, std::int64_t len, float* out) {
+                             std::int64_t r0, std::int64_t len, float* out, int valid = kLanes) {
+  auto load = [valid](const float* at) {
+    return valid < kLanes ? Isa::load_first(at, valid) : Isa::load(at);
+  };
   V acc[G], scale[G];
   for (int g = 0; g < G; ++g) {
     acc[g] = Isa::zero();
-    scale[g] = Isa::load(b_scale + r0 + g * kLanes);
+    scale[g] = load(b_scale + r0 + g * kLanes);
   }
   for (std::int64_t p = 0; p < len; ++p) {
     const V ap = Isa::set1(fp::F(a[p]));
     const float* row = b_t + p * stride + r0;
     for (int g = 0; g < G; ++g)
-      acc[g] = chain_step<Flush, true>(ap, Isa::load(row + g * kLanes), scale[g], acc[g]);
+      acc[g] = chain_step<Flush, true>(ap, load(row + g * kLanes), scale[g], acc[g]);
+  }
+  if (valid < kLanes) {
+    alignas(64) float cells[kLanes];
+    Isa::store(cells, Isa::flush(acc[0]));
+    for (int l = 0; l < valid; ++l) out[r0 + l] = cells[l];
+    return;
   }
   for (int g = 0; g < G; ++g) Isa::store(out + r0 + g * kLanes, Isa::flush(acc[g]));
 }
@@ -162,17 +172,8 @@ void transposed_chains_pass(const float* a, const float* b_t, std::int64_t strid
       break;
   }
   r = rows / kLanes * kLanes;
-  if (r == rows) return;
-  // The last rows (fewer than a vector) from a zero-padded copy: nothing past `rows` is read.
-  const int valid = static_cast<int>(rows - r);
-  alignas(64) float tile[128 * kLanes];
-  alignas(64) float scales[kLanes] = {};
-  alignas(64) float cells[kLanes];
-  for (int l = 0; l < valid; ++l) scales[l] = b_scale[r + l];
-  for (std::int64_t p = 0; p < len; ++p)
-    for (int l = 0; l < kLanes; ++l) tile[p * kLanes + l] = l < valid ? b_t[p * stride + r + l] : 0.0f;
-  transposed_chain_groups<1, Flush>(a, tile, kLanes, scales, 0, len, cells);
-  for (int l = 0; l < valid; ++l) out[r + l] = cells[l];
+  if (r < rows)
+    transposed_chain_groups<1, Flush>(a, b_t, stride, b_scale, r, len, out, static_cast<int>(rows - r));
 }
 
 void scaled_dot_chains_transposed_simd(const float* a, const float* b_t, std::int64_t stride,
