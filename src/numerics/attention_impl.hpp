@@ -26,8 +26,8 @@ constexpr std::uint32_t kInfBits = 0x7F800000u;
 constexpr std::uint32_t kSkipBoundBits = 0x53800000u;  // 2^40
 constexpr std::uint32_t kNegFltMaxBits = 0xFF7FFFFFu;
 
-// The thread's MXCSR is restored on exit, so the sticky flags never leak out of a kernel.
-using MxcsrGuard = samebits::mxcsr::FlagScope;
+// The flags that prove skipped flushes inert; the thread's MXCSR is restored on exit.
+using samebits::mxcsr::FlagScope;
 
 inline std::uint32_t max_abs_bits(const float* data, std::int64_t count, std::uint32_t acc) {
   for (std::int64_t i = 0; i < count; ++i) {
@@ -416,7 +416,7 @@ inline void widen_unless_skippable(const Unit& u, std::uint32_t q_max, int& may_
 
 // Steps 6-9 for row r of u (query r / heads, head r % heads) with the keys across the lanes.
 void attend_row_by_keys(const Unit& u, std::int64_t r, std::uint32_t q_max, int& may_skip, Scratch& scratch,
-                        const MxcsrGuard& mxcsr) {
+                        const FlagScope& mxcsr) {
   const std::int64_t hd = u.head_dim;
   const std::int64_t i = r / u.heads;
   const std::int64_t h = r % u.heads;
@@ -437,7 +437,7 @@ void attend_row_by_keys(const Unit& u, std::int64_t r, std::uint32_t q_max, int&
   mxcsr.clear();
   prefetch_span(keys, 0, kPrefetchGroups * kLanes * hd, n * hd);
   key_dots<false>(q, keys, hd, n, sc, scratch);
-  if (MxcsrGuard::subnormal_seen()) key_dots<true>(q, keys, hd, n, sc, scratch);
+  if (FlagScope::subnormal_seen()) key_dots<true>(q, keys, hd, n, sc, scratch);
   if (!all_finite(sc, n)) {  // an overflowing score: the twin handles NaN and infinity
     samebits::attention::detail::attend_reference_rows(u, r, r + 1);
     return;
@@ -446,7 +446,7 @@ void attend_row_by_keys(const Unit& u, std::int64_t r, std::uint32_t q_max, int&
   float* const outs[1] = {out};
   mxcsr.clear();
   value_chains<false>(sc, 1, values, hd, n, 1, outs);
-  if (MxcsrGuard::subnormal_seen()) value_chains<true>(sc, 1, values, hd, n, 1, outs);
+  if (FlagScope::subnormal_seen()) value_chains<true>(sc, 1, values, hd, n, 1, outs);
   finish_row(u, sc, 1, values, n, last, out);
 }
 
@@ -470,7 +470,7 @@ void attend_fast(const Unit& u) {
 
   thread_local Scratch scratch;
   if (rows * 4 <= kLanes) {  // a decode-sized unit: each row with the keys across the lanes
-    MxcsrGuard mxcsr;
+    FlagScope mxcsr;
     for (std::int64_t r = 0; r < rows; ++r) attend_row_by_keys(u, r, q_max, may_skip, scratch, mxcsr);
     return;
   }
@@ -479,7 +479,7 @@ void attend_fast(const Unit& u) {
   float* qt = scratch.qt.data();
   float* cells = scratch.cells.data();
   const float scale = samebits::attention::score_scale(hd);
-  MxcsrGuard mxcsr;
+  FlagScope mxcsr;
 
   for (std::int64_t r0 = 0; r0 < rows; r0 += kLanes) {
     const int active = static_cast<int>(rows - r0 < kLanes ? rows - r0 : kLanes);
@@ -511,7 +511,7 @@ void attend_fast(const Unit& u) {
 
     mxcsr.clear();
     dots<false>(qt, keys, hd, n, cells, scratch);
-    if (MxcsrGuard::subnormal_seen()) {
+    if (FlagScope::subnormal_seen()) {
       for (std::int64_t c = 0; c < hd * kLanes; ++c) qt[c] = samebits::fp::F(qt[c]);
       dots<true>(qt, keys, hd, n, cells, scratch);
     }
@@ -523,7 +523,7 @@ void attend_fast(const Unit& u) {
 
     mxcsr.clear();
     value_chains<false>(cells, kLanes, values, hd, n, active, out);
-    if (MxcsrGuard::subnormal_seen()) value_chains<true>(cells, kLanes, values, hd, n, active, out);
+    if (FlagScope::subnormal_seen()) value_chains<true>(cells, kLanes, values, hd, n, active, out);
     for (int l = 0; l < active; ++l) finish_row(u, cells + l, kLanes, values, n, last, out[l]);
   }
 }

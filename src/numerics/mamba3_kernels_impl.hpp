@@ -13,10 +13,9 @@ inline V splat_bits(std::uint32_t pattern) {
   return Isa::cast_f(Isa::set1i(static_cast<std::int32_t>(pattern)));
 }
 
-using samebits::mxcsr::FlagScope;  // numerics.md 6a: the flags that prove skipped flushes inert
-
 // The chain step: acc = F(FMA(F(a), F(b_eff), acc)) with b_eff = F(MUL(F(b), scale)) when scaled. Without
-// Flush the same operations run unflushed (valid only when FlagScope proves every flush inert).
+// Flush the same operations run unflushed (valid only when mxcsr::run_exact's flags prove every flush
+// inert, numerics.md 6a).
 template <bool Flush, bool Scaled>
 inline V chain_step(V a, V b, V scale, V acc) {
   if constexpr (Flush) {
@@ -103,13 +102,9 @@ template <bool Scaled>
 void dot_chains_any(const float* a, std::int64_t a_stride, const float* b, std::int64_t b_stride,
                     const float* b_scale, std::int64_t rows, std::int64_t len, float* out) {
   if (rows <= 0) return;
-  {
-    FlagScope flags;
-    flags.clear();
-    dot_chains_pass<false, Scaled>(a, a_stride, b, b_stride, b_scale, rows, len, out);
-    if (!FlagScope::subnormal_seen()) return;
-  }
-  dot_chains_pass<true, Scaled>(a, a_stride, b, b_stride, b_scale, rows, len, out);
+  samebits::mxcsr::run_exact([&]<bool Flush>() {
+    dot_chains_pass<Flush, Scaled>(a, a_stride, b, b_stride, b_scale, rows, len, out);
+  });
 }
 
 void dot_chains_simd(const float* a, std::int64_t a_stride, const float* b, std::int64_t b_stride,
@@ -122,15 +117,38 @@ void scaled_dot_chains_simd(const float* a, const float* b, std::int64_t b_strid
   dot_chains_any<true>(a, 0, b, b_stride, b_scale, rows, len, out);
 }
 
+// Runs run.template operator()<B>(c) once, for B = blocks (0 < blocks <= Max): the switch over the
+// remaining whole vectors, with B a constant so that each caller's accumulators stay in registers.
+template <int Max, typename Run>
+void run_blocks(int blocks, std::int64_t c, const Run& run) {
+  if constexpr (Max > 0) {
+    if (blocks == Max)
+      run.template operator()<Max>(c);
+    else
+      run_blocks<Max - 1>(blocks, c, run);
+  }
+}
+
+// Calls run.template operator()<B>(c) over the whole vectors of n lanes, Max at a time, then the remaining
+// ones together; returns the lanes covered.
+template <int Max, typename Run>
+std::int64_t vector_blocks(std::int64_t n, const Run& run) {
+  std::int64_t c = 0;
+  for (; c + Max * kLanes <= n; c += Max * kLanes) run.template operator()<Max>(c);
+  run_blocks<Max - 1>(static_cast<int>((n - c) / kLanes), c, run);
+  return n / kLanes * kLanes;
+}
+
 // G groups of kLanes rows starting at r0 advance together, the right rows stored transposed: lane l of
 // group g runs row r0 + g * kLanes + l, whose operand at step p is b_t[p * stride + row] (one load per
 // group and step, no transposes). The broadcast a[p] is flushed in both passes (it sits off the chain).
-// valid < kLanes (G = 1): only the first `valid` lanes are read and stored.
-template <int G, bool Flush>
+// Partial (G = 1): only the first `valid` lanes are read and stored.
+template <int G, bool Flush, bool Partial = false>
 void transposed_chain_groups(const float* a, const float* b_t, std::int64_t stride, const float* b_scale,
                              std::int64_t r0, std::int64_t len, float* out, int valid = kLanes) {
   auto load = [valid](const float* at) {
-    return valid < kLanes ? Isa::load_first(at, valid) : Isa::load(at);
+    if constexpr (Partial) return Isa::load_first(at, valid);
+    return Isa::load(at);
   };
   V acc[G], scale[G];
   for (int g = 0; g < G; ++g) {
@@ -143,37 +161,24 @@ void transposed_chain_groups(const float* a, const float* b_t, std::int64_t stri
     for (int g = 0; g < G; ++g)
       acc[g] = chain_step<Flush, true>(ap, load(row + g * kLanes), scale[g], acc[g]);
   }
-  if (valid < kLanes) {
+  if constexpr (Partial) {
     alignas(64) float cells[kLanes];
     Isa::store(cells, Isa::flush(acc[0]));
     for (int l = 0; l < valid; ++l) out[r0 + l] = cells[l];
-    return;
+  } else {
+    for (int g = 0; g < G; ++g) Isa::store(out + r0 + g * kLanes, Isa::flush(acc[g]));
   }
-  for (int g = 0; g < G; ++g) Isa::store(out + r0 + g * kLanes, Isa::flush(acc[g]));
 }
 
+// Four groups at a time, then the remaining whole groups, then the last rows as a partial group.
 template <bool Flush>
 void transposed_chains_pass(const float* a, const float* b_t, std::int64_t stride, const float* b_scale,
                             std::int64_t rows, std::int64_t len, float* out) {
-  std::int64_t r = 0;
-  for (; r + 4 * kLanes <= rows; r += 4 * kLanes)
-    transposed_chain_groups<4, Flush>(a, b_t, stride, b_scale, r, len, out);
-  switch ((rows - r) / kLanes) {
-    case 3:
-      transposed_chain_groups<3, Flush>(a, b_t, stride, b_scale, r, len, out);
-      break;
-    case 2:
-      transposed_chain_groups<2, Flush>(a, b_t, stride, b_scale, r, len, out);
-      break;
-    case 1:
-      transposed_chain_groups<1, Flush>(a, b_t, stride, b_scale, r, len, out);
-      break;
-    default:
-      break;
-  }
-  r = rows / kLanes * kLanes;
+  const std::int64_t r = vector_blocks<4>(rows, [&]<int G>(std::int64_t r0) {
+    transposed_chain_groups<G, Flush>(a, b_t, stride, b_scale, r0, len, out);
+  });
   if (r < rows)
-    transposed_chain_groups<1, Flush>(a, b_t, stride, b_scale, r, len, out, static_cast<int>(rows - r));
+    transposed_chain_groups<1, Flush, true>(a, b_t, stride, b_scale, r, len, out, static_cast<int>(rows - r));
 }
 
 void scaled_dot_chains_transposed_simd(const float* a, const float* b_t, std::int64_t stride,
@@ -184,13 +189,8 @@ void scaled_dot_chains_transposed_simd(const float* a, const float* b_t, std::in
     samebits::mamba3_kernels::scaled_dot_chains_transposed_reference(a, b_t, stride, b_scale, rows, len, out);
     return;
   }
-  {
-    FlagScope flags;
-    flags.clear();
-    transposed_chains_pass<false>(a, b_t, stride, b_scale, rows, len, out);
-    if (!FlagScope::subnormal_seen()) return;
-  }
-  transposed_chains_pass<true>(a, b_t, stride, b_scale, rows, len, out);
+  samebits::mxcsr::run_exact(
+      [&]<bool Flush>() { transposed_chains_pass<Flush>(a, b_t, stride, b_scale, rows, len, out); });
 }
 
 // Blocks vectors of outputs starting at column c advance together, one independent chain per lane. Blocks is
@@ -209,45 +209,11 @@ void axpy_chain_block(const float* x, std::int64_t x_stride, const float* const*
   for (int u = 0; u < Blocks; ++u) Isa::store(out + c + u * kLanes, Isa::flush(acc[u]));
 }
 
-// Calls run.template operator()<B>(c) over the whole vectors of n columns, eight at a time, then the
-// remaining ones together; returns the columns covered.
-template <typename Run>
-std::int64_t vector_blocks(std::int64_t n, const Run& run) {
-  std::int64_t c = 0;
-  for (; c + 8 * kLanes <= n; c += 8 * kLanes) run.template operator()<8>(c);
-  switch ((n - c) / kLanes) {
-    case 7:
-      run.template operator()<7>(c);
-      break;
-    case 6:
-      run.template operator()<6>(c);
-      break;
-    case 5:
-      run.template operator()<5>(c);
-      break;
-    case 4:
-      run.template operator()<4>(c);
-      break;
-    case 3:
-      run.template operator()<3>(c);
-      break;
-    case 2:
-      run.template operator()<2>(c);
-      break;
-    case 1:
-      run.template operator()<1>(c);
-      break;
-    default:
-      break;
-  }
-  return n / kLanes * kLanes;
-}
-
 // Up to eight vectors of outputs at a time; the last columns (n mod lanes) lane by lane.
 template <bool Flush>
 void axpy_chains_pass(const float* x, std::int64_t x_stride, const float* const* rows, std::int64_t k,
                       std::int64_t n, float* out) {
-  std::int64_t c = vector_blocks(n, [&]<int Blocks>(std::int64_t c0) {
+  std::int64_t c = vector_blocks<8>(n, [&]<int Blocks>(std::int64_t c0) {
     axpy_chain_block<Flush, Blocks>(x, x_stride, rows, k, c0, out);
   });
   for (; c < n; ++c) {
@@ -259,13 +225,7 @@ void axpy_chains_pass(const float* x, std::int64_t x_stride, const float* const*
 
 void axpy_chains_simd(const float* x, std::int64_t x_stride, const float* const* rows, std::int64_t k,
                       std::int64_t n, float* out) {
-  {
-    FlagScope flags;
-    flags.clear();
-    axpy_chains_pass<false>(x, x_stride, rows, k, n, out);
-    if (!FlagScope::subnormal_seen()) return;
-  }
-  axpy_chains_pass<true>(x, x_stride, rows, k, n, out);
+  samebits::mxcsr::run_exact([&]<bool Flush>() { axpy_chains_pass<Flush>(x, x_stride, rows, k, n, out); });
 }
 
 void angle_scan_simd(float* run, std::int64_t lanes, const float* rates, std::int64_t rate_stride,

@@ -27,4 +27,18 @@ class FlagScope {
   unsigned saved_;
 };
 
+// Runs pass.template operator()<false>() (the skipped-flush pass) with the flags cleared and, when a
+// skipped flush might have acted, pass.template operator()<true>() (the flushing pass) over it. Each pass
+// must write every output it owns, so that the second replaces the first.
+template <typename Pass>
+void run_exact(const Pass& pass) {
+  {
+    FlagScope flags;
+    flags.clear();
+    pass.template operator()<false>();
+    if (!FlagScope::subnormal_seen()) return;
+  }
+  pass.template operator()<true>();
+}
+
 }  // namespace samebits::mxcsr

@@ -34,7 +34,7 @@ inline bool leaves_fit(std::int64_t k, std::int64_t& leaf, int& leaves) {
 constexpr int kGroups = 4;
 
 // Chain values: flushed after every operation in the flushing pass, left alone in the pass that the MXCSR
-// flags vouch for (run_exact below). Leaf partials and results are flushed in both passes, and so is the
+// flags vouch for (mxcsr::run_exact). Leaf partials and results are flushed in both passes, and so is the
 // broadcast a[p], which sits off the chain (a tiny Mm entry then never forces the flushing pass).
 template <bool kFlush>
 inline V chain(V x) {
@@ -42,18 +42,7 @@ inline V chain(V x) {
   return x;
 }
 
-// Runs pass<false>() with the flags cleared and, when a skipped flush might have acted, pass<true>() over
-// it (numerics.md 6a). Each pass writes every output it owns, so the second replaces the first.
-template <typename Pass>
-void run_exact(const Pass& pass) {
-  {
-    samebits::mxcsr::FlagScope flags;
-    flags.clear();
-    pass.template operator()<false>();
-    if (!samebits::mxcsr::FlagScope::subnormal_seen()) return;
-  }
-  pass.template operator()<true>();
-}
+using samebits::mxcsr::run_exact;
 
 // Where the rows of B_eff from `stop` on are all +0.0, a chain's steps there are FMA(F(a[p]), +0.0, acc):
 // for finite a[p] they leave a nonzero chain alone and turn a -0.0 chain into +0.0 exactly when some a[p]

@@ -4,7 +4,6 @@
 // used); writes through accessors and non-finite rows the engine itself wrote are refused as before.
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -20,11 +19,8 @@ namespace {
 using testing::BlockShape;
 using testing::make_block;
 using testing::random_tokens;
+using testing::same_bits;
 using testing::tokens_at;
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
 
 // Spread then pack gives back the packed region bit for bit, and the capacity reads zeros wherever the
 // spread blocks lay; capacity the engine never used keeps what it held.

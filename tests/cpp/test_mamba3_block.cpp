@@ -3,7 +3,6 @@
 // splits, rows and batches agree; the open-chunk cache survives outside edits; refusals come first.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -55,6 +54,16 @@ std::vector<float> slice(const std::vector<float>& x, std::int64_t B, std::int64
   for (std::int64_t b = 0; b < B; ++b)
     std::memcpy(out.data() + b * len * d, x.data() + (b * T + t0) * d, len * d * sizeof(float));
   return out;
+}
+
+// Step t of x (B, T, d_model) as one decode call, through the fast path or the scalar twin.
+void decode_step(const Mamba3Block& block, const std::vector<float>& x, std::int64_t B, std::int64_t T,
+                 std::int64_t t, Mamba3State& state, std::vector<float>& y, bool twin) {
+  const std::vector<float> column = slice(x, B, T, block.dims().d_model, t, 1);
+  if (twin)
+    block.forward_reference(column.data(), B, 1, state, y.data(), nullptr, "mamba3_forward");
+  else
+    block.forward(column.data(), B, 1, state, y.data(), nullptr, "mamba3_forward");
 }
 
 struct SequenceRun {
@@ -520,10 +529,7 @@ TEST(Mamba3Trust, AnEditOfHReachesTheNextDecodeStep) {
   std::vector<float> y(32), want(32);
   Mamba3State state = block.allocate_state(1);
   auto step = [&](std::int64_t t, Mamba3State& s, std::vector<float>& out, bool twin) {
-    if (twin)
-      block.forward_reference(x.data() + t * 32, 1, 1, s, out.data(), nullptr, "mamba3_forward");
-    else
-      block.forward(x.data() + t * 32, 1, 1, s, out.data(), nullptr, "mamba3_forward");
+    decode_step(block, x, 1, 80, t, s, out, twin);
   };
   for (std::int64_t t = 0; t < 67; ++t) step(t, state, y, false);  // sealed once: h is not zero
   ASSERT_TRUE(state.trusted());
@@ -559,15 +565,10 @@ TEST(Mamba3Trust, TheKeysCopyFollowsTheBufferAndOutsideEdits) {
   const Mamba3Block block(random_weights(32, 50));
   const std::int64_t B = 2;
   const auto x = random_x(B, 140, 32, 51);
-  std::vector<float> y(B * 32), want(B * 32), column(B * 32);
+  std::vector<float> y(B * 32), want(B * 32);
   Mamba3State state = block.allocate_state(B);
   auto step = [&](std::int64_t t, Mamba3State& s, std::vector<float>& out, bool twin) {
-    for (std::int64_t b = 0; b < B; ++b)
-      std::copy_n(x.data() + (b * 140 + t) * 32, 32, column.data() + b * 32);
-    if (twin)
-      block.forward_reference(column.data(), B, 1, s, out.data(), nullptr, "mamba3_forward");
-    else
-      block.forward(column.data(), B, 1, s, out.data(), nullptr, "mamba3_forward");
+    decode_step(block, x, B, 140, t, s, out, twin);
   };
   auto copy_matches = [&](Mamba3State& s) {
     if (!s.krot_transposed_current()) return false;
