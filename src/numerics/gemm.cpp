@@ -73,13 +73,25 @@ void run_task(const Problem& pb, const PanelGroup& group, int tile_rows, std::in
   if (partials.size() < need) partials.resize_uninitialized(need);
 
   mxcsr::FlagScope mxcsr;
+  // Neighbouring tiles read the same panel and rows of the same kind of data, so a tile that needed the
+  // flushing pass predicts that the next one will too: that one then runs it directly instead of after a
+  // wasted fast pass. The flushing pass raises the flags where its products went subnormal, so it keeps
+  // the prediction while they keep showing up. A wrong guess costs time only: the flushing pass is exact.
+  bool flushing_predicted = false;
   for (std::int64_t tile = tile_begin; tile < tile_end; ++tile) {
     const std::int64_t row0 = tile * tile_rows;
     const int rows = static_cast<int>(std::min<std::int64_t>(tile_rows, pb.m - row0));
     mxcsr.clear();
-    run_leaves(pb, group.fast, row0, rows, group, partials.data());
-    if (group.fast[rows] != group.exact[rows] && mxcsr::FlagScope::subnormal_seen())
+    if (flushing_predicted && group.fast[rows] != group.exact[rows]) {
       run_leaves(pb, group.exact, row0, rows, group, partials.data());
+      flushing_predicted = mxcsr::FlagScope::subnormal_seen();
+    } else {
+      run_leaves(pb, group.fast, row0, rows, group, partials.data());
+      if (group.fast[rows] != group.exact[rows] && mxcsr::FlagScope::subnormal_seen()) {
+        run_leaves(pb, group.exact, row0, rows, group, partials.data());
+        flushing_predicted = true;
+      }
+    }
     for (int q = 0; q < group.count; ++q) {
       const std::int64_t col0 = (group.first + q) * kPanelWidth;
       const int cols = static_cast<int>(std::min<std::int64_t>(kPanelWidth, n - col0));
