@@ -176,12 +176,29 @@ def step_from_copies(block, state, token, repeat):
     return best
 
 
+def decode_run(step, fresh_state, tokens, repeat):
+    """Best, over `repeat` rounds, of the mean step time of a decode loop: consecutive steps over `tokens`
+    (B, T, d_model) from a fresh copy of the state (made untimed before each round). With T a multiple of
+    the chunk, every round seals the same number of chunks, so the mean includes their share."""
+    time.sleep(SETTLE_SECONDS)
+    best = float("inf")
+    for _ in range(repeat):
+        state = fresh_state()
+        t0 = time.perf_counter()
+        for t in range(tokens.shape[1]):
+            step(tokens[:, t : t + 1], state)
+        best = min(best, (time.perf_counter() - t0) / tokens.shape[1])
+    return best
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--d-model", type=int, nargs="+", default=[384, 768])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--length", type=int, default=512)
+    parser.add_argument("--run-from", type=int, default=1000, help="position the decode loops start from")
+    parser.add_argument("--run-steps", type=int, default=2 * CHUNK, help="steps per decode-loop round")
     args = parser.parse_args()
     print(f"load average before: {os.getloadavg()}")
     for threads in args.threads:
@@ -211,6 +228,17 @@ def main():
             by_position = " ".join(f"{p}:{t * 1e6:.0f}us" for p, t in steps.items())
             print(f"threads={threads} d_model={d_model} decode step: torch {t_torch_step * 1e6:.0f}us; samebits by "
                   f"position {by_position}; ratio at 1000: {t_torch_step / steps[1000]:.2f}x")
+            # A decode loop: consecutive steps from --run-from, each side on its own carried state.
+            run_tokens = np.random.default_rng(3).standard_normal((1, args.run_steps, d_model)).astype(np.float32)
+            run_tokens_t = torch.from_numpy(run_tokens)
+            state = ours.allocate_state(1)
+            prefix = np.random.default_rng(2).standard_normal((1, args.run_from, d_model)).astype(np.float32)
+            ours.forward(prefix, state)
+            run_torch = decode_run(theirs.step, lambda: dict(cache), run_tokens_t, args.repeat)
+            run_ours = decode_run(ours.step, state.copy, run_tokens, args.repeat)
+            print(f"threads={threads} d_model={d_model} decode loop of {args.run_steps} steps from {args.run_from} "
+                  f"(mean step, chunk seals included): torch {run_torch * 1e6:.0f}us samebits {run_ours * 1e6:.0f}us "
+                  f"ratio {run_torch / run_ours:.2f}x")
     print(f"load average after: {os.getloadavg()}")
 
 
