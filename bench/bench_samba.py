@@ -10,7 +10,9 @@ samebits.set_num_threads together):
   * decode step B=1 at positions 16, 512 and 2048: both sides prefill to the position (untimed), then
     `--steps` consecutive single-token steps are timed (samebits: model.step with a SambaState; PyTorch:
     its carried-state decode, which never re-runs chunks or recomputes cached keys/values) and divided
-    by the step count. Each repeat restarts from a copy of the prefilled state.
+    by the step count. Each repeat restarts from a copy of the prefilled state. The default 64 steps are
+    one Mamba-3 chunk: a decode loop seals a chunk once every 64 tokens, and so does every timed round
+    (512 and 2048 are chunk boundaries, so a round of 32 from there would count one seal per 32 steps).
 
 Every figure is the best of `--repeats` runs, samebits and PyTorch alternating so both see the same load;
 each decode round starts with `--warm-steps` untimed steps on a throwaway copy of its state, so that it times
@@ -35,7 +37,7 @@ call replaced by a stub that returns at once), each layer's native step (its blo
 stack order on states prefilled to the position, minus that class's own Python wrapper), and the rest
 of the native step (embedding, final RMSNorm, head GEMV and glue, by difference).
 
-    python3 bench/bench_samba.py [--threads 1 2] [--repeats 5] [--steps 32] [--warm-steps 8] [--out FILE.md]
+    python3 bench/bench_samba.py [--threads 1 2] [--repeats 5] [--steps 64] [--warm-steps 8] [--out FILE.md]
                                  [--profile]
 """
 
@@ -298,7 +300,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--steps", type=int, default=32)
+    parser.add_argument("--steps", type=int, default=64,
+                        help="timed consecutive steps per decode round (64: one Mamba-3 chunk, so exactly one seal)")
     parser.add_argument("--warm-steps", type=int, default=8,
                         help="untimed steps on a throwaway copy before each timed decode round (both sides)")
     parser.add_argument("--positions", type=int, nargs="+", default=list(POSITIONS))
