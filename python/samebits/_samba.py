@@ -117,8 +117,12 @@ class SambaInference:
                 heads = self._engine.mamba3_heads(i)
                 layers.append(Mamba3State._adopt(native().Mamba3StateEngine(b, heads)))
             else:
+                extents = (b, c.n_kv_heads, smax, c.head_dim)
                 floats = b * c.n_kv_heads * smax * c.head_dim
-                k, v = native().kv_zeros(floats), native().kv_zeros(floats)
+                if floats > 2**61:  # the engine's bound on any state (before a 64-bit product could wrap)
+                    shape = " x ".join(str(e) for e in extents)
+                    raise ValueError(f"TransformerState: a state of {shape} floats is too large to allocate (more than 2^61)")
+                k, v = native().kv_zeros(extents), native().kv_zeros(extents)
                 layers.append(TransformerState._adopt(b, c.n_kv_heads, c.head_dim, smax, k, v, 0))
         return SambaState(b, smax, layers)
 

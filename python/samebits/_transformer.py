@@ -98,7 +98,7 @@ def _engine_copy(buffer):
     flat = np.asarray(buffer, dtype=np.float32).reshape(-1)
     if not flat.size:
         return flat.copy()
-    out = native().kv_zeros(flat.size)
+    out = native().kv_zeros([flat.size])
     np.copyto(out, flat)
     return out
 

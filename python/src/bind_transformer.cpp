@@ -4,6 +4,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <new>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "bindings.hpp"
 #include "blocks/transformer_cache.hpp"
 #include "core/aligned_buffer.hpp"
+#include "core/state_size.hpp"
 
 namespace samebits::python {
 namespace {
@@ -73,14 +75,23 @@ void relayout(FloatArrayInOut& k, FloatArrayInOut& v, std::int64_t blocks, std::
     blocks::kv::pack_spread(cache, dims);
 }
 
-// `count` zero floats in engine memory, owned by the array: KV buffers of 2 MiB or more then start on a
-// huge page and are advised as huge pages (AlignedBuffer), which numpy's own allocations are not below
-// 4 MiB; a decode step streams the whole cache.
-nb::ndarray<nb::numpy, float, nb::ndim<1>> kv_zeros(std::int64_t count) {
-  if (count < 1) throw_value_error("samebits TransformerState: a cache buffer needs at least one float");
+// A zero cache buffer of extents[0] x extents[1] x ... floats in engine memory, owned by the array: KV
+// buffers of 2 MiB or more then start on a huge page and are advised as huge pages (AlignedBuffer), which
+// numpy's own allocations are not below 4 MiB; a decode step streams the whole cache. Its zeros become
+// resident only where written, so a cache for more tokens than the machine holds costs what it uses.
+nb::ndarray<nb::numpy, float, nb::ndim<1>> kv_zeros(const std::vector<std::int64_t>& extents) {
+  std::int64_t count = 1;
+  for (std::int64_t extent : extents) {
+    if (extent < 1) throw_value_error("samebits TransformerState: a cache buffer needs at least one float");
+    check_state_floats("TransformerState", {count, extent});
+    count *= extent;
+  }
   auto* owned = new AlignedBuffer<float>();
   try {
     owned->assign_zero(static_cast<std::size_t>(count));
+  } catch (const std::bad_alloc&) {
+    delete owned;
+    throw_state_memory_error("TransformerState", extents);
   } catch (...) {
     delete owned;
     throw;
@@ -102,7 +113,7 @@ void bind_transformer(nb::module_& m) {
   m.def("transformer_check_weight_names",
         [](const std::vector<std::string>& names) { TransformerBlockInference::check_weight_names(names); });
 
-  m.def("kv_zeros", &kv_zeros, nb::arg("count"));
+  m.def("kv_zeros", &kv_zeros, nb::arg("extents"));
   m.def("kv_relayout", &relayout, nb::arg("k").noconvert(), nb::arg("v").noconvert(), nb::arg("blocks"),
         nb::arg("head_dim"), nb::arg("max_tokens"), nb::arg("cached_tokens"), nb::arg("to_spread"));
 

@@ -49,6 +49,9 @@ NB_MODULE(_core, m) {
         case samebits::ErrorKind::Runtime:
           PyErr_SetString(PyExc_RuntimeError, e.what());
           break;
+        case samebits::ErrorKind::Memory:
+          PyErr_SetString(PyExc_MemoryError, e.what());
+          break;
       }
     }
   });

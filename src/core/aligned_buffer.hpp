@@ -2,14 +2,14 @@
 // are explicit.
 #pragma once
 
-#include <sys/mman.h>  // madvise
-
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 #include <utility>
 
+#include "core/page_map.hpp"
 #include "core/weight_pool.hpp"
 
 namespace samebits {
@@ -31,12 +31,14 @@ class AlignedBuffer {
   AlignedBuffer(AlignedBuffer&& other) noexcept
       : data_(std::exchange(other.data_, nullptr)),
         size_(std::exchange(other.size_, 0)),
+        mapped_bytes_(std::exchange(other.mapped_bytes_, 0)),
         placement_(other.placement_) {}
   AlignedBuffer& operator=(AlignedBuffer&& other) noexcept {
     if (this != &other) {
       deallocate();
       data_ = std::exchange(other.data_, nullptr);
       size_ = std::exchange(other.size_, 0);
+      mapped_bytes_ = std::exchange(other.mapped_bytes_, 0);
       placement_ = other.placement_;
     }
     return *this;
@@ -54,23 +56,31 @@ class AlignedBuffer {
       size_ = count;
       return;
     }
+    if (count > (SIZE_MAX - kAlignment) / sizeof(T)) throw std::bad_alloc();
     const std::size_t bytes = (count * sizeof(T) + kAlignment - 1) / kAlignment * kAlignment;
     // A big heap buffer (a KV cache, a state) starts on a huge-page boundary and asks for huge pages over
     // its whole 2 MiB extents: a decode step streams it once, and with 4 KiB pages the TLB misses of a
-    // 10 MB buffer cost ~20% of a one-thread step. The tail stays on small pages (no waste).
+    // 10 MB buffer cost ~20% of a one-thread step. The tail stays on small pages (no waste). It is its own
+    // anonymous mapping, so its zeros cost nothing until written: a cache allocated for far more tokens
+    // than it will hold takes only what is used (as calloc'd numpy zeros do), instead of every page at
+    // once (which, past the machine's memory, got the process killed).
     const bool huge = bytes >= kHugePage;
+    if (huge && page_map::kAvailable) {
+      data_ = static_cast<T*>(page_map::map_zeroed(bytes));
+      mapped_bytes_ = bytes;
+      size_ = count;
+      return;
+    }
     // posix_memalign: aligned_alloc wants the size to be a multiple of the alignment.
     void* memory = nullptr;
     if (posix_memalign(&memory, huge ? kHugePage : kAlignment, bytes) != 0) throw std::bad_alloc();
     data_ = static_cast<T*>(memory);
-#if defined(MADV_HUGEPAGE)
-    if (huge) madvise(data_, bytes / kHugePage * kHugePage, MADV_HUGEPAGE);  // advice only: ignore failure
-#endif
     size_ = count;
   }
   void assign_zero(std::size_t count, Placement placement = Placement::kHeap) {
+    if (mapped_bytes_ != 0) deallocate();  // a fresh mapping is zero without touching a page
     resize_uninitialized(count, placement);
-    if (count) std::memset(static_cast<void*>(data_), 0, count * sizeof(T));
+    if (count && mapped_bytes_ == 0) std::memset(static_cast<void*>(data_), 0, count * sizeof(T));
   }
   // A copy in the same placement.
   AlignedBuffer clone() const {
@@ -91,14 +101,18 @@ class AlignedBuffer {
   void deallocate() noexcept {
     if (placement_ == Placement::kWeightPool)
       weight_pool::release(data_);
+    else if (mapped_bytes_ != 0)
+      page_map::unmap(data_, mapped_bytes_);
     else
       std::free(data_);
     data_ = nullptr;
     size_ = 0;
+    mapped_bytes_ = 0;
   }
 
   T* data_ = nullptr;
   std::size_t size_ = 0;
+  std::size_t mapped_bytes_ = 0;  // nonzero: data_ is a page_map mapping of this many bytes
   Placement placement_ = Placement::kHeap;
 };
 

@@ -6,7 +6,7 @@
 
 namespace samebits {
 
-enum class ErrorKind { Value, Type, NotImplemented, Runtime };
+enum class ErrorKind { Value, Type, NotImplemented, Runtime, Memory };
 
 class Error : public std::runtime_error {
  public:
@@ -28,6 +28,10 @@ class Error : public std::runtime_error {
 }
 [[noreturn]] inline void throw_runtime_error(const std::string& message) {
   throw Error(ErrorKind::Runtime, message);
+}
+// An allocation the system refused (Python: MemoryError, as numpy raises for arrays that do not fit).
+[[noreturn]] inline void throw_memory_error(const std::string& message) {
+  throw Error(ErrorKind::Memory, message);
 }
 
 }  // namespace samebits

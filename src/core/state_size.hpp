@@ -4,10 +4,18 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
+#include <vector>
 
 #include "core/errors.hpp"
 
 namespace samebits {
+
+// "2 x 6 x 512 x 64": a state's extents as the refusals below name them.
+inline std::string state_shape_text(const std::vector<std::int64_t>& extents) {
+  std::string shape;
+  for (std::int64_t extent : extents) shape += (shape.empty() ? "" : " x ") + std::to_string(extent);
+  return shape;
+}
 
 // Refuses (ValueError) a state of extents[0] x extents[1] x ... floats above 2^61 (more bytes than a
 // pointer difference can hold), before that product is formed in 64 bits, where it could wrap into a
@@ -21,9 +29,18 @@ inline void check_state_floats(const std::string& what, std::initializer_list<st
     if (floats > kLimit) break;  // stops long before 128 bits could overflow
   }
   if (floats <= kLimit) return;
-  std::string shape;
-  for (std::int64_t extent : extents) shape += (shape.empty() ? "" : " x ") + std::to_string(extent);
-  throw_value_error(what + ": a state of " + shape + " floats is too large to allocate (more than 2^61)");
+  throw_value_error(what + ": a state of " + state_shape_text(extents) +
+                    " floats is too large to allocate (more than 2^61)");
+}
+
+// Refuses (MemoryError) a state below that bound whose memory the system would not map, after a
+// std::bad_alloc: the address space or the overcommit rule said no. Big buffers are mapped lazily (see
+// AlignedBuffer), so a state for more tokens than the machine holds is refused only when even its address
+// space cannot be had; until then only what the calls write becomes resident.
+[[noreturn]] inline void throw_state_memory_error(const std::string& what,
+                                                  const std::vector<std::int64_t>& extents) {
+  throw_memory_error(what + ": a state of " + state_shape_text(extents) +
+                     " floats does not fit in this machine's memory (the system refused the allocation)");
 }
 
 }  // namespace samebits

@@ -5,9 +5,11 @@
 
 #include <cstddef>
 
+#include "core/page_map.hpp"
+
 namespace samebits::weight_pool {
 
-inline constexpr std::size_t kHugePage = std::size_t{2} << 20;
+inline constexpr std::size_t kHugePage = page_map::kHugePage;
 
 // `bytes` (> 0) of 64-byte-aligned memory; throws std::bad_alloc when the system has none.
 void* acquire(std::size_t bytes);

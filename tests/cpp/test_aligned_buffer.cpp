@@ -2,6 +2,7 @@
 // 2 MiB boundary and its whole 2 MiB extents are advised as huge pages (the kernel marks that mapping
 // "hg"); weight-pool buffers lie side by side in such chunks, which go back to the system when empty.
 #include <gtest/gtest.h>
+#include <sys/mman.h>  // MADV_HUGEPAGE
 
 #include <cstdint>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "core/aligned_buffer.hpp"
+#include "core/page_map.hpp"
 #include "core/weight_pool.hpp"
 
 namespace samebits {
@@ -78,6 +80,45 @@ TEST(AlignedBuffer, CloneAndMoveKeepTheContents) {
   EXPECT_EQ(buffer.data(), nullptr);
   ASSERT_EQ(moved.size(), copy.size());
   for (std::size_t i = 0; i < copy.size(); ++i) ASSERT_EQ(moved[i], copy[i]) << i;
+}
+
+// The resident set of this process in bytes (VmRSS of /proc/self/status), or -1 when unreadable.
+long long resident_bytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
+  return -1;
+}
+
+// /proc/sys/vm/overcommit_memory: 2 refuses mappings beyond the commit limit, so a large zeroed buffer
+// may then be refused (std::bad_alloc) rather than mapped.
+int overcommit_mode() {
+  std::ifstream mode("/proc/sys/vm/overcommit_memory");
+  int value = -1;
+  mode >> value;
+  return value;
+}
+
+TEST(AlignedBuffer, ABigZeroedBufferIsResidentOnlyWhereWritten) {
+  if (!page_map::kAvailable) GTEST_SKIP() << "sanitizer build: buffers come from the heap and are zeroed";
+  if (overcommit_mode() == 2) GTEST_SKIP() << "vm.overcommit_memory = 2: an 8 GiB mapping may be refused";
+  const long long before = resident_bytes();
+  ASSERT_GT(before, 0);
+  // 8 GiB of zeros, a third of this machine's memory: zeroing it page by page would make it all resident.
+  const std::size_t count = (std::size_t{8} << 30) / sizeof(float);
+  AlignedBuffer<float> buffer;
+  buffer.assign_zero(count);
+  ASSERT_EQ(address(buffer.data()) % kHuge, 0u);
+  const std::size_t probes[] = {0, count / 3, count / 2 + 7, count - 1};
+  for (std::size_t i : probes) EXPECT_EQ(buffer[i], 0.0f) << i;
+  for (std::size_t i : probes) buffer[i] = static_cast<float>(i % 1000) + 1.0f;
+  for (std::size_t i : probes) EXPECT_EQ(buffer[i], static_cast<float>(i % 1000) + 1.0f) << i;
+  // Four written places cost at most four huge pages; allow the test's own noise on top.
+  EXPECT_LT(resident_bytes() - before, 64ll << 20);
+  // Reused at the same size, assign_zero must clear what was written.
+  buffer.assign_zero(count);
+  for (std::size_t i : probes) EXPECT_EQ(buffer[i], 0.0f) << i;
 }
 
 #if defined(SAMEBITS_SANITIZER_BUILD) || defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)

@@ -197,6 +197,39 @@ def test_refusals():
         SambaInference(config, bad)
 
 
+def _resident_bytes():
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS line")
+
+
+def test_a_state_for_more_tokens_than_it_holds_costs_only_what_is_written():
+    """A KV cache's zeros are mapped, not written: allocate_state for far more tokens than a call will use
+    (here 2 x 8 GiB of cache) is instant and takes no memory until written, as numpy's calloc'd zeros are;
+    beyond the address space it is a MemoryError, beyond 2^61 floats a ValueError. Before, every page was
+    zeroed at once, and a request past the machine's memory got the process killed."""
+    model = _model(True)
+    with open("/proc/sys/vm/overcommit_memory") as mode:
+        strict = mode.read().strip() == "2"
+    tokens = (8 << 30) // (4 * 2 * 16)  # 8 GiB per cache buffer: (B=1) x (KV=2) x tokens x (HD=16) floats
+    if not strict:  # vm.overcommit_memory = 2 may refuse such a mapping outright
+        before = _resident_bytes()
+        state = model.allocate_state(1, tokens)
+        attention = state.layers[1]
+        assert attention.k_cache.size == 2 * tokens * 16
+        assert attention.k_cache[-1] == 0.0 and attention.v_cache[len(attention.v_cache) // 2] == 0.0
+        assert _resident_bytes() - before < (256 << 20)
+        with pytest.raises(ValueError, match="exceeds max_positions 8192"):
+            model.step(np.array([3]), state)
+        del state, attention
+    with pytest.raises(MemoryError, match=r"TransformerState: a state of 1 x 2 x 10000000000000 x 16 floats does not fit"):
+        model.allocate_state(1, 10**13)
+    with pytest.raises(ValueError, match=r"a state of 1 x 2 x 4611686018427387904 x 16 floats is too large to allocate"):
+        model.allocate_state(1, 2**62)
+
+
 def test_a_shared_mamba3_state_keeps_a_standalone_blocks_reports():
     """A Mamba3State of a SambaState may also be driven by a standalone Mamba3BlockInference; the block's
     reports are owed from the state its last call left, so a Samba call that moves the state must not
