@@ -2,6 +2,8 @@
 // are explicit.
 #pragma once
 
+#include <sys/mman.h>  // madvise
+
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -56,31 +58,37 @@ class AlignedBuffer {
       size_ = count;
       return;
     }
-    if (count > (SIZE_MAX - kAlignment) / sizeof(T)) throw std::bad_alloc();
-    const std::size_t bytes = (count * sizeof(T) + kAlignment - 1) / kAlignment * kAlignment;
+    const std::size_t bytes = heap_bytes(count);
     // A big heap buffer (a KV cache, a state) starts on a huge-page boundary and asks for huge pages over
     // its whole 2 MiB extents: a decode step streams it once, and with 4 KiB pages the TLB misses of a
-    // 10 MB buffer cost ~20% of a one-thread step. The tail stays on small pages (no waste). It is its own
-    // anonymous mapping, so its zeros cost nothing until written: a cache allocated for far more tokens
-    // than it will hold takes only what is used (as calloc'd numpy zeros do), instead of every page at
-    // once (which, past the machine's memory, got the process killed).
+    // 10 MB buffer cost ~20% of a one-thread step. The tail stays on small pages (no waste).
     const bool huge = bytes >= kHugePage;
-    if (huge && page_map::kAvailable) {
+    // posix_memalign: aligned_alloc wants the size to be a multiple of the alignment.
+    void* memory = nullptr;
+    if (posix_memalign(&memory, huge ? kHugePage : kAlignment, bytes) != 0) throw std::bad_alloc();
+    data_ = static_cast<T*>(memory);
+#if defined(MADV_HUGEPAGE)
+    if (huge) madvise(data_, bytes / kHugePage * kHugePage, MADV_HUGEPAGE);  // advice only: ignore failure
+#endif
+    size_ = count;
+  }
+  // A big zeroed heap buffer (a state, a KV cache) is instead its own anonymous mapping, laid out the same
+  // way, whose zeros cost nothing until written: a cache allocated for far more tokens than it will hold
+  // takes only what is used (as calloc'd numpy zeros do), instead of every page at once (which, past the
+  // machine's memory, got the process killed). Scratch buffers stay on the allocator, which reuses them.
+  void assign_zero(std::size_t count, Placement placement = Placement::kHeap) {
+    if (placement == Placement::kHeap && page_map::kAvailable && count > 0 &&
+        heap_bytes(count) >= kHugePage) {
+      const std::size_t bytes = heap_bytes(count);
+      deallocate();
+      placement_ = placement;
       data_ = static_cast<T*>(page_map::map_zeroed(bytes));
       mapped_bytes_ = bytes;
       size_ = count;
       return;
     }
-    // posix_memalign: aligned_alloc wants the size to be a multiple of the alignment.
-    void* memory = nullptr;
-    if (posix_memalign(&memory, huge ? kHugePage : kAlignment, bytes) != 0) throw std::bad_alloc();
-    data_ = static_cast<T*>(memory);
-    size_ = count;
-  }
-  void assign_zero(std::size_t count, Placement placement = Placement::kHeap) {
-    if (mapped_bytes_ != 0) deallocate();  // a fresh mapping is zero without touching a page
     resize_uninitialized(count, placement);
-    if (count && mapped_bytes_ == 0) std::memset(static_cast<void*>(data_), 0, count * sizeof(T));
+    if (count) std::memset(static_cast<void*>(data_), 0, count * sizeof(T));
   }
   // A copy in the same placement.
   AlignedBuffer clone() const {
@@ -98,6 +106,11 @@ class AlignedBuffer {
   const T& operator[](std::size_t i) const noexcept { return data_[i]; }
 
  private:
+  static std::size_t heap_bytes(std::size_t count) {
+    if (count > (SIZE_MAX - kAlignment) / sizeof(T)) throw std::bad_alloc();
+    return (count * sizeof(T) + kAlignment - 1) / kAlignment * kAlignment;
+  }
+
   void deallocate() noexcept {
     if (placement_ == Placement::kWeightPool)
       weight_pool::release(data_);
