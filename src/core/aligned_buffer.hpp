@@ -77,9 +77,8 @@ class AlignedBuffer {
   // takes only what is used (as calloc'd numpy zeros do), instead of every page at once (which, past the
   // machine's memory, got the process killed). Scratch buffers stay on the allocator, which reuses them.
   void assign_zero(std::size_t count, Placement placement = Placement::kHeap) {
-    if (placement == Placement::kHeap && page_map::kAvailable && count > 0 &&
-        heap_bytes(count) >= kHugePage) {
-      const std::size_t bytes = heap_bytes(count);
+    const std::size_t bytes = placement == Placement::kHeap && count > 0 ? heap_bytes(count) : 0;
+    if (page_map::kAvailable && bytes >= kHugePage) {
       deallocate();
       placement_ = placement;
       data_ = static_cast<T*>(page_map::map_zeroed(bytes));

@@ -16,9 +16,9 @@ std::size_t mapped_length(std::size_t bytes) { return (bytes + kSmallPage - 1) /
 }  // namespace
 
 void* map_zeroed(std::size_t bytes) {
+  if (bytes > SIZE_MAX - kHugePage - kSmallPage) throw std::bad_alloc();  // no address space is that large
   const std::size_t length = mapped_length(bytes);
   // Over-map by one huge page, then trim the head and tail so the mapping starts on a boundary.
-  if (length > SIZE_MAX - kHugePage) throw std::bad_alloc();
   const std::size_t span = length + kHugePage;
   void* raw = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (raw == MAP_FAILED) throw std::bad_alloc();
