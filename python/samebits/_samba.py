@@ -119,7 +119,7 @@ class SambaInference:
             else:
                 extents = (b, c.n_kv_heads, smax, c.head_dim)
                 floats = b * c.n_kv_heads * smax * c.head_dim
-                if floats > 2**61:  # the engine's bound on any state (before a 64-bit product could wrap)
+                if floats > 2**61:  # the engine's own bound, here because extents past int64 cannot reach it
                     shape = " x ".join(str(e) for e in extents)
                     raise ValueError(f"TransformerState: a state of {shape} floats is too large to allocate (more than 2^61)")
                 k, v = native().kv_zeros(extents), native().kv_zeros(extents)

@@ -4,7 +4,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
-#include <new>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -80,25 +80,18 @@ void relayout(FloatArrayInOut& k, FloatArrayInOut& v, std::int64_t blocks, std::
 // numpy's own allocations are not below 4 MiB; a decode step streams the whole cache. Its zeros become
 // resident only where written, so a cache for more tokens than the machine holds costs what it uses.
 nb::ndarray<nb::numpy, float, nb::ndim<1>> kv_zeros(const std::vector<std::int64_t>& extents) {
-  std::int64_t count = 1;
-  for (std::int64_t extent : extents) {
+  for (std::int64_t extent : extents)
     if (extent < 1) throw_value_error("samebits TransformerState: a cache buffer needs at least one float");
-    check_state_floats("TransformerState", {count, extent});
-    count *= extent;
-  }
-  auto* owned = new AlignedBuffer<float>();
-  try {
+  std::int64_t count = 1;
+  auto owned = std::make_unique<AlignedBuffer<float>>();
+  allocate_state_buffers("TransformerState", extents, [&] {
+    for (std::int64_t extent : extents) count *= extent;  // at most 2^61: checked before this runs
     owned->assign_zero(static_cast<std::size_t>(count));
-  } catch (const std::bad_alloc&) {
-    delete owned;
-    throw_state_memory_error("TransformerState", extents);
-  } catch (...) {
-    delete owned;
-    throw;
-  }
-  nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<AlignedBuffer<float>*>(p); });
+  });
+  AlignedBuffer<float>* buffer = owned.release();  // the capsule owns it from here
+  nb::capsule owner(buffer, [](void* p) noexcept { delete static_cast<AlignedBuffer<float>*>(p); });
   const std::size_t shape[1] = {static_cast<std::size_t>(count)};
-  return nb::ndarray<nb::numpy, float, nb::ndim<1>>(owned->data(), 1, shape, owner);
+  return nb::ndarray<nb::numpy, float, nb::ndim<1>>(buffer->data(), 1, shape, owner);
 }
 
 // A flat float32 view of one state buffer; the owner is the state object (reference_internal).

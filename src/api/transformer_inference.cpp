@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <new>
 
 #include "blocks/transformer_cache.hpp"
 #include "core/errors.hpp"
@@ -27,13 +26,10 @@ TransformerState::TransformerState(std::int64_t batch_size, std::int64_t n_kv_he
       head_dim_(head_dim),
       max_tokens_(max_tokens),
       window_(window) {
-  check_state_floats("TransformerState", {batch_size, n_kv_heads, capacity(), head_dim});
-  try {
+  allocate_state_buffers("TransformerState", {batch_size, n_kv_heads, capacity(), head_dim}, [&] {
     k_.assign_zero(static_cast<std::size_t>(cache_floats()));
     v_.assign_zero(static_cast<std::size_t>(cache_floats()));
-  } catch (const std::bad_alloc&) {
-    throw_state_memory_error("TransformerState", {batch_size, n_kv_heads, capacity(), head_dim});
-  }
+  });
   trusted_ = window_ == 0;  // zeros are finite; a ring is scanned every call
 }
 

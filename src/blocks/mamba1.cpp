@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <new>
 #include <utility>
 
 #include "blocks/block_support.hpp"
@@ -59,13 +58,10 @@ std::array<MambaTensor, kMamba1TensorCount> mamba1_tensors(const Mamba1Dims& d) 
 }
 
 Mamba1State::Mamba1State(std::int64_t batch, std::int64_t d_inner) : batch_(batch), d_inner_(d_inner) {
-  check_state_floats("Mamba1State", {batch, d_inner, Mamba1Dims::kConv + Mamba1Dims::kState});
-  try {
+  allocate_state_buffers("Mamba1State", {batch, d_inner, Mamba1Dims::kConv + Mamba1Dims::kState}, [&] {
     conv_window_.assign_zero(static_cast<std::size_t>(conv_window_size()));
     h_.assign_zero(static_cast<std::size_t>(h_size()));
-  } catch (const std::bad_alloc&) {
-    throw_state_memory_error("Mamba1State", {batch, d_inner, Mamba1Dims::kConv + Mamba1Dims::kState});
-  }
+  });
 }
 
 Mamba1State Mamba1State::clone() const {

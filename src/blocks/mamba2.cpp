@@ -8,7 +8,6 @@
 #include <atomic>
 #include <bit>
 #include <cstring>
-#include <new>
 
 #include "blocks/block_support.hpp"
 #include "core/errors.hpp"
@@ -73,20 +72,17 @@ std::array<MambaTensor, kMamba2TensorCount> mamba2_tensors(const Mamba2Dims& d) 
 
 Mamba2State::Mamba2State(std::int64_t batch, const Mamba2Dims& dims)
     : data_(std::make_shared<Mamba2StateData>()) {
+  data_->batch = batch;
+  data_->dims = dims;
   const std::int64_t per_row = dims.conv_dim * Mamba2Dims::kConv +
                                dims.nheads * Mamba2Dims::kHeadDim * Mamba2Dims::kState +
                                Mamba2Dims::kChunk * (dims.conv_dim + dims.nheads);
-  check_state_floats("Mamba2State", {batch, per_row});
-  data_->batch = batch;
-  data_->dims = dims;
-  try {
+  allocate_state_buffers("Mamba2State", {batch, per_row}, [&] {
     data_->conv_window.assign_zero(static_cast<std::size_t>(conv_window_size()));
     data_->h.assign_zero(static_cast<std::size_t>(h_size()));
     data_->buffer_xbc.assign_zero(static_cast<std::size_t>(buffer_xbc_size()));
     data_->buffer_dtraw.assign_zero(static_cast<std::size_t>(buffer_dtraw_size()));
-  } catch (const std::bad_alloc&) {
-    throw_state_memory_error("Mamba2State", {batch, per_row});
-  }
+  });
 }
 
 Mamba2State Mamba2State::clone() const {

@@ -1,7 +1,6 @@
 // Mamba-3 dims, the weight table and the carried state (allocation, clone, Input_States).
 #include <algorithm>
 #include <cstring>
-#include <new>
 
 #include "blocks/mamba3_block.hpp"
 #include "core/errors.hpp"
@@ -59,16 +58,13 @@ Mamba3State::Mamba3State(std::int64_t batch, std::int64_t heads) : batch_(batch)
     for (std::int64_t extent : piece_shape_for(p, 1, 1)) floats *= extent;
     floats_per_head += floats;
   }
-  check_state_floats("Mamba3State", {batch, heads, floats_per_head});
-  try {
+  allocate_state_buffers("Mamba3State", {batch, heads, floats_per_head}, [&] {
     for (int p = 0; p < kPieceCount; ++p) zeros(*buffer_of(p), piece_elements(p));
     const std::int64_t per_head = batch * heads * kChunk;
     zeros(cache_.adt, per_head);
     zeros(cache_.dacs, per_head);
     zeros(cache_.colacc, per_head);
-  } catch (const std::bad_alloc&) {
-    throw_state_memory_error("Mamba3State", {batch, heads, floats_per_head});
-  }
+  });
 }
 
 Mamba3State Mamba3State::clone() const {

@@ -121,11 +121,7 @@ TEST(AlignedBuffer, ABigZeroedBufferIsResidentOnlyWhereWritten) {
   for (std::size_t i : probes) EXPECT_EQ(buffer[i], 0.0f) << i;
 }
 
-#if defined(SAMEBITS_SANITIZER_BUILD) || defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kPoolOnHeap = true;  // the sanitizer must see every access: blocks come from the heap
-#else
-constexpr bool kPoolOnHeap = false;
-#endif
+constexpr bool kPoolOnHeap = !page_map::kAvailable;  // sanitizer builds: every block from the heap
 
 TEST(WeightPool, BlocksLieSideBySideInOneHugePageChunk) {
   const std::size_t chunks_before = weight_pool::chunk_count();

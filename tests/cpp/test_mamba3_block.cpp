@@ -66,6 +66,18 @@ void decode_step(const Mamba3Block& block, const std::vector<float>& x, std::int
     block.forward(column.data(), B, 1, state, y.data(), nullptr, "mamba3_forward");
 }
 
+// Decodes token t on a clone of `state` through the twin, then on `state` itself through the fast path;
+// true when the two outputs agree bit for bit.
+bool step_matches_twin(const Mamba3Block& block, const std::vector<float>& x, std::int64_t B, std::int64_t T,
+                       std::int64_t t, Mamba3State& state) {
+  const std::int64_t d = block.dims().d_model;
+  std::vector<float> y(static_cast<std::size_t>(B * d)), want(y.size());
+  Mamba3State twin = state.clone();
+  decode_step(block, x, B, T, t, twin, want, true);
+  decode_step(block, x, B, T, t, state, y, false);
+  return same_bits(y, want);
+}
+
 struct SequenceRun {
   std::vector<float> y;  // (B, T, d)
   Mamba3State state;
@@ -526,7 +538,7 @@ TEST(Mamba3Trust, ACallWritesOnlyTheSpansItDeclares) {
 TEST(Mamba3Trust, AnEditOfHReachesTheNextDecodeStep) {
   const Mamba3Block block(random_weights(32, 48));
   const auto x = random_x(1, 80, 32, 49);
-  std::vector<float> y(32), want(32);
+  std::vector<float> y(32);
   Mamba3State state = block.allocate_state(1);
   auto step = [&](std::int64_t t, Mamba3State& s, std::vector<float>& out, bool twin) {
     decode_step(block, x, 1, 80, t, s, out, twin);
@@ -537,24 +549,14 @@ TEST(Mamba3Trust, AnEditOfHReachesTheNextDecodeStep) {
   float* h = state.h();
   h[5 * 128 + 7] = 0.75f;  // used right away
   state.forget_handouts();
-  Mamba3State twin = state.clone();
-  step(67, state, y, false);
-  step(67, twin, want, true);
-  EXPECT_TRUE(same_bits(y, want));
+  EXPECT_TRUE(step_matches_twin(block, x, 1, 80, 67, state));
   float* held = state.h();  // a pointer held across a call, written after it, then forgotten
   step(68, state, y, false);
   held[9 * 128 + 100] = -1.5f;
   state.forget_handouts();
-  twin = state.clone();
-  step(69, state, y, false);
-  step(69, twin, want, true);
-  EXPECT_TRUE(same_bits(y, want));
-  for (std::int64_t t = 70; t < 73; ++t) {  // and trusted again afterwards
-    twin = state.clone();
-    step(t, state, y, false);
-    step(t, twin, want, true);
-    EXPECT_TRUE(same_bits(y, want)) << t;
-  }
+  EXPECT_TRUE(step_matches_twin(block, x, 1, 80, 69, state));
+  for (std::int64_t t = 70; t < 73; ++t)  // and trusted again afterwards
+    EXPECT_TRUE(step_matches_twin(block, x, 1, 80, t, state)) << t;
   EXPECT_TRUE(state.trusted());
 }
 
@@ -565,7 +567,7 @@ TEST(Mamba3Trust, TheKeysCopyFollowsTheBufferAndOutsideEdits) {
   const Mamba3Block block(random_weights(32, 50));
   const std::int64_t B = 2;
   const auto x = random_x(B, 140, 32, 51);
-  std::vector<float> y(B * 32), want(B * 32);
+  std::vector<float> y(B * 32);
   Mamba3State state = block.allocate_state(B);
   auto step = [&](std::int64_t t, Mamba3State& s, std::vector<float>& out, bool twin) {
     decode_step(block, x, B, 140, t, s, out, twin);
@@ -592,23 +594,14 @@ TEST(Mamba3Trust, TheKeysCopyFollowsTheBufferAndOutsideEdits) {
   float* keys = state.buffer_krot();
   keys[(2 * state.heads() + 1) * 128 + 7] = 0.75f;  // slot 2, head 1 of row 0: used right away
   state.forget_handouts();
-  Mamba3State twin = state.clone();
-  step(70, state, y, false);
-  step(70, twin, want, true);
-  EXPECT_TRUE(same_bits(y, want));
+  EXPECT_TRUE(step_matches_twin(block, x, B, 140, 70, state));
   float* held = state.buffer_krot();  // a pointer held across a call, written after it, then forgotten
   step(71, state, y, false);
   held[((64 + 4) * state.heads() + 0) * 128 + 100] = -1.5f;  // slot 4, head 0 of row 1
   state.forget_handouts();
-  twin = state.clone();
-  step(72, state, y, false);
-  step(72, twin, want, true);
-  EXPECT_TRUE(same_bits(y, want));
+  EXPECT_TRUE(step_matches_twin(block, x, B, 140, 72, state));
   for (std::int64_t t = 73; t < 76; ++t) {  // and kept again afterwards
-    twin = state.clone();
-    step(t, state, y, false);
-    step(t, twin, want, true);
-    EXPECT_TRUE(same_bits(y, want)) << t;
+    EXPECT_TRUE(step_matches_twin(block, x, B, 140, t, state)) << t;
     EXPECT_TRUE(copy_matches(state)) << t;
   }
   EXPECT_TRUE(state.trusted());
@@ -620,10 +613,7 @@ TEST(Mamba3Trust, TheKeysCopyFollowsTheBufferAndOutsideEdits) {
   raised.forget_handouts();
   step(66, raised, y, false);   // rebuilds the copy for slots [0, 3) only
   raised.buffered_tokens = 40;  // slots 3..39 now count, slot 38 edited
-  twin = raised.clone();
-  step(67, raised, y, false);
-  step(67, twin, want, true);
-  EXPECT_TRUE(same_bits(y, want));
+  EXPECT_TRUE(step_matches_twin(block, x, B, 140, 67, raised));
 }
 
 }  // namespace
