@@ -95,8 +95,9 @@ Mamba2State Mamba2State::clone() const {
   copy->buffer_dtraw = data_->buffer_dtraw.clone();
   copy->buffered_tokens = data_->buffered_tokens;
   copy->open = data_->open;  // derived rows of identical buffers stay valid
-  copy->open.h_t_generation =
-      data_->open.h_t_generation == data_->generation ? copy->generation : Mamba2OpenChunkRows::kNoGeneration;
+  copy->open.kept_generation = data_->open.kept_generation == data_->generation
+                                   ? copy->generation
+                                   : Mamba2OpenChunkRows::kNoGeneration;
   copy->trusted = trusted();  // the same bits; nobody holds a pointer into the copy
   return Mamba2State(std::move(copy));
 }
@@ -283,7 +284,8 @@ namespace {
 
 // Makes data.open describe the buffered rows for this block: kept when it was derived from exactly the
 // buffered raw dt rows by this block, rebuilt from the buffer otherwise (a foreign or edited state).
-void ensure_open_rows(Mamba2StateData& data, std::uint64_t owner, const float* A, const float* dt_bias,
+// Returns whether the rows were kept.
+bool ensure_open_rows(Mamba2StateData& data, std::uint64_t owner, const float* A, const float* dt_bias,
                       float lo, float hi) {
   const std::int64_t B = data.batch, H = data.dims.nheads, q0 = data.buffered_tokens;
   Mamba2OpenChunkRows& open = data.open;
@@ -293,7 +295,7 @@ void ensure_open_rows(Mamba2StateData& data, std::uint64_t owner, const float* A
   for (std::int64_t b = 0; valid && b < B; ++b)
     valid = std::memcmp(open.dtraw.data() + b * Q * H, data.buffer_dtraw.data() + b * Q * H,
                         static_cast<std::size_t>(q0 * H) * sizeof(float)) == 0;
-  if (valid) return;
+  if (valid) return true;
   open.dt.assign(per_head, 0.0f);
   open.dA.assign(per_head, 0.0f);
   open.dacs.assign(per_head, 0.0f);
@@ -321,13 +323,13 @@ void ensure_open_rows(Mamba2StateData& data, std::uint64_t owner, const float* A
   }
   open.owner = owner;
   open.rows = q0;
+  return false;
 }
 
 // Per-thread scratch of one head's chunk work.
 struct HeadScratch {
-  std::vector<float> xd, mm, ydiag, ch, sc;
+  std::vector<float> mm, ydiag, ch, sc;
   void size_for(std::int64_t rows) {
-    xd.resize(static_cast<std::size_t>(Q * P));
     mm.resize(static_cast<std::size_t>(rows * Q));
     ydiag.resize(static_cast<std::size_t>(rows * P));
     ch.resize(static_cast<std::size_t>(rows * P));
@@ -343,19 +345,31 @@ void transpose_heads(const float* h, float* h_t, std::int64_t begin, std::int64_
 
 }  // namespace
 
-void Mamba2Block::ssd_fast(Mamba2StateData& data, bool h_t_kept, std::int64_t length, const float* xbc_new,
+void Mamba2Block::ssd_fast(Mamba2StateData& data, bool copies_kept, std::int64_t length, const float* xbc_new,
                            const float* dtraw_new, std::int64_t dtraw_stride, float* y_ssd) const {
   const std::int64_t B = data.batch, H = dims_.nheads, cd = dims_.conv_dim, di = dims_.d_inner;
   const std::int64_t q0 = data.buffered_tokens;
   const std::int64_t T = q0 + length;
   const std::int64_t chunks = std::max<std::int64_t>(1, (T + Q - 1) / Q);
   const float* dt_bias = weights_[kM2DtBias].data();
-  ensure_open_rows(data, id_, A_.data(), dt_bias, dt_lo_, dt_hi_);
+  const bool rows_kept = ensure_open_rows(data, id_, A_.data(), dt_bias, dt_lo_, dt_hi_);
   Mamba2OpenChunkRows& open = data.open;
-  if (!h_t_kept || open.h_t.size() != data.h.size()) {
+  if (!copies_kept || open.h_t.size() != data.h.size()) {
     open.h_t.resize(data.h.size());
     parallel_for(B * H, [&](std::int64_t begin, std::int64_t end) {
       transpose_heads(data.h.data(), open.h_t.data(), begin, end);
+    });
+  }
+  const std::size_t xd_size = static_cast<std::size_t>(B * H * Q * P);
+  if (!copies_kept || !rows_kept || open.xd.size() != xd_size) {
+    open.xd.resize(xd_size);
+    parallel_for(B * H, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t task = begin; task < end; ++task) {
+        const std::int64_t b = task / H, h = task % H;
+        for (std::int64_t i = 0; i < q0; ++i)
+          ssd::scale(data.buffer_xbc.data() + (b * Q + i) * cd + h * P, open.dt[task * Q + i],
+                     open.xd.data() + (task * Q + i) * P, P);
+      }
     });
   }
 
@@ -427,16 +441,13 @@ void Mamba2Block::ssd_fast(Mamba2StateData& data, bool h_t_kept, std::int64_t le
               dA[i] = F(MUL(dtv, Ah));
               dacs[i] = i == 0 ? F(dA[0]) : F(dacs[i - 1] + dA[i]);
             }
-            // Xd for every real row (padded rows +0.0), formed only for the packed GEMMs and a completed
-            // chunk's pass; a few rows of an open chunk read the x rows where they lie, each times its dt.
+            // Xd of the new rows joins the kept rows; the packed GEMMs and a completed chunk's pass read
+            // all Q rows, so those pad with +0.0 rows (rows no kept row lies in yet).
             const bool few = rows <= kFewRows;
-            const bool form_xd = !few || real == Q;
-            const float* x_rows[Q];
-            for (std::int64_t i = 0; i < real; ++i) x_rows[i] = row_of(b, c0 + i) + h * P;
-            if (form_xd) {
-              for (std::int64_t i = 0; i < real; ++i) ssd::scale(x_rows[i], dt[i], s.xd.data() + i * P, P);
-              std::fill(s.xd.begin() + real * P, s.xd.end(), 0.0f);
-            }
+            float* xd = open.xd.data() + task * Q * P;
+            for (std::int64_t i = first; i < real; ++i)
+              ssd::scale(row_of(b, c0 + i) + h * P, dt[i], xd + i * P, P);
+            if (!few) std::fill(xd + real * P, xd + Q * P, 0.0f);
             // Segment sums and M = G o L for the output rows, extending the kept column frontier.
             const float* gb = g.data() + b * rows * real;
             for (std::int64_t r = 0; r < rows; ++r)
@@ -447,15 +458,11 @@ void Mamba2Block::ssd_fast(Mamba2StateData& data, bool h_t_kept, std::int64_t le
             const float* cb = cc.data() + b * rows * N;
             if (few) {
               for (std::int64_t r = 0; r < rows; ++r) {
-                if (form_xd)
-                  ssd::row_gemm_nn(s.mm.data() + r * Q, s.xd.data(), P, P, Q, s.ydiag.data() + r * P);
-                else
-                  ssd::row_gemm_nn_scaled(s.mm.data() + r * Q, x_rows, dt, real, P, Q,
-                                          s.ydiag.data() + r * P);
+                ssd::row_gemm_nn_rows(s.mm.data() + r * Q, xd, P, real, P, Q, s.ydiag.data() + r * P);
                 ssd::row_gemm_nn(cb + r * N, h_prev_t, P, P, N, s.ch.data() + r * P);
               }
             } else {
-              gemm::gemm_packed({s.mm.data(), Q, 1}, rows, gemm::PackedRhs::from_row_major(s.xd.data(), Q, P),
+              gemm::gemm_packed({s.mm.data(), Q, 1}, rows, gemm::PackedRhs::from_row_major(xd, Q, P),
                                 s.ydiag.data());
               gemm::gemm_packed({cb, N, 1}, rows, gemm::PackedRhs::from_transposed(h_prev, P, N),
                                 s.ch.data());
@@ -472,7 +479,7 @@ void Mamba2Block::ssd_fast(Mamba2StateData& data, bool h_t_kept, std::int64_t le
             }
             // A completed chunk moves the boundary: h = F(FMA(F(expf(dl)), h, B_decay^T Xd)).
             if (real == Q) {
-              chunk_pass_head(s.xd.data(), bc.data() + b * Q * N, N, Q, dacs, h_prev, h_prev);
+              chunk_pass_head(xd, bc.data() + b * Q * N, N, Q, dacs, h_prev, h_prev);
               transpose_heads(data.h.data(), open.h_t.data(), task, task + 1);
             }
           }
@@ -511,7 +518,7 @@ std::shared_ptr<Mamba2Report> Mamba2Block::forward(const float* x, std::int64_t 
   // Every array is finite here (trusted, or just scanned); the call's own writes are checked at its end,
   // and until then (an exception mid-call included) the state is not trusted.
   const std::vector<Mamba2State::Span> written = state.spans_written_by(length);
-  const bool h_t_kept = state.trusted() && data.open.h_t_generation == data.generation;
+  const bool copies_kept = state.trusted() && data.open.kept_generation == data.generation;
   data.trusted = false;
 
   std::vector<float> normed(static_cast<std::size_t>(M * dm));
@@ -523,7 +530,7 @@ std::shared_ptr<Mamba2Report> Mamba2Block::forward(const float* x, std::int64_t 
 
   std::vector<float> gated(
       static_cast<std::size_t>(M * di));  // the SSD output y, then the gate, then the norm
-  ssd_fast(data, h_t_kept, length, xbc.data(), proj.data() + di + cd, dip, gated.data());
+  ssd_fast(data, copies_kept, length, xbc.data(), proj.data() + di + cd, dip, gated.data());
 
   // skip = F(y + F(MUL(F(x), F(D[h])))); g = F(MUL(F(skip), F(silu(F(z))))).
   const float* D = weights_[kM2D].data();
@@ -554,7 +561,7 @@ std::shared_ptr<Mamba2Report> Mamba2Block::forward(const float* x, std::int64_t 
 
   data.trusted = spans_finite(written) && !data.exposed;
   ++data.generation;
-  data.open.h_t_generation = data.generation;  // ssd_fast kept h_t equal to h^T
+  data.open.kept_generation = data.generation;  // ssd_fast kept h_t and xd equal to what they copy
   auto report = std::make_shared<Mamba2Report>(state.data(), A_, weights_[kM2DtBias], dt_lo_, dt_hi_);
   data.pending_report = report;
   return report;

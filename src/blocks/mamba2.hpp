@@ -62,11 +62,16 @@ struct Mamba2OpenChunkRows {
   std::vector<float> dA;        // [B][H][256]  F(MUL(F(dt), F(A)))
   std::vector<float> dacs;      // [B][H][256]  running cumulative dA
   std::vector<float> frontier;  // [B][H][256]  acc_j of every segment-sum column j < rows - 1
-  // [B][H][128][64] each head's h transposed, so a decode row's C h^T cells read rows, not columns. It
-  // equals h^T while h_t_generation is the state's generation and the state is trusted (nobody outside
-  // the engine can have written h since the fast path last kept the two together).
+  // Copies laid out for a decode row's reads, kept while kept_generation is the state's generation and
+  // the state is trusted (nobody outside the engine can have written h or the buffer since the fast path
+  // last kept them together):
+  // [B][H][128][64] each head's h transposed, so the row's C h^T cells read rows, not columns;
+  // [B][H][256][64] each head's discretized rows Xd = F(MUL(F(x), dt)) of the open chunk, so its Ydiag
+  // cells stream one head's rows instead of picking 64 floats out of every buffered row. The Xd rows also
+  // need `owner`'s dt: they are rebuilt with the rows above.
   std::vector<float> h_t;
-  std::uint64_t h_t_generation = kNoGeneration;
+  std::vector<float> xd;
+  std::uint64_t kept_generation = kNoGeneration;
   static constexpr std::uint64_t kNoGeneration = ~std::uint64_t{0};
 };
 
@@ -198,8 +203,8 @@ class Mamba2Block {
  private:
   void refuse_inputs(const float* x, std::int64_t count, const Mamba2State& state,
                      const std::string& entry) const;
-  // h_t_kept: data.open.h_t already equals h^T (otherwise it is rebuilt first).
-  void ssd_fast(Mamba2StateData& data, bool h_t_kept, std::int64_t length, const float* xbc_new,
+  // copies_kept: data.open.h_t and data.open.xd may be current (see Mamba2OpenChunkRows).
+  void ssd_fast(Mamba2StateData& data, bool copies_kept, std::int64_t length, const float* xbc_new,
                 const float* dtraw_new, std::int64_t dtraw_stride, float* y_ssd) const;
 
   Mamba2Dims dims_;

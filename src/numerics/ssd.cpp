@@ -70,29 +70,24 @@ void row_gemm_nt(const float* a, const float* b, std::int64_t ldb, std::int64_t 
 
 void row_gemm_nn(const float* a, const float* b, std::int64_t ldb, std::int64_t n, std::int64_t k,
                  float* out) {
-  std::int64_t done = 0;
-  if (const detail::SsdKernels* kernels = active_kernels()) done = kernels->row_gemm_nn(a, b, ldb, n, k, out);
-  if (done < n) row_gemm_nn_reference(a, b + done, ldb, n - done, k, out + done);
+  row_gemm_nn_rows(a, b, ldb, k, n, k, out);  // every row real
 }
 
-void row_gemm_nn_scaled_reference(const float* a, const float* const* rows, const float* scales,
-                                  std::int64_t real, std::int64_t n, std::int64_t k, float* out) {
-  // The literal route: form Xd (scale_reference per row, zero padding), then the plain row GEMM.
-  std::vector<float> xd(static_cast<std::size_t>(k * n), 0.0f);
-  for (std::int64_t p = 0; p < real; ++p) scale_reference(rows[p], scales[p], xd.data() + p * n, n);
-  row_gemm_nn_reference(a, xd.data(), n, n, k, out);
+void row_gemm_nn_rows_reference(const float* a, const float* b, std::int64_t ldb, std::int64_t real,
+                                std::int64_t n, std::int64_t k, float* out) {
+  // The literal route: the real rows, zero padding to k rows, then the plain row GEMM.
+  std::vector<float> padded(static_cast<std::size_t>(k * n), 0.0f);
+  for (std::int64_t p = 0; p < real; ++p)
+    for (std::int64_t j = 0; j < n; ++j) padded[p * n + j] = b[p * ldb + j];
+  row_gemm_nn_reference(a, padded.data(), n, n, k, out);
 }
 
-void row_gemm_nn_scaled(const float* a, const float* const* rows, const float* scales, std::int64_t real,
-                        std::int64_t n, std::int64_t k, float* out) {
+void row_gemm_nn_rows(const float* a, const float* b, std::int64_t ldb, std::int64_t real, std::int64_t n,
+                      std::int64_t k, float* out) {
   std::int64_t done = 0;
   if (const detail::SsdKernels* kernels = active_kernels())
-    done = kernels->row_gemm_nn_scaled(a, rows, scales, real, n, k, out);
-  if (done < n) {
-    std::vector<const float*> rest(static_cast<std::size_t>(real));
-    for (std::int64_t p = 0; p < real; ++p) rest[static_cast<std::size_t>(p)] = rows[p] + done;
-    row_gemm_nn_scaled_reference(a, rest.data(), scales, real, n - done, k, out + done);
-  }
+    done = kernels->row_gemm_nn_rows(a, b, ldb, real, n, k, out);
+  if (done < n) row_gemm_nn_rows_reference(a, b + done, ldb, real, n - done, k, out + done);
 }
 
 namespace {
@@ -105,13 +100,14 @@ void segsum_prefix_scalar(float* frontier, std::int64_t from, std::int64_t count
   }
 }
 
-// Column i - 1 (a fresh running sum), the diagonal and the structural zeros.
-void segsum_finish(float* frontier, std::int64_t i, float dA_i, const float* g, float* mm,
-                   std::int64_t width) {
-  if (i >= 1) {
-    frontier[i - 1] = F(0.0f + dA_i);
-    mm[i - 1] = F(MUL(F(g[i - 1]), F(F(prim::expf(frontier[i - 1])))));
-  }
+// Column i - 1: a fresh running sum.
+void segsum_fresh_column(float* frontier, std::int64_t i, float dA_i, const float* g, float* mm) {
+  frontier[i - 1] = F(0.0f + dA_i);
+  mm[i - 1] = F(MUL(F(g[i - 1]), F(F(prim::expf(frontier[i - 1])))));
+}
+
+// The diagonal and the structural zeros.
+void segsum_diagonal(std::int64_t i, const float* g, float* mm, std::int64_t width) {
   static const float diagonal = F(F(prim::expf(0.0f)));  // Lseg[i][i] = expf(+0.0), one value for every row
   mm[i] = F(MUL(F(g[i]), diagonal));
   for (std::int64_t j = i + 1; j < width; ++j) mm[j] = 0.0f;
@@ -121,17 +117,21 @@ void segsum_finish(float* frontier, std::int64_t i, float dA_i, const float* g, 
 void segsum_row_reference(float* frontier, std::int64_t i, float dA_i, const float* g, float* mm,
                           std::int64_t width) {
   segsum_prefix_scalar(frontier, 0, i - 1, dA_i, g, mm);
-  segsum_finish(frontier, i, dA_i, g, mm, width);
+  if (i >= 1) segsum_fresh_column(frontier, i, dA_i, g, mm);
+  segsum_diagonal(i, g, mm, width);
 }
 
 void segsum_row(float* frontier, std::int64_t i, float dA_i, const float* g, float* mm, std::int64_t width) {
-  std::int64_t done = 0;
-  if (i >= 2) {
+  if (i >= 1) {
+    // The fresh column's F(+0.0 + dA_i) is the prefix's own step on a +0.0 frontier, so it joins the
+    // vectorized columns.
+    frontier[i - 1] = 0.0f;
+    std::int64_t done = 0;
     if (const detail::SsdKernels* kernels = active_kernels())
-      done = kernels->segsum_prefix(frontier, i - 1, dA_i, g, mm);
+      done = kernels->segsum_prefix(frontier, i, dA_i, g, mm);
+    segsum_prefix_scalar(frontier, done, i, dA_i, g, mm);
   }
-  segsum_prefix_scalar(frontier, done, i - 1, dA_i, g, mm);
-  segsum_finish(frontier, i, dA_i, g, mm, width);
+  segsum_diagonal(i, g, mm, width);
 }
 
 void chunk_pass_reference(float scale, const float* h, const float* c, float* out, std::int64_t n) {

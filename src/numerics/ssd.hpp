@@ -20,13 +20,13 @@ void row_gemm_nn_reference(const float* a, const float* b, std::int64_t ldb, std
 void row_gemm_nn(const float* a, const float* b, std::int64_t ldb, std::int64_t n, std::int64_t k,
                  float* out);
 
-// row_gemm_nn against the discretized rows without forming them: B_eff[p][j] = F(MUL(F(rows[p][j]),
-// scales[p])) for p < real (scale_reference's cells) and +0.0 for real <= p < k (the chunk's padding).
-// A decode step's Ydiag row reads the open chunk's x rows where they lie, each with its own dt.
-void row_gemm_nn_scaled_reference(const float* a, const float* const* rows, const float* scales,
-                                  std::int64_t real, std::int64_t n, std::int64_t k, float* out);
-void row_gemm_nn_scaled(const float* a, const float* const* rows, const float* scales, std::int64_t real,
-                        std::int64_t n, std::int64_t k, float* out);
+// row_gemm_nn over the first `real` rows of B: B_eff[p][j] = b[p * ldb + j] for p < real and +0.0 for
+// real <= p < k (the chunk's padding, never read). A decode step's Ydiag row reads only the open chunk's
+// kept Xd rows.
+void row_gemm_nn_rows_reference(const float* a, const float* b, std::int64_t ldb, std::int64_t real,
+                                std::int64_t n, std::int64_t k, float* out);
+void row_gemm_nn_rows(const float* a, const float* b, std::int64_t ldb, std::int64_t real, std::int64_t n,
+                      std::int64_t k, float* out);
 
 // Row i >= 1 of the segment sums and of M = G o L for one head. `frontier` holds acc_j for j < i - 1
 // (each column j's running sum through row i - 1) and is extended in place to j < i:
@@ -47,17 +47,16 @@ void scale(const float* x, float scale, float* out, std::int64_t n);
 
 namespace detail {
 // Per-target kernels; each returns the first output index it did not handle (the caller finishes the
-// tail with the twin). segsum handles the j < i - 1 part only.
+// tail with the twin). segsum_prefix steps the columns j < count (segsum_row hands it the fresh column
+// too, its frontier set to +0.0).
 struct SsdKernels {
   std::int64_t (*row_gemm_nt)(const float* a, const float* b, std::int64_t ldb, std::int64_t n,
                               std::int64_t k, float* out);
-  std::int64_t (*row_gemm_nn)(const float* a, const float* b, std::int64_t ldb, std::int64_t n,
-                              std::int64_t k, float* out);
+  std::int64_t (*row_gemm_nn_rows)(const float* a, const float* b, std::int64_t ldb, std::int64_t real,
+                                   std::int64_t n, std::int64_t k, float* out);
   std::int64_t (*segsum_prefix)(float* frontier, std::int64_t count, float dA_i, const float* g, float* mm);
   std::int64_t (*chunk_pass)(float scale, const float* h, const float* c, float* out, std::int64_t n);
   std::int64_t (*scale)(const float* x, float scale, float* out, std::int64_t n);
-  std::int64_t (*row_gemm_nn_scaled)(const float* a, const float* const* rows, const float* scales,
-                                     std::int64_t real, std::int64_t n, std::int64_t k, float* out);
 };
 const SsdKernels* ssd_kernels_avx2();
 const SsdKernels* ssd_kernels_avx512();

@@ -1,3 +1,5 @@
+
+
 // SIMD kernels of the SSD decode pieces, shared by the AVX2 and AVX-512 TUs.
 //
 // Include only inside a TU-unique (anonymous) namespace, after "numerics/vector_math_impl.hpp" (which
@@ -51,59 +53,79 @@ using samebits::mxcsr::run_exact;
 // step) when a skipped a[p] is not finite.
 inline bool zero_tail(const float* a, std::int64_t k, std::int64_t stop, std::int64_t leaf, int leaves,
                       bool* lifts) {
-  for (int t = 0; t < leaves; ++t) lifts[t] = false;
-  for (std::int64_t p = stop; p < k; ++p) {
-    const std::uint32_t bits = samebits::fp::bits(a[p]);
-    if ((bits & 0x7F800000u) == 0x7F800000u) return false;
-    if ((bits & samebits::fp::kSignMask) == 0) lifts[p / leaf] = true;
+  for (int t = 0; t < leaves; ++t) {
+    const std::int64_t leaf_end = k < (t + 1) * leaf ? k : (t + 1) * leaf;
+    bool lift = false, non_finite = false;
+    for (std::int64_t p = stop > t * leaf ? stop : t * leaf; p < leaf_end; ++p) {
+      const std::uint32_t bits = samebits::fp::bits(a[p]);
+      non_finite |= (bits & 0x7F800000u) == 0x7F800000u;
+      lift |= (bits & samebits::fp::kSignMask) == 0;
+    }
+    if (non_finite) return false;
+    lifts[t] = lift;
   }
   return true;
 }
 
-// NN cells: lane group g of row p of B_eff comes from b_lanes(p, g) (columns j0 + g * lanes ..), each chain
-// serial in ascending p. Groups G cover columns j0 .. j0 + G * lanes. Steps from `stop` on are skipped
-// as zero_tail describes (stop == k: none).
-template <int G, bool kFlush, typename BLanes>
-void nn_cells_of(const float* a, std::int64_t k, std::int64_t stop, const bool* lifts, std::int64_t leaf,
-                 int leaves, std::int64_t j0, float* out, const BLanes& b_lanes) {
-  V parts[G][kMaxLeaves];
-  for (int t = 0; t < leaves; ++t) {
-    V acc[G];
-    for (int g = 0; g < G; ++g) acc[g] = Isa::zero();
-    const std::int64_t end = k < (t + 1) * leaf ? k : (t + 1) * leaf;
-    const std::int64_t run_end = end < stop ? end : stop;
-    for (std::int64_t p = t * leaf; p < run_end; ++p) {
-      const V ap = Isa::set1(samebits::fp::F(a[p]));
-      for (int g = 0; g < G; ++g) acc[g] = chain<kFlush>(Isa::fma(ap, b_lanes(p, g), acc[g]));
+// NN cells over the first `real` rows of B: lane group g of row p of B_eff is b[p * ldb + j0 + g * lanes ..]
+// for p < real and +0.0 past it (never read), each chain serial in ascending p. Groups G cover columns
+// j0 .. j0 + G * lanes. Steps from `stop` on are skipped as zero_tail describes (stop == k: none).
+template <int G, bool kFlush>
+void nn_rows_cells(const float* a, const float* b, std::int64_t ldb, std::int64_t real, std::int64_t k,
+                   std::int64_t stop, const bool* lifts, std::int64_t leaf, int leaves, std::int64_t j0,
+                   float* out) {
+  const float* const cols = b + j0;
+  // One step of a leaf's chains at row p.
+  auto step = [a, cols, ldb, real](V(&acc)[G], std::int64_t p) {
+    const V ap = Isa::set1(samebits::fp::F(a[p]));
+    if (p < real) {
+      const float* row = cols + p * ldb;
+      for (int g = 0; g < G; ++g)
+        acc[g] = chain<kFlush>(Isa::fma(ap, chain<kFlush>(Isa::load(row + g * Isa::kLanes)), acc[g]));
+    } else {
+      for (int g = 0; g < G; ++g) acc[g] = chain<kFlush>(Isa::fma(ap, Isa::zero(), acc[g]));
     }
-    if (run_end < end && lifts[t])
+  };
+  // Where leaf t's steps end: its last row, or `stop`.
+  auto run_end = [&](int t) {
+    const std::int64_t end = k < (t + 1) * leaf ? k : (t + 1) * leaf;
+    const std::int64_t to = end < stop ? end : stop;
+    return to > t * leaf ? to : t * leaf;
+  };
+  V parts[G][kMaxLeaves];
+  // Leaf t's partials: its steps, then the skipped zero rows' one lift (zero_tail).
+  auto finish = [&](V(&acc)[G], int t, std::int64_t ran_to) {
+    const std::int64_t end = k < (t + 1) * leaf ? k : (t + 1) * leaf;
+    if (ran_to < end && lifts[t])
       for (int g = 0; g < G; ++g) acc[g] = Isa::add(acc[g], Isa::zero());
     for (int g = 0; g < G; ++g) parts[g][t] = flushed(acc[g]);
+  };
+  // Two leaves at a time: their chains are independent, so running them side by side keeps twice as many
+  // chains in flight; each chain still takes its own steps in ascending p.
+  int t = 0;
+  for (; t + 2 <= leaves; t += 2) {
+    V first[G], second[G];
+    for (int g = 0; g < G; ++g) first[g] = second[g] = Isa::zero();
+    const std::int64_t b0 = t * leaf, b1 = (t + 1) * leaf;
+    const std::int64_t e0 = run_end(t), e1 = run_end(t + 1);
+    // A later leaf never runs more steps than an earlier one (only the last leaf and `stop` cut them).
+    const std::int64_t both = e1 - b1;
+    for (std::int64_t i = 0; i < both; ++i) {
+      step(first, b0 + i);
+      step(second, b1 + i);
+    }
+    for (std::int64_t p = b0 + both; p < e0; ++p) step(first, p);
+    finish(first, t, e0);
+    finish(second, t + 1, e1);
+  }
+  if (t < leaves) {
+    V last[G];
+    for (int g = 0; g < G; ++g) last[g] = Isa::zero();
+    const std::int64_t e = run_end(t);
+    for (std::int64_t p = t * leaf; p < e; ++p) step(last, p);
+    finish(last, t, e);
   }
   for (int g = 0; g < G; ++g) Isa::store(out + j0 + g * Isa::kLanes, fold_lanes(parts[g], leaves));
-}
-
-// B_eff[p][j] = b[p * ldb + j], contiguous in j.
-template <int G, bool kFlush>
-void nn_cells(const float* a, const float* b, std::int64_t ldb, std::int64_t k, std::int64_t leaf, int leaves,
-              std::int64_t j0, float* out) {
-  nn_cells_of<G, kFlush>(a, k, k, nullptr, leaf, leaves, j0, out, [&](std::int64_t p, int g) {
-    return chain<kFlush>(Isa::load(b + p * ldb + j0 + g * Isa::kLanes));
-  });
-}
-
-// Discretized rows: B_eff[p][j] = F(MUL(F(rows[p][j]), scales[p])) for p < real, +0.0 past it; the product
-// is formed in the lane exactly as scale_lanes forms it. The padding steps are skipped where zero_tail
-// allows.
-template <int G, bool kFlush>
-void nn_scaled_cells(const float* a, const float* const* rows, const float* scales, std::int64_t real,
-                     std::int64_t k, std::int64_t stop, const bool* lifts, std::int64_t leaf, int leaves,
-                     std::int64_t j0, float* out) {
-  nn_cells_of<G, kFlush>(a, k, stop, lifts, leaf, leaves, j0, out, [&](std::int64_t p, int g) {
-    if (p >= real) return Isa::zero();
-    return chain<kFlush>(
-        Isa::mul(chain<kFlush>(Isa::load(rows[p] + j0 + g * Isa::kLanes)), Isa::set1(scales[p])));
-  });
 }
 
 // Calls run.template operator()<G>(j0) over the whole lane groups of n columns, kGroups at a time, then
@@ -129,8 +151,8 @@ std::int64_t lane_groups(std::int64_t n, const Run& run) {
   return groups * Isa::kLanes;
 }
 
-std::int64_t row_gemm_nn_scaled_lanes(const float* a, const float* const* rows, const float* scales,
-                                      std::int64_t real, std::int64_t n, std::int64_t k, float* out) {
+std::int64_t row_gemm_nn_rows_lanes(const float* a, const float* b, std::int64_t ldb, std::int64_t real,
+                                    std::int64_t n, std::int64_t k, float* out) {
   std::int64_t leaf = 0;
   int leaves = 0;
   if (!leaves_fit(k, leaf, leaves)) return 0;
@@ -139,7 +161,7 @@ std::int64_t row_gemm_nn_scaled_lanes(const float* a, const float* const* rows, 
   std::int64_t done = 0;
   run_exact([&]<bool kFlush>() {
     done = lane_groups(n, [&]<int G>(std::int64_t j0) {
-      nn_scaled_cells<G, kFlush>(a, rows, scales, real, k, stop, lifts, leaf, leaves, j0, out);
+      nn_rows_cells<G, kFlush>(a, b, ldb, real, k, stop, lifts, leaf, leaves, j0, out);
     });
   });
   return done;
@@ -209,19 +231,6 @@ std::int64_t row_gemm_nt_lanes(const float* a, const float* b, std::int64_t ldb,
   return done;
 }
 
-std::int64_t row_gemm_nn_lanes(const float* a, const float* b, std::int64_t ldb, std::int64_t n,
-                               std::int64_t k, float* out) {
-  std::int64_t leaf = 0;
-  int leaves = 0;
-  if (!leaves_fit(k, leaf, leaves)) return 0;
-  std::int64_t done = 0;
-  run_exact([&]<bool kFlush>() {
-    done = lane_groups(
-        n, [&]<int G>(std::int64_t j0) { nn_cells<G, kFlush>(a, b, ldb, k, leaf, leaves, j0, out); });
-  });
-  return done;
-}
-
 std::int64_t scale_lanes(const float* x, float scale, float* out, std::int64_t n) {
   const V s = Isa::set1(scale);
   const std::int64_t end = n / Isa::kLanes * Isa::kLanes;
@@ -232,14 +241,30 @@ std::int64_t scale_lanes(const float* x, float scale, float* out, std::int64_t n
 
 std::int64_t segsum_prefix_lanes(float* frontier, std::int64_t count, float dA_i, const float* g, float* mm) {
   const V dA = Isa::set1(dA_i);
-  const std::int64_t end = count / Isa::kLanes * Isa::kLanes;
-  for (std::int64_t j = 0; j < end; j += Isa::kLanes) {
-    const V acc = flushed(Isa::add(Isa::load(frontier + j), dA));
-    Isa::store(frontier + j, acc);
+  auto columns = [&](const float* f_in, const float* g_in, float* f_out, float* mm_out) {
+    const V acc = flushed(Isa::add(Isa::load(f_in), dA));
+    Isa::store(f_out, acc);
     const V seg = flushed(flushed(exp_lanes(acc)));
-    Isa::store(mm + j, flushed(Isa::mul(flushed(Isa::load(g + j)), seg)));
+    Isa::store(mm_out, flushed(Isa::mul(flushed(Isa::load(g_in)), seg)));
+  };
+  const std::int64_t end = count / Isa::kLanes * Isa::kLanes;
+  for (std::int64_t j = 0; j < end; j += Isa::kLanes) columns(frontier + j, g + j, frontier + j, mm + j);
+  if (end < count) {
+    // The last columns through a staged full vector (each lane is its own column; the extra lanes' values
+    // are dropped), so no column falls back to the scalar exp.
+    alignas(64) float f_in[Isa::kLanes] = {}, g_in[Isa::kLanes] = {}, f_out[Isa::kLanes], mm_out[Isa::kLanes];
+    const std::int64_t rest = count - end;
+    for (std::int64_t j = 0; j < rest; ++j) {
+      f_in[j] = frontier[end + j];
+      g_in[j] = g[end + j];
+    }
+    columns(f_in, g_in, f_out, mm_out);
+    for (std::int64_t j = 0; j < rest; ++j) {
+      frontier[end + j] = f_out[j];
+      mm[end + j] = mm_out[j];
+    }
   }
-  return end;
+  return count;
 }
 
 std::int64_t chunk_pass_lanes(float scale, const float* h, const float* c, float* out, std::int64_t n) {
@@ -250,6 +275,5 @@ std::int64_t chunk_pass_lanes(float scale, const float* h, const float* c, float
   return end;
 }
 
-const samebits::ssd::detail::SsdKernels kSsdKernels{&row_gemm_nt_lanes,   &row_gemm_nn_lanes,
-                                                    &segsum_prefix_lanes, &chunk_pass_lanes,
-                                                    &scale_lanes,         &row_gemm_nn_scaled_lanes};
+const samebits::ssd::detail::SsdKernels kSsdKernels{&row_gemm_nt_lanes, &row_gemm_nn_rows_lanes,
+                                                    &segsum_prefix_lanes, &chunk_pass_lanes, &scale_lanes};

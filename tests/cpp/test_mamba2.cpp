@@ -366,6 +366,37 @@ TEST(Mamba2Trust, AStateTheEngineFilledWithOverflowIsScannedAndRefused) {
   EXPECT_NE(refusal.find(" REFUSED"), std::string::npos) << refusal;
 }
 
+// A trusted state's decode steps reuse kept copies (each head's h^T and discretized Xd rows). They must
+// give way to an edit of the buffer alone (no raw dt edit, so the derived dt rows stay valid) and to a
+// state continued by another block (whose dt differs), each step equal to the twin's.
+TEST(Mamba2Trust, KeptCopiesGiveWayToEditsAndOtherBlocks) {
+  const std::int64_t dm = 64, B = 2;
+  const Mamba2BlockInference block(mamba2_weights(dm, 62).views());
+  const Mamba2BlockInference other(mamba2_weights(dm, 63).views());
+  Rng rng(9);
+  Mamba2State state = block.allocate_state(B);
+  auto step_both = [&](const Mamba2BlockInference& by, Mamba2State& fast, const char* what) {
+    const std::vector<float> x = rng.uniform_vector(static_cast<std::size_t>(B * dm), 2.0f);
+    Mamba2State twin = fast.clone();
+    const std::vector<float> want = by.step_reference({x.data(), {B, dm}}, &twin);
+    EXPECT_TRUE(testing::same_bits(by.step({x.data(), {B, dm}}, &fast), want)) << what;
+  };
+  for (int t = 0; t < 20; ++t) step_both(block, state, "plain decoding");
+  ASSERT_TRUE(state.trusted());
+
+  Mamba2State continued = state.clone();
+  ASSERT_TRUE(continued.trusted());
+  step_both(other, continued, "another block's first step");
+  step_both(other, continued, "another block's second step");
+
+  const std::int64_t cd = state.dims().conv_dim;
+  state.buffer_xbc()[(1 * 256 + 5) * cd + 70] += 0.5f;  // batch row 1, open row 5, head 1's x
+  state.forget_handouts();
+  step_both(block, state, "after an edit of one buffered x value");
+  step_both(block, state, "the step after it");
+  ASSERT_TRUE(state.trusted());
+}
+
 // Every float a call changes lies in spans_written_by (what the trust check reads after the call).
 TEST(Mamba2Trust, ACallWritesOnlyTheSpansItDeclares) {
   const std::int64_t dm = 32, B = 2;

@@ -3,6 +3,7 @@
 // products land in or leave the subnormal range, signed zeros), over sizes with vector tails.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <limits>
 #include <utility>
 #include <vector>
@@ -172,9 +173,10 @@ TEST(SsdKernels, RowGemmCellsMatchTheGemmTwin) {
   }
 }
 
-// A decode step's Ydiag row over the open chunk's x rows, discretized in the lane: equal to forming Xd
-// (scale_reference per row, +0.0 padding) and running the plain NN twin, for any count of real rows.
-TEST(SsdKernels, ScaledRowGemmMatchesFormingXdFirst) {
+// A decode step's Ydiag row over the open chunk's kept Xd rows: equal to padding the real rows with +0.0
+// rows up to k and running the plain NN twin, for any count of real rows; the rows past `real` are never
+// read (they hold NaN here).
+TEST(SsdKernels, RowsGemmMatchesZeroPaddedTwin) {
   Rng rng(13);
   for (std::int64_t k : {1, 64, 129, 256}) {
     for (std::int64_t real : {std::int64_t{0}, std::int64_t{1}, k / 2 + 1, k - 1, k}) {
@@ -185,28 +187,21 @@ TEST(SsdKernels, ScaledRowGemmMatchesFormingXdFirst) {
             return awkward_data ? awkward_vector(rng, count, scale) : rng.uniform_vector(count, scale);
           };
           const std::vector<float> a = make(static_cast<std::size_t>(k), 1.0f);
-          // Rows scattered in one buffer (the state's rows and the call's rows are two runs in the block).
-          const std::int64_t stride = n + 37;
-          const std::vector<float> x =
-              make(static_cast<std::size_t>(std::max<std::int64_t>(real, 1) * stride), 2.0f);
-          std::vector<float> scales = make(static_cast<std::size_t>(std::max<std::int64_t>(real, 1)), 0.5f);
-          for (float& v : scales) v = fp::F(v);  // the block passes a flushed dt
-          std::vector<const float*> rows(static_cast<std::size_t>(std::max<std::int64_t>(real, 1)));
+          const std::int64_t ldb = n + 37;
+          std::vector<float> b = make(static_cast<std::size_t>(k * ldb), 2.0f);
+          std::fill(b.begin() + real * ldb, b.end(), std::numeric_limits<float>::quiet_NaN());
+          std::vector<float> padded(static_cast<std::size_t>(k * n), 0.0f), want(static_cast<std::size_t>(n));
           for (std::int64_t p = 0; p < real; ++p)
-            rows[static_cast<std::size_t>(p)] = x.data() + (real - 1 - p) * stride;  // any order in memory
-          std::vector<float> xd(static_cast<std::size_t>(k * n), 0.0f), want(static_cast<std::size_t>(n));
-          for (std::int64_t p = 0; p < real; ++p)
-            for (std::int64_t j = 0; j < n; ++j)
-              xd[p * n + j] = fp::F(fp::MUL(fp::F(rows[static_cast<std::size_t>(p)][j]), scales[p]));
-          ssd::row_gemm_nn_reference(a.data(), xd.data(), n, n, k, want.data());
+            for (std::int64_t j = 0; j < n; ++j) padded[p * n + j] = b[p * ldb + j];
+          ssd::row_gemm_nn_reference(a.data(), padded.data(), n, n, k, want.data());
           const std::string where0 = "k=" + std::to_string(k) + " real=" + std::to_string(real) +
                                      " n=" + std::to_string(n) + " awkward=" + std::to_string(awkward_data);
           std::vector<float> ref(static_cast<std::size_t>(n), 7.0f);
-          ssd::row_gemm_nn_scaled_reference(a.data(), rows.data(), scales.data(), real, n, k, ref.data());
+          ssd::row_gemm_nn_rows_reference(a.data(), b.data(), ldb, real, n, k, ref.data());
           ASSERT_TRUE(testing::same_bits(want, ref)) << where0;
           for_each_target([&](const char* where) {
             std::vector<float> got(static_cast<std::size_t>(n), 5.0f);
-            ssd::row_gemm_nn_scaled(a.data(), rows.data(), scales.data(), real, n, k, got.data());
+            ssd::row_gemm_nn_rows(a.data(), b.data(), ldb, real, n, k, got.data());
             ASSERT_TRUE(testing::same_bits(want, got)) << where << " " << where0;
           });
         }
@@ -216,46 +211,41 @@ TEST(SsdKernels, ScaledRowGemmMatchesFormingXdFirst) {
 }
 
 // The padding rows still take part in each chain: a leaf whose real rows end at a flushed -0.0 turns +0.0
-// on the padding's first +0.0 product, as it does in the formed-Xd GEMM.
-TEST(SsdKernels, ScaledRowGemmRunsThePaddingRows) {
+// on the padding's first +0.0 product, as it does in the zero-padded GEMM.
+TEST(SsdKernels, RowsGemmRunsThePaddingRows) {
   const std::int64_t k = 64, n = 16, real = 1;
   std::vector<float> a(static_cast<std::size_t>(k), 1.0f);
   a[0] = -1e-20f;
   const std::vector<float> x(static_cast<std::size_t>(n), 1e-20f);  // product -1e-40: subnormal, flushed
-  const float scale = 1.0f;
-  const float* rows[1] = {x.data()};
   std::vector<float> want(static_cast<std::size_t>(n));
-  ssd::row_gemm_nn_scaled_reference(a.data(), rows, &scale, real, n, k, want.data());
+  ssd::row_gemm_nn_rows_reference(a.data(), x.data(), n, real, n, k, want.data());
   for (float v : want) ASSERT_EQ(fp::bits(v), 0u);  // +0.0, not -0.0
   for_each_target([&](const char* where) {
     std::vector<float> got(static_cast<std::size_t>(n), 5.0f);
-    ssd::row_gemm_nn_scaled(a.data(), rows, &scale, real, n, k, got.data());
+    ssd::row_gemm_nn_rows(a.data(), x.data(), n, real, n, k, got.data());
     ASSERT_TRUE(testing::same_bits(want, got)) << where;
   });
 }
 
 // The kernels skip the padding's +0.0 rows only where that is provably inert: a tail of a that keeps a
 // -0.0 chain at -0.0 (no clear sign bit), one that lifts it, and a non-finite a there (inf * 0 = NaN, so
-// every step runs). Each against the formed-Xd twin.
-TEST(SsdKernels, ScaledRowGemmSkipsOnlyInertPadding) {
+// every step runs). Each against the zero-padded twin.
+TEST(SsdKernels, RowsGemmSkipsOnlyInertPadding) {
   const std::int64_t n = 32;
-  const std::vector<float> x(static_cast<std::size_t>(n), 1e-20f);
-  const float scale = 1.0f;
   // k = 128 is one leaf, so the chain's own sign is the result (a fold with a +0.0 leaf would lift it).
   for (auto [k, real] : {std::pair<std::int64_t, std::int64_t>{128, 1}, {128, 100}, {256, 100}, {256, 129}}) {
+    const std::vector<float> x(static_cast<std::size_t>(real * n), 1e-20f);
     for (int tail = 0; tail < 4; ++tail) {
       std::vector<float> a(static_cast<std::size_t>(k), -2.0f);  // all-negative tail: -0.0 stays
       for (std::int64_t p = 0; p < real; ++p) a[p] = p + 1 == real ? -1e-20f : 0.0f;  // chain ends at -0.0
       if (tail == 1) a[k - 1] = 3.0f;  // the last leaf lifts it
       if (tail == 2) a[real + 3] = std::numeric_limits<float>::infinity();
       if (tail == 3) a[k - 2] = std::numeric_limits<float>::quiet_NaN();
-      std::vector<const float*> rows(static_cast<std::size_t>(real), x.data());
-      std::vector<float> scales(static_cast<std::size_t>(real), scale);
       std::vector<float> want(static_cast<std::size_t>(n));
-      ssd::row_gemm_nn_scaled_reference(a.data(), rows.data(), scales.data(), real, n, k, want.data());
+      ssd::row_gemm_nn_rows_reference(a.data(), x.data(), n, real, n, k, want.data());
       for_each_target([&](const char* where) {
         std::vector<float> got(static_cast<std::size_t>(n), 5.0f);
-        ssd::row_gemm_nn_scaled(a.data(), rows.data(), scales.data(), real, n, k, got.data());
+        ssd::row_gemm_nn_rows(a.data(), x.data(), n, real, n, k, got.data());
         ASSERT_TRUE(testing::same_bits(want, got))
             << where << " k=" << k << " real=" << real << " tail=" << tail;
       });
