@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
 
 #include "blocks/transformer_cache.hpp"
 #include "core/errors.hpp"
@@ -38,6 +39,7 @@ TransformerState TransformerState::clone() const {
   copy.cached_tokens_ = cached_tokens_;
   copy.k_ = k_.clone();
   copy.v_ = v_.clone();
+  if (spread_) copy.k_tiles_ = k_tiles_.clone();
   copy.spread_ = spread_;
   copy.trusted_ = trusted();  // the copy's contents are what was vouched for, unless a pointer was out
   return copy;
@@ -102,9 +104,23 @@ TransformerStateView TransformerState::engine_view(bool reference) {
     blocks::KvCache cache = cache_view();
     blocks::kv::spread_packed(cache, cache_dims());
     spread_ = true;
+    const auto tile_floats = static_cast<std::size_t>(batch_size_ * n_kv_heads_ *
+                                                      blocks::kv::key_tile_floats(cache, cache_dims()));
+    if (k_tiles_.size() != tile_floats) {
+      try {
+        k_tiles_.assign_zero(tile_floats);
+      } catch (const std::bad_alloc&) {
+        k_tiles_ = AlignedBuffer<float>();  // the tiles only save time: go without them
+      }
+    }
+    if (k_tiles_.size() == tile_floats) {
+      cache.k_tiles = k_tiles_.data();
+      blocks::kv::fill_key_tiles(cache, cache_dims());
+    }
   }
   TransformerStateView view{k_.data(), v_.data(), batch_size_, max_tokens_, window_, cached_tokens_};
   view.spread = spread_;
+  view.k_tiles = spread_ && k_tiles_.size() > 0 ? k_tiles_.data() : nullptr;
   view.trusted = trusted_ && private_buffers;
   view.private_buffers = private_buffers;
   return view;
@@ -260,6 +276,7 @@ blocks::KvCache engine_cache(const TransformerStateView& view, std::int64_t batc
   blocks::KvCache cache{view.k_cache, view.v_cache, batch, view.max_tokens, view.cached_tokens};
   cache.spread = view.spread && view.window == 0;
   cache.trusted = view.trusted && view.private_buffers && view.window == 0;
+  cache.k_tiles = cache.spread ? view.k_tiles : nullptr;
   return cache;
 }
 

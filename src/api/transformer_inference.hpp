@@ -26,6 +26,7 @@ struct TransformerStateView {
   std::int64_t window = 0;
   std::int64_t cached_tokens = 0;
   bool spread = false;           // the buffers are in the spread layout (blocks::KvCache::spread)
+  float* k_tiles = nullptr;      // spread only, optional: the key tiles (blocks::KvCache::k_tiles)
   bool trusted = false;          // in: the owner vouches the contents finite; out: whether it still may
   bool private_buffers = false;  // nobody outside the engine can read or write the buffers now
 };
@@ -89,6 +90,9 @@ class TransformerState {
   std::int64_t batch_size_, n_kv_heads_, head_dim_, max_tokens_, window_;
   std::int64_t cached_tokens_ = 0;
   AlignedBuffer<float> k_, v_;
+  // While spread: the key tiles, kept equal to the spread keys by every engine call (a decode row's
+  // scores read them without transposing). Allocated on first spread; empty if the system refused.
+  AlignedBuffer<float> k_tiles_;
   bool spread_ = false;
   bool trusted_ = false;
   bool exposed_ = false;

@@ -237,6 +237,8 @@ void TransformerBlock::forward(const float* x, std::int64_t batch, std::int64_t 
   const float* keys = nullptr;    // unit i's keys are rows [i * block_rows, i * block_rows + span)
   const float* values = nullptr;  // likewise
   std::int64_t block_rows = span;
+  const float* key_tiles = nullptr;  // spread with key tiles: unit i's at i * tile_floats
+  std::int64_t tile_floats = 0;
   auto attend_task = [&](std::int64_t task) {
     const std::int64_t unit_index = task / slices;
     const std::int64_t b = unit_index / d.n_kv_heads;
@@ -256,6 +258,7 @@ void TransformerBlock::forward(const float* x, std::int64_t batch, std::int64_t 
     unit.pos0 = pos0;
     unit.window = d.window;
     unit.finite_keys = pos0 - key_lo;  // the carried part was refused when non-finite
+    if (key_tiles != nullptr) unit.key_tiles = key_tiles + unit_index * tile_floats;
     const std::int64_t first = (task % slices) * per_task;
     attention::attend(attention::query_slice(unit, first, std::min(per_task, length - first)));
   };
@@ -278,6 +281,8 @@ void TransformerBlock::forward(const float* x, std::int64_t batch, std::int64_t 
     if (cache.spread) {
       block_rows = cache.max_tokens;
       kv::append_spread(cache, d, fresh);
+      key_tiles = cache.k_tiles;
+      tile_floats = kv::key_tile_floats(cache, d);
     } else if (scan != StateScan::kAtAppend || cache.trusted) {  // nothing to scan while moving
       kv::append_packed(cache, d, fresh);
     } else {

@@ -64,6 +64,9 @@ struct KvCache {
   // The owner vouches that the carried contents are finite (the engine checked them and nobody else has
   // written them since): a call skips its O(cache) scan. Full causal only.
   bool trusted = false;
+  // Spread only, optional: every block's keys again as attention key tiles (attention::Unit::key_tiles),
+  // block i's at i * kv::key_tile_floats(...), kept equal to the spread keys by every append_spread.
+  float* k_tiles = nullptr;
 
   std::int64_t capacity(const TransformerDims& dims) const {
     return dims.window > 0 ? dims.window : max_tokens;

@@ -9,6 +9,7 @@
 
 #include "blocks/block_support.hpp"
 #include "core/thread_pool.hpp"
+#include "numerics/attention.hpp"
 #include "numerics/finite_scan.hpp"
 
 namespace samebits::blocks::kv {
@@ -265,6 +266,18 @@ void pack_spread(KvCache& cache, const TransformerDims& dims) {
   cache.spread = false;
 }
 
+namespace {
+// Key row `key` (head_dim floats) into its lane of block `block`'s tiles at `position`.
+void put_key_tile_row(const KvCache& cache, const TransformerDims& dims, std::int64_t block,
+                      std::int64_t position, const float* key) {
+  constexpr std::int64_t kWidth = attention::kKeyTileWidth;
+  const std::int64_t hd = dims.head_dim;
+  float* lane = cache.k_tiles + block * key_tile_floats(cache, dims) + position / kWidth * hd * kWidth +
+                position % kWidth;
+  for (std::int64_t d = 0; d < hd; ++d) lane[d * kWidth] = key[d];
+}
+}  // namespace
+
 void append_spread(KvCache& cache, const TransformerDims& dims, const NewRows& rows) {
   const std::int64_t hd = dims.head_dim, kv = dims.n_kv_heads, pos0 = cache.cached_tokens;
   for (std::int64_t b = 0; b < cache.batch; ++b)
@@ -273,8 +286,21 @@ void append_spread(KvCache& cache, const TransformerDims& dims, const NewRows& r
         const std::int64_t src = (b * rows.length + li) * rows.row_stride + g * hd;
         copy_floats(spread_row(cache.k, cache, hd, b * kv + g, pos0 + li), rows.k + src, hd);
         copy_floats(spread_row(cache.v, cache, hd, b * kv + g, pos0 + li), rows.v + src, hd);
+        if (cache.k_tiles != nullptr) put_key_tile_row(cache, dims, b * kv + g, pos0 + li, rows.k + src);
       }
   cache.cached_tokens = pos0 + rows.length;
+}
+
+std::int64_t key_tile_floats(const KvCache& cache, const TransformerDims& dims) {
+  constexpr std::int64_t kWidth = attention::kKeyTileWidth;
+  return (cache.max_tokens + kWidth - 1) / kWidth * kWidth * dims.head_dim;
+}
+
+void fill_key_tiles(const KvCache& cache, const TransformerDims& dims) {
+  const std::int64_t hd = dims.head_dim;
+  for (std::int64_t block = 0; block < cache.batch * dims.n_kv_heads; ++block)
+    for (std::int64_t position = 0; position < cache.cached_tokens; ++position)
+      put_key_tile_row(cache, dims, block, position, spread_row(cache.k, cache, hd, block, position));
 }
 
 void refuse_non_finite_state(const KvCache& cache, const TransformerDims& dims, const std::string& what) {

@@ -57,8 +57,14 @@ void spread_packed(KvCache& cache, const TransformerDims& dims);
 // Spread -> packed, first block first; the rows the spread blocks held past the packed region are
 // zeroed, so the capacity reads as upstream writes it back (zeros) wherever the engine used it.
 void pack_spread(KvCache& cache, const TransformerDims& dims);
-// Spread: writes this call's rows at positions S_old.. of every block; nothing moves.
+// Spread: writes this call's rows at positions S_old.. of every block; nothing moves. With key tiles, the
+// new keys go into them too.
 void append_spread(KvCache& cache, const TransformerDims& dims, const NewRows& rows);
+
+// Key tiles (KvCache::k_tiles): the floats of one block's tiles (max_tokens rounded up to whole tiles),
+// and the copy of positions [0, cached_tokens) of every spread block's keys into them.
+std::int64_t key_tile_floats(const KvCache& cache, const TransformerDims& dims);
+void fill_key_tiles(const KvCache& cache, const TransformerDims& dims);
 
 // The refusal of non-finite carried contents, as blocks.md 4.3 words it: the first offender of k_cache,
 // then of v_cache, named by its flat index in the packed layout whatever the cache's layout.

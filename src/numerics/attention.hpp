@@ -13,6 +13,9 @@ namespace samebits::attention {
 // Key j (j < span) sits at absolute position key_lo + j; its key and value rows are keys + j * head_dim
 // and values + j * head_dim. Query i sits at absolute position pos0 + i and sees the keys in
 // [max(0, p - window + 1), p] (window 0: [0, p]); every other key is masked by adding -FLT_MAX.
+// Positions per key tile (Unit::key_tiles).
+inline constexpr std::int64_t kKeyTileWidth = 16;
+
 struct Unit {
   const float* q = nullptr;
   std::int64_t q_stride = 0;
@@ -30,6 +33,11 @@ struct Unit {
   // The first `finite_keys` keys and values are known finite (a carried cache the caller refused
   // non-finite values in); the fast path checks the rest itself.
   std::int64_t finite_keys = 0;
+  // Optional: the same keys again in tiles of kKeyTileWidth positions, key j's element d at
+  // key_tiles[(j / kKeyTileWidth) * head_dim * kKeyTileWidth + d * kKeyTileWidth + j % kKeyTileWidth]
+  // for j < span (the rest of the last tile is never stored from). A decode row's scores then read their
+  // operands lane-wise instead of transposing key rows in registers.
+  const float* key_tiles = nullptr;
 };
 
 // scale = F(rsqrtf((float) head_dim)).

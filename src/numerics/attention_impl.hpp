@@ -338,6 +338,86 @@ void key_dots(const float* q, const float* keys, std::int64_t head_dim, std::int
   }
 }
 
+// ---- the same scores from key tiles (Unit::key_tiles): lanes are still keys, but a lane's operand is
+// one load away, so nothing is transposed; kKeyGroups groups of keys run their chains side by side to
+// keep the FMA pipes busy while each chain waits on its own latency.
+constexpr int kKeyGroups = 4;
+static_assert(samebits::attention::kKeyTileWidth % kLanes == 0, "a group of lanes lies inside one tile");
+
+// The dots of G groups of kLanes keys (the last `valid` keys of the last group real): group g's lane l is
+// key l of the group, its element d at tiles[g] + d * kKeyTileWidth. Per lane and leaf one chain,
+// acc = FMA(q[d], key[d], acc) in ascending d; leaves folded; lanes past `valid` are never stored.
+template <bool kFlush, int G>
+void tiled_group_dots(const float* q, const float* const* tiles, std::int64_t head_dim, std::int64_t leaf,
+                      std::int64_t leaf_count, std::int64_t valid, float* out, typename Isa::V* partials) {
+  using V = typename Isa::V;
+  constexpr std::int64_t kWidth = samebits::attention::kKeyTileWidth;
+  for (std::int64_t t = 0; t < leaf_count; ++t) {
+    const std::int64_t d_end = (t + 1) * leaf < head_dim ? (t + 1) * leaf : head_dim;
+    V acc[G];
+    for (int g = 0; g < G; ++g) acc[g] = Isa::zero();
+    for (std::int64_t d = t * leaf; d < d_end; ++d) {
+      float qd = q[d];
+      if constexpr (kFlush) qd = samebits::fp::F(qd);
+      const V qv = Isa::set1(qd);
+      for (int g = 0; g < G; ++g) {
+        V key = Isa::load(tiles[g] + d * kWidth);
+        if constexpr (kFlush) key = Isa::flush(key);
+        acc[g] = Isa::fma(qv, key, acc[g]);
+        if constexpr (kFlush) acc[g] = Isa::flush(acc[g]);
+      }
+    }
+    for (int g = 0; g < G; ++g) partials[g * leaf_count + t] = Isa::flush(acc[g]);
+  }
+  for (int g = 0; g < G; ++g) {
+    alignas(64) float lanes[kLanes];
+    V* mine = partials + g * leaf_count;
+    Isa::store(lanes, leaf_count == 1 ? mine[0] : fold_leaves(mine, leaf_count));
+    const std::int64_t count = g + 1 == G ? valid : kLanes;
+    for (std::int64_t l = 0; l < count; ++l) out[g * kLanes + l] = lanes[l];
+  }
+}
+
+// key_dots from key tiles: out[j] for j < n, the same cells.
+template <bool kFlush>
+void tiled_key_dots(const float* q, const float* tiles, std::int64_t head_dim, std::int64_t n, float* out,
+                    Scratch& scratch) {
+  constexpr std::int64_t kWidth = samebits::attention::kKeyTileWidth;
+  const std::int64_t leaf = samebits::gemm::leaf_length(head_dim);
+  const std::int64_t leaf_count = (head_dim + leaf - 1) / leaf;
+  Scratch::ensure(scratch.leaves, kKeyGroups * leaf_count * kLanes);
+  auto* partials = reinterpret_cast<typename Isa::V*>(scratch.leaves.data());
+  const std::int64_t tile_floats = head_dim * kWidth;
+  const std::int64_t size = (n + kWidth - 1) / kWidth * tile_floats;
+  for (std::int64_t j0 = 0; j0 < n; j0 += kKeyGroups * kLanes) {
+    prefetch_span(tiles, (j0 + kKeyGroups * kLanes) / kWidth * tile_floats, kKeyGroups * kLanes * head_dim,
+                  size);
+    const float* groups[kKeyGroups];
+    int count = 0;
+    std::int64_t valid = kLanes;
+    for (; count < kKeyGroups && j0 + count * kLanes < n; ++count) {
+      const std::int64_t first = j0 + count * kLanes;
+      groups[count] = tiles + first / kWidth * tile_floats + first % kWidth;
+      valid = n - first < kLanes ? n - first : kLanes;
+    }
+    float* dst = out + j0;
+    switch (count) {
+      case 4:
+        tiled_group_dots<kFlush, 4>(q, groups, head_dim, leaf, leaf_count, valid, dst, partials);
+        break;
+      case 3:
+        tiled_group_dots<kFlush, 3>(q, groups, head_dim, leaf, leaf_count, valid, dst, partials);
+        break;
+      case 2:
+        tiled_group_dots<kFlush, 2>(q, groups, head_dim, leaf, leaf_count, valid, dst, partials);
+        break;
+      default:
+        tiled_group_dots<kFlush, 1>(q, groups, head_dim, leaf, leaf_count, valid, dst, partials);
+        break;
+    }
+  }
+}
+
 // The total order key_max uses, on one float: larger key = larger value, -0.0 below +0.0.
 inline std::int32_t order_key(float x) {
   const std::int32_t i = static_cast<std::int32_t>(samebits::fp::bits(x));
@@ -435,9 +515,15 @@ void attend_row_by_keys(const Unit& u, std::int64_t r, std::uint32_t q_max, int&
   float* sc = scratch.cells.data();
 
   mxcsr.clear();
-  prefetch_span(keys, 0, kPrefetchGroups * kLanes * hd, n * hd);
-  key_dots<false>(q, keys, hd, n, sc, scratch);
-  if (FlagScope::subnormal_seen()) key_dots<true>(q, keys, hd, n, sc, scratch);
+  if (u.key_tiles != nullptr && first == 0) {  // the tiles start at span key 0
+    prefetch_span(u.key_tiles, 0, kKeyGroups * kLanes * hd, n * hd);
+    tiled_key_dots<false>(q, u.key_tiles, hd, n, sc, scratch);
+    if (FlagScope::subnormal_seen()) tiled_key_dots<true>(q, u.key_tiles, hd, n, sc, scratch);
+  } else {
+    prefetch_span(keys, 0, kPrefetchGroups * kLanes * hd, n * hd);
+    key_dots<false>(q, keys, hd, n, sc, scratch);
+    if (FlagScope::subnormal_seen()) key_dots<true>(q, keys, hd, n, sc, scratch);
+  }
   if (!all_finite(sc, n)) {  // an overflowing score: the twin handles NaN and infinity
     samebits::attention::detail::attend_reference_rows(u, r, r + 1);
     return;

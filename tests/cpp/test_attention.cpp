@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,18 @@ struct Case {
     u.finite_keys = pos0 - key_lo;
     return u;
   }
+  // The keys again as key tiles (Unit::key_tiles); the rest of the last tile is NaN, which no stored
+  // lane may see.
+  std::vector<float> key_tiles() const {
+    const std::int64_t width = attention::kKeyTileWidth;
+    std::vector<float> tiles(static_cast<std::size_t>((span + width - 1) / width * width * head_dim),
+                             std::numeric_limits<float>::quiet_NaN());
+    for (std::int64_t j = 0; j < span; ++j)
+      for (std::int64_t d = 0; d < head_dim; ++d)
+        tiles[static_cast<std::size_t>(j / width * head_dim * width + d * width + j % width)] =
+            keys[static_cast<std::size_t>(j * head_dim + d)];
+    return tiles;
+  }
 };
 
 // Fast (every target) == twin, for the whole unit and for query slices of it.
@@ -78,6 +91,15 @@ void expect_fast_equals_twin(Case& c, const std::string& label) {
     EXPECT_EQ(testing::first_difference(want.data(), sliced.data(), static_cast<std::int64_t>(want.size())),
               -1)
         << label << " sliced, target " << simd::target_name(target);
+    // With key tiles beside the keys (a decode row reads its scores' keys from them).
+    const std::vector<float> tiles = c.key_tiles();
+    std::vector<float> tiled;
+    Unit with_tiles = c.unit(tiled);
+    with_tiles.key_tiles = tiles.data();
+    attention::attend(with_tiles);
+    EXPECT_EQ(testing::first_difference(want.data(), tiled.data(), static_cast<std::int64_t>(want.size())),
+              -1)
+        << label << " with key tiles, target " << simd::target_name(target);
   }
   simd::reset_target();
 }

@@ -4,6 +4,7 @@
 // used); writes through accessors and non-finite rows the engine itself wrote are refused as before.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -132,6 +133,33 @@ TEST(KvLayout, APrivateStateDecodesSpreadWithThePackedStatesBits) {
     EXPECT_TRUE(same_bits(k, shown.k_cache_copy()));
   }
   set_num_threads(saved_threads);
+}
+
+// A spread state keeps its keys again as key tiles (the decode rows' score operands). A state that goes
+// back to the spread layout with rows already cached (after a handout ends and a call has checked it)
+// rebuilds them from its keys: every later step equals the one-shot forward, across tile boundaries.
+TEST(KvLayout, AStateBackInTheSpreadLayoutRebuildsItsKeyTiles) {
+  const BlockShape shape{32, 4, 2, 40, 0};
+  const TransformerBlockInference block = make_block(shape, 13);
+  const std::int64_t batch = 2, dm = 32, length = 40, prefill = 7;
+  const std::vector<float> x = random_tokens(batch, length, dm, 14);
+  const std::vector<float> whole = block.forward(TensorView{x.data(), {batch, length, dm}});
+  TransformerState state = block.allocate_state(batch, length);
+  std::vector<float> first;
+  for (std::int64_t b = 0; b < batch; ++b)
+    first.insert(first.end(), x.begin() + b * length * dm, x.begin() + (b * length + prefill) * dm);
+  block.forward(TensorView{first.data(), {batch, prefill, dm}}, state);
+  ASSERT_TRUE(state.spread());
+  state.k_cache();  // packs; the next call scans the packed cache, the one after spreads again
+  state.forget_handouts();
+  for (std::int64_t t = prefill; t < length; ++t) {
+    const std::vector<float> token = tokens_at(x, batch, length, dm, t);
+    const std::vector<float> y = block.step(TensorView{token.data(), {batch, 1, dm}}, state);
+    for (std::int64_t b = 0; b < batch; ++b)
+      ASSERT_EQ(std::memcmp(y.data() + b * dm, whole.data() + (b * length + t) * dm, dm * sizeof(float)), 0)
+          << "position " << t << " row " << b;
+    ASSERT_EQ(state.spread(), t > prefill) << "position " << t;
+  }
 }
 
 // A value written through an accessor (the state then stays packed and untrusted) is refused by the next
