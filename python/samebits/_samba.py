@@ -154,7 +154,7 @@ class SambaInference:
                 k = _state_buffer(layer._k, what, "k_cache", (n,))
                 v = _state_buffer(layer._v, what, "v_cache", (n,))
                 handles.append((k, v, layer.batch_size, layer.max_tokens, layer.cached_tokens, spread, trusted,
-                                private))
+                                private, layer._tiles if spread else None))
         return handles
 
     def _run(self, ids, state, step, what, reference=False):

@@ -132,6 +132,7 @@ class TransformerState:
         self._cached = int(cached_tokens)
         self._own = False  # True only for buffers no caller has (allocate_state, copy)
         self._spread = None  # (blocks, head_dim, max_tokens) while the engine's spread layout is in use
+        self._tiles = None  # while spread: the keys again as key tiles (kv_tiles), or None
         self._trusted = False  # only the engine has written the contents since they were checked
         self._views = []  # weak references to the buffer views handed out
 
@@ -153,6 +154,7 @@ class TransformerState:
             blocks, hd, smax = self._spread
             native().kv_relayout(self._k, self._v, blocks, hd, smax, self._cached, False)
             self._spread = None
+            self._tiles = None  # rebuilt from the keys when the state is spread again
 
     def _hand_out(self, buffer):
         self._settle()
@@ -180,6 +182,7 @@ class TransformerState:
         if self._spread is None and self._trusted and fits and 0 <= self._cached <= smax:
             native().kv_relayout(self._k, self._v, blocks, hd, smax, self._cached, True)
             self._spread = spread
+            self._tiles = native().kv_tiles(self._k, blocks, hd, smax, self._cached)
         return self._spread is not None, self._trusted, True
 
     def _engine_done(self, cached_tokens, trusted):
@@ -222,6 +225,7 @@ class TransformerState:
                                _engine_copy(self._k), _engine_copy(self._v), self._cached, self.window)
         out._own = True
         out._spread = self._spread  # a private state's copy keeps its layout (nobody sees either)
+        out._tiles = None if self._spread is None or self._tiles is None else _engine_copy(self._tiles)
         out._trusted = self._trusted and private
         return out
 
@@ -380,7 +384,7 @@ class TransformerBlockInference:
         v = _state_buffer(state._v, what, "v_cache", (n,))
         y, cached, trusted = self._engine.forward_state(
             x, k, v, state.batch_size, state.max_tokens, state.window, state.cached_tokens, spread, trusted,
-            private, step, reference
+            private, step, reference, state._tiles if spread else None
         )
         state._engine_done(cached, trusted)
         return y

@@ -22,8 +22,9 @@ using IdsArrayIn = nb::ndarray<const std::int32_t, nb::ndim<2>, nb::c_contig, nb
 using FloatArrayInOut = nb::ndarray<float, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 
 // Python's per-layer state handles: a Mamba3StateEngine, or (k_cache, v_cache, batch, max_tokens,
-// cached_tokens, spread, trusted, private_buffers) for an attention layer whose buffers the engine reads
-// and writes in place (the last three: TransformerStateView's bookkeeping, kept by the Python state).
+// cached_tokens, spread, trusted, private_buffers, key_tiles) for an attention layer whose buffers the
+// engine reads and writes in place (spread to private_buffers: TransformerStateView's bookkeeping, kept by
+// the Python state; key_tiles: its kv_tiles buffer or None).
 struct BorrowedLayers {
   std::vector<TransformerStateView> views;
   std::vector<blocks::KvCache> caches;
@@ -53,6 +54,12 @@ BorrowedLayers borrow(const SambaInference& self, const nb::list& layers) {
     view.spread = nb::cast<bool>(items[5]);
     view.trusted = nb::cast<bool>(items[6]);
     view.private_buffers = nb::cast<bool>(items[7]);
+    if (view.spread && items.size() > 8 && i < static_cast<std::size_t>(self.model().layer_count()) &&
+        self.model().layer_kind(static_cast<std::int64_t>(i)) == models::SambaLayerKind::Attention) {
+      const blocks::TransformerDims& dims = self.model().attention(static_cast<std::int64_t>(i)).dims();
+      view.k_tiles =
+          borrowed_key_tiles(items[8], view.batch_size * dims.n_kv_heads, dims.head_dim, view.max_tokens);
+    }
     blocks::KvCache& kv = out.caches[i] = engine_cache(view, view.batch_size);
     const bool attention =
         static_cast<std::int64_t>(i) < self.model().layer_count() &&

@@ -5,6 +5,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <memory>
+#include <new>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,10 +33,13 @@ std::vector<std::size_t> shape_of(const TensorView& view) {
 nb::tuple carried(const TransformerBlockInference& self, const FloatArrayIn& x, FloatArrayInOut& k,
                   FloatArrayInOut& v, std::int64_t batch_size, std::int64_t max_tokens, std::int64_t window,
                   std::int64_t cached_tokens, bool spread, bool trusted, bool private_buffers, bool step,
-                  bool reference) {
+                  bool reference, nb::handle tiles) {
   const TensorView view = view_of(x);
   TransformerStateView state{k.data(), v.data(), batch_size, max_tokens, window, cached_tokens};
   state.spread = spread;
+  if (spread && window == 0)
+    state.k_tiles =
+        borrowed_key_tiles(tiles, batch_size * self.dims().n_kv_heads, self.dims().head_dim, max_tokens);
   state.trusted = trusted;
   state.private_buffers = private_buffers;
   const auto want = static_cast<std::size_t>(batch_size * self.dims().n_kv_heads *
@@ -75,6 +79,39 @@ void relayout(FloatArrayInOut& k, FloatArrayInOut& v, std::int64_t blocks, std::
     blocks::kv::pack_spread(cache, dims);
 }
 
+// An array that owns an engine buffer (freed with the array).
+nb::ndarray<nb::numpy, float, nb::ndim<1>> owning_array(std::unique_ptr<AlignedBuffer<float>> owned) {
+  AlignedBuffer<float>* buffer = owned.release();  // the capsule owns it from here
+  nb::capsule owner(buffer, [](void* p) noexcept { delete static_cast<AlignedBuffer<float>*>(p); });
+  const std::size_t shape[1] = {buffer->size()};
+  return nb::ndarray<nb::numpy, float, nb::ndim<1>>(buffer->data(), 1, shape, owner);
+}
+
+// The key tiles of a spread cache held in Python buffers (blocks::KvCache::k_tiles), filled from its keys
+// (positions [0, cached_tokens)); None when the system refuses the memory (the calls then read the rows).
+nb::object kv_tiles(FloatArrayInOut& k, std::int64_t blocks, std::int64_t head_dim, std::int64_t max_tokens,
+                    std::int64_t cached_tokens) {
+  std::int64_t floats = 0;
+  if (blocks < 1 || head_dim < 1 || max_tokens < 1 || cached_tokens < 0 || cached_tokens > max_tokens ||
+      __builtin_mul_overflow(blocks, max_tokens, &floats) ||
+      __builtin_mul_overflow(floats, head_dim, &floats) || static_cast<std::int64_t>(k.size()) != floats)
+    throw_value_error("samebits TransformerState: the cache buffers do not match the state's sizes");
+  blocks::TransformerDims dims;
+  dims.n_kv_heads = blocks;  // one batch row of `blocks` heads: the same block order
+  dims.head_dim = head_dim;
+  blocks::KvCache cache{k.data(), nullptr, 1, max_tokens, cached_tokens};
+  cache.spread = true;
+  auto owned = std::make_unique<AlignedBuffer<float>>();
+  try {
+    owned->assign_zero(static_cast<std::size_t>(blocks * blocks::kv::key_tile_floats(cache, dims)));
+  } catch (const std::bad_alloc&) {
+    return nb::none();
+  }
+  cache.k_tiles = owned->data();
+  blocks::kv::fill_key_tiles(cache, dims);
+  return nb::cast(owning_array(std::move(owned)));
+}
+
 // A zero cache buffer of extents[0] x extents[1] x ... floats in engine memory, owned by the array: KV
 // buffers of 2 MiB or more then start on a huge page and are advised as huge pages (AlignedBuffer), which
 // numpy's own allocations are not below 4 MiB; a decode step streams the whole cache. Its zeros become
@@ -88,10 +125,7 @@ nb::ndarray<nb::numpy, float, nb::ndim<1>> kv_zeros(const std::vector<std::int64
     for (std::int64_t extent : extents) count *= extent;  // at most 2^61: checked before this runs
     owned->assign_zero(static_cast<std::size_t>(count));
   });
-  AlignedBuffer<float>* buffer = owned.release();  // the capsule owns it from here
-  nb::capsule owner(buffer, [](void* p) noexcept { delete static_cast<AlignedBuffer<float>*>(p); });
-  const std::size_t shape[1] = {static_cast<std::size_t>(count)};
-  return nb::ndarray<nb::numpy, float, nb::ndim<1>>(buffer->data(), 1, shape, owner);
+  return owning_array(std::move(owned));
 }
 
 // A flat float32 view of one state buffer; the owner is the state object (reference_internal).
@@ -102,11 +136,26 @@ nb::ndarray<nb::numpy, float, nb::ndim<1>> buffer_view(float* data, std::int64_t
 
 }  // namespace
 
+float* borrowed_key_tiles(nb::handle tiles, std::int64_t blocks, std::int64_t head_dim,
+                          std::int64_t max_tokens) {
+  if (tiles.is_none()) return nullptr;
+  FloatArrayInOut array;
+  if (!nb::try_cast(tiles, array)) return nullptr;
+  blocks::TransformerDims dims;
+  dims.head_dim = head_dim;
+  blocks::KvCache cache;
+  cache.max_tokens = max_tokens;
+  const std::int64_t want = blocks * blocks::kv::key_tile_floats(cache, dims);
+  return static_cast<std::int64_t>(array.size()) == want ? array.data() : nullptr;
+}
+
 void bind_transformer(nb::module_& m) {
   m.def("transformer_check_weight_names",
         [](const std::vector<std::string>& names) { TransformerBlockInference::check_weight_names(names); });
 
   m.def("kv_zeros", &kv_zeros, nb::arg("extents"));
+  m.def("kv_tiles", &kv_tiles, nb::arg("k").noconvert(), nb::arg("blocks"), nb::arg("head_dim"),
+        nb::arg("max_tokens"), nb::arg("cached_tokens"));
   m.def("kv_relayout", &relayout, nb::arg("k").noconvert(), nb::arg("v").noconvert(), nb::arg("blocks"),
         nb::arg("head_dim"), nb::arg("max_tokens"), nb::arg("cached_tokens"), nb::arg("to_spread"));
 
@@ -181,13 +230,14 @@ void bind_transformer(nb::module_& m) {
           [](const TransformerBlockInference& self, const FloatArrayIn& x, FloatArrayInOut k,
              FloatArrayInOut v, std::int64_t batch_size, std::int64_t max_tokens, std::int64_t window,
              std::int64_t cached_tokens, bool spread, bool trusted, bool private_buffers, bool step,
-             bool reference) {
+             bool reference, nb::handle tiles) {
             return carried(self, x, k, v, batch_size, max_tokens, window, cached_tokens, spread, trusted,
-                           private_buffers, step, reference);
+                           private_buffers, step, reference, tiles);
           },
           nb::arg("x"), nb::arg("k").noconvert(), nb::arg("v").noconvert(), nb::arg("batch_size"),
           nb::arg("max_tokens"), nb::arg("window"), nb::arg("cached_tokens"), nb::arg("spread"),
-          nb::arg("trusted"), nb::arg("private_buffers"), nb::arg("step"), nb::arg("reference") = false)
+          nb::arg("trusted"), nb::arg("private_buffers"), nb::arg("step"), nb::arg("reference") = false,
+          nb::arg("tiles").none() = nb::none())
       .def("backward", [](const TransformerBlockInference& self) { self.backward(); })
       .def("weight",
            [](const TransformerBlockInference& self, const std::string& name) {
