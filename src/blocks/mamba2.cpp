@@ -94,7 +94,27 @@ Mamba2State Mamba2State::clone() const {
   copy->buffer_xbc = data_->buffer_xbc.clone();
   copy->buffer_dtraw = data_->buffer_dtraw.clone();
   copy->buffered_tokens = data_->buffered_tokens;
-  copy->open = data_->open;  // derived rows of identical buffers stay valid
+  // Derived rows of identical buffers stay valid; of the Xd rows only the open chunk's are copied.
+  const Mamba2OpenChunkRows& from = data_->open;
+  Mamba2OpenChunkRows& to = copy->open;
+  to.owner = from.owner;
+  to.rows = from.rows;
+  to.dtraw = from.dtraw;
+  to.dt = from.dt;
+  to.dA = from.dA;
+  to.dacs = from.dacs;
+  to.frontier = from.frontier;
+  to.h_t = from.h_t;
+  if (from.xd.size() > 0) {
+    constexpr std::int64_t kHeadRows = Mamba2Dims::kChunk * Mamba2Dims::kHeadDim;
+    to.xd.resize_uninitialized(from.xd.size());
+    const auto heads = static_cast<std::int64_t>(from.xd.size()) / kHeadRows;
+    const std::int64_t held =
+        std::clamp<std::int64_t>(from.rows, 0, Mamba2Dims::kChunk) * Mamba2Dims::kHeadDim;
+    for (std::int64_t head = 0; head < heads; ++head)
+      std::memcpy(to.xd.data() + head * kHeadRows, from.xd.data() + head * kHeadRows,
+                  static_cast<std::size_t>(held) * sizeof(float));
+  }
   copy->open.kept_generation = data_->open.kept_generation == data_->generation
                                    ? copy->generation
                                    : Mamba2OpenChunkRows::kNoGeneration;
@@ -362,7 +382,7 @@ void Mamba2Block::ssd_fast(Mamba2StateData& data, bool copies_kept, std::int64_t
   }
   const std::size_t xd_size = static_cast<std::size_t>(B * H * Q * P);
   if (!copies_kept || !rows_kept || open.xd.size() != xd_size) {
-    open.xd.resize(xd_size);
+    if (open.xd.size() != xd_size) open.xd.resize_uninitialized(xd_size);
     parallel_for(B * H, [&](std::int64_t begin, std::int64_t end) {
       for (std::int64_t task = begin; task < end; ++task) {
         const std::int64_t b = task / H, h = task % H;

@@ -68,9 +68,10 @@ struct Mamba2OpenChunkRows {
   // [B][H][128][64] each head's h transposed, so the row's C h^T cells read rows, not columns;
   // [B][H][256][64] each head's discretized rows Xd = F(MUL(F(x), dt)) of the open chunk, so its Ydiag
   // cells stream one head's rows instead of picking 64 floats out of every buffered row. The Xd rows also
-  // need `owner`'s dt: they are rebuilt with the rows above.
+  // need `owner`'s dt: they are rebuilt with the rows above. Only the first `rows` rows of a head hold
+  // anything: a call writes every later row it reads first.
   std::vector<float> h_t;
-  std::vector<float> xd;
+  AlignedBuffer<float> xd;
   std::uint64_t kept_generation = kNoGeneration;
   static constexpr std::uint64_t kNoGeneration = ~std::uint64_t{0};
 };

@@ -366,9 +366,10 @@ TEST(Mamba2Trust, AStateTheEngineFilledWithOverflowIsScannedAndRefused) {
   EXPECT_NE(refusal.find(" REFUSED"), std::string::npos) << refusal;
 }
 
-// A trusted state's decode steps reuse kept copies (each head's h^T and discretized Xd rows). They must
-// give way to an edit of the buffer alone (no raw dt edit, so the derived dt rows stay valid) and to a
-// state continued by another block (whose dt differs), each step equal to the twin's.
+// A trusted state's decode steps reuse kept copies (each head's h^T and discretized Xd rows), and so does
+// its clone (which copies only the open chunk's Xd rows). They must give way to an edit of the buffer
+// alone (no raw dt edit, so the derived dt rows stay valid) and to a state continued by another block
+// (whose dt differs), each step equal to the twin's.
 TEST(Mamba2Trust, KeptCopiesGiveWayToEditsAndOtherBlocks) {
   const std::int64_t dm = 64, B = 2;
   const Mamba2BlockInference block(mamba2_weights(dm, 62).views());
@@ -383,6 +384,11 @@ TEST(Mamba2Trust, KeptCopiesGiveWayToEditsAndOtherBlocks) {
   };
   for (int t = 0; t < 20; ++t) step_both(block, state, "plain decoding");
   ASSERT_TRUE(state.trusted());
+
+  Mamba2State forked = state.clone();  // the same block continues a copy: the copy keeps the copies
+  ASSERT_TRUE(forked.trusted());
+  step_both(block, forked, "a clone's first step");
+  step_both(block, forked, "a clone's second step");
 
   Mamba2State continued = state.clone();
   ASSERT_TRUE(continued.trusted());
