@@ -5,7 +5,6 @@
 #include <nanobind/stl/vector.h>
 
 #include <memory>
-#include <new>
 #include <optional>
 #include <string>
 #include <vector>
@@ -58,20 +57,31 @@ nb::tuple carried(const TransformerBlockInference& self, const FloatArrayIn& x, 
   return nb::make_tuple(to_numpy(std::move(y), shape_of(view)), state.cached_tokens, state.trusted);
 }
 
-// Moves a full-causal cache held in Python buffers between the packed and the spread layout
-// (blocks::kv::spread_packed / pack_spread): `blocks` = batch_size * n_kv_heads.
-void relayout(FloatArrayInOut& k, FloatArrayInOut& v, std::int64_t blocks, std::int64_t head_dim,
-              std::int64_t max_tokens, std::int64_t cached_tokens, bool to_spread) {
+// A full-causal cache held in Python buffers, seen as one batch row of `blocks` heads (the same block
+// order), once its sizes match the buffers (`v` may be absent).
+struct PythonCache {
+  blocks::KvCache cache;
+  blocks::TransformerDims dims;
+};
+PythonCache python_cache(FloatArrayInOut& k, FloatArrayInOut* v, std::int64_t blocks, std::int64_t head_dim,
+                         std::int64_t max_tokens, std::int64_t cached_tokens) {
   std::int64_t floats = 0;
   if (blocks < 1 || head_dim < 1 || max_tokens < 1 || cached_tokens < 0 || cached_tokens > max_tokens ||
       __builtin_mul_overflow(blocks, max_tokens, &floats) ||
       __builtin_mul_overflow(floats, head_dim, &floats) || static_cast<std::int64_t>(k.size()) != floats ||
-      static_cast<std::int64_t>(v.size()) != floats)
+      (v != nullptr && static_cast<std::int64_t>(v->size()) != floats))
     throw_value_error("samebits TransformerState: the cache buffers do not match the state's sizes");
-  blocks::TransformerDims dims;
-  dims.n_kv_heads = blocks;  // one batch row of `blocks` heads: the same block order
-  dims.head_dim = head_dim;
-  blocks::KvCache cache{k.data(), v.data(), 1, max_tokens, cached_tokens};
+  PythonCache out{{k.data(), v != nullptr ? v->data() : nullptr, 1, max_tokens, cached_tokens}, {}};
+  out.dims.n_kv_heads = blocks;
+  out.dims.head_dim = head_dim;
+  return out;
+}
+
+// Moves a full-causal cache held in Python buffers between the packed and the spread layout
+// (blocks::kv::spread_packed / pack_spread): `blocks` = batch_size * n_kv_heads.
+void relayout(FloatArrayInOut& k, FloatArrayInOut& v, std::int64_t blocks, std::int64_t head_dim,
+              std::int64_t max_tokens, std::int64_t cached_tokens, bool to_spread) {
+  auto [cache, dims] = python_cache(k, &v, blocks, head_dim, max_tokens, cached_tokens);
   cache.spread = !to_spread;
   if (to_spread)
     blocks::kv::spread_packed(cache, dims);
@@ -91,24 +101,10 @@ nb::ndarray<nb::numpy, float, nb::ndim<1>> owning_array(std::unique_ptr<AlignedB
 // (positions [0, cached_tokens)); None when the system refuses the memory (the calls then read the rows).
 nb::object kv_tiles(FloatArrayInOut& k, std::int64_t blocks, std::int64_t head_dim, std::int64_t max_tokens,
                     std::int64_t cached_tokens) {
-  std::int64_t floats = 0;
-  if (blocks < 1 || head_dim < 1 || max_tokens < 1 || cached_tokens < 0 || cached_tokens > max_tokens ||
-      __builtin_mul_overflow(blocks, max_tokens, &floats) ||
-      __builtin_mul_overflow(floats, head_dim, &floats) || static_cast<std::int64_t>(k.size()) != floats)
-    throw_value_error("samebits TransformerState: the cache buffers do not match the state's sizes");
-  blocks::TransformerDims dims;
-  dims.n_kv_heads = blocks;  // one batch row of `blocks` heads: the same block order
-  dims.head_dim = head_dim;
-  blocks::KvCache cache{k.data(), nullptr, 1, max_tokens, cached_tokens};
+  auto [cache, dims] = python_cache(k, nullptr, blocks, head_dim, max_tokens, cached_tokens);
   cache.spread = true;
   auto owned = std::make_unique<AlignedBuffer<float>>();
-  try {
-    owned->assign_zero(static_cast<std::size_t>(blocks * blocks::kv::key_tile_floats(cache, dims)));
-  } catch (const std::bad_alloc&) {
-    return nb::none();
-  }
-  cache.k_tiles = owned->data();
-  blocks::kv::fill_key_tiles(cache, dims);
+  if (!blocks::kv::make_key_tiles(cache, dims, *owned)) return nb::none();
   return nb::cast(owning_array(std::move(owned)));
 }
 
@@ -141,11 +137,7 @@ float* borrowed_key_tiles(nb::handle tiles, std::int64_t blocks, std::int64_t he
   if (tiles.is_none()) return nullptr;
   FloatArrayInOut array;
   if (!nb::try_cast(tiles, array)) return nullptr;
-  blocks::TransformerDims dims;
-  dims.head_dim = head_dim;
-  blocks::KvCache cache;
-  cache.max_tokens = max_tokens;
-  const std::int64_t want = blocks * blocks::kv::key_tile_floats(cache, dims);
+  const std::int64_t want = blocks * blocks::kv::key_tile_floats(max_tokens, head_dim);
   return static_cast<std::int64_t>(array.size()) == want ? array.data() : nullptr;
 }
 

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <new>
 
 #include "blocks/transformer_cache.hpp"
 #include "core/errors.hpp"
@@ -104,19 +103,7 @@ TransformerStateView TransformerState::engine_view(bool reference) {
     blocks::KvCache cache = cache_view();
     blocks::kv::spread_packed(cache, cache_dims());
     spread_ = true;
-    const auto tile_floats = static_cast<std::size_t>(batch_size_ * n_kv_heads_ *
-                                                      blocks::kv::key_tile_floats(cache, cache_dims()));
-    if (k_tiles_.size() != tile_floats) {
-      try {
-        k_tiles_.assign_zero(tile_floats);
-      } catch (const std::bad_alloc&) {
-        k_tiles_ = AlignedBuffer<float>();  // the tiles only save time: go without them
-      }
-    }
-    if (k_tiles_.size() == tile_floats) {
-      cache.k_tiles = k_tiles_.data();
-      blocks::kv::fill_key_tiles(cache, cache_dims());
-    }
+    blocks::kv::make_key_tiles(cache, cache_dims(), k_tiles_);  // empty if refused: calls read the rows
   }
   TransformerStateView view{k_.data(), v_.data(), batch_size_, max_tokens_, window_, cached_tokens_};
   view.spread = spread_;

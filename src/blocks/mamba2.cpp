@@ -94,25 +94,15 @@ Mamba2State Mamba2State::clone() const {
   copy->buffer_xbc = data_->buffer_xbc.clone();
   copy->buffer_dtraw = data_->buffer_dtraw.clone();
   copy->buffered_tokens = data_->buffered_tokens;
-  // Derived rows of identical buffers stay valid; of the Xd rows only the open chunk's are copied.
-  const Mamba2OpenChunkRows& from = data_->open;
-  Mamba2OpenChunkRows& to = copy->open;
-  to.owner = from.owner;
-  to.rows = from.rows;
-  to.dtraw = from.dtraw;
-  to.dt = from.dt;
-  to.dA = from.dA;
-  to.dacs = from.dacs;
-  to.frontier = from.frontier;
-  to.h_t = from.h_t;
-  if (from.xd.size() > 0) {
+  copy->open = data_->open;         // derived rows of identical buffers stay valid
+  if (data_->open_xd.size() > 0) {  // only each head's first open.rows Xd rows hold anything
     constexpr std::int64_t kHeadRows = Mamba2Dims::kChunk * Mamba2Dims::kHeadDim;
-    to.xd.resize_uninitialized(from.xd.size());
-    const auto heads = static_cast<std::int64_t>(from.xd.size()) / kHeadRows;
+    copy->open_xd.resize_uninitialized(data_->open_xd.size());
+    const auto heads = static_cast<std::int64_t>(data_->open_xd.size()) / kHeadRows;
     const std::int64_t held =
-        std::clamp<std::int64_t>(from.rows, 0, Mamba2Dims::kChunk) * Mamba2Dims::kHeadDim;
+        std::clamp<std::int64_t>(data_->open.rows, 0, Mamba2Dims::kChunk) * Mamba2Dims::kHeadDim;
     for (std::int64_t head = 0; head < heads; ++head)
-      std::memcpy(to.xd.data() + head * kHeadRows, from.xd.data() + head * kHeadRows,
+      std::memcpy(copy->open_xd.data() + head * kHeadRows, data_->open_xd.data() + head * kHeadRows,
                   static_cast<std::size_t>(held) * sizeof(float));
   }
   copy->open.kept_generation = data_->open.kept_generation == data_->generation
@@ -381,14 +371,14 @@ void Mamba2Block::ssd_fast(Mamba2StateData& data, bool copies_kept, std::int64_t
     });
   }
   const std::size_t xd_size = static_cast<std::size_t>(B * H * Q * P);
-  if (!copies_kept || !rows_kept || open.xd.size() != xd_size) {
-    if (open.xd.size() != xd_size) open.xd.resize_uninitialized(xd_size);
+  if (!copies_kept || !rows_kept || data.open_xd.size() != xd_size) {
+    if (data.open_xd.size() != xd_size) data.open_xd.resize_uninitialized(xd_size);
     parallel_for(B * H, [&](std::int64_t begin, std::int64_t end) {
       for (std::int64_t task = begin; task < end; ++task) {
         const std::int64_t b = task / H, h = task % H;
         for (std::int64_t i = 0; i < q0; ++i)
           ssd::scale(data.buffer_xbc.data() + (b * Q + i) * cd + h * P, open.dt[task * Q + i],
-                     open.xd.data() + (task * Q + i) * P, P);
+                     data.open_xd.data() + (task * Q + i) * P, P);
       }
     });
   }
@@ -461,10 +451,10 @@ void Mamba2Block::ssd_fast(Mamba2StateData& data, bool copies_kept, std::int64_t
               dA[i] = F(MUL(dtv, Ah));
               dacs[i] = i == 0 ? F(dA[0]) : F(dacs[i - 1] + dA[i]);
             }
-            // Xd of the new rows joins the kept rows; the packed GEMMs and a completed chunk's pass read
-            // all Q rows, so those pad with +0.0 rows (rows no kept row lies in yet).
+            // Xd of the new rows joins the kept rows. The packed GEMMs and a completed chunk's pass read
+            // all Q rows, so for them the rows past `real` are set to +0.0.
             const bool few = rows <= kFewRows;
-            float* xd = open.xd.data() + task * Q * P;
+            float* xd = data.open_xd.data() + task * Q * P;
             for (std::int64_t i = first; i < real; ++i)
               ssd::scale(row_of(b, c0 + i) + h * P, dt[i], xd + i * P, P);
             if (!few) std::fill(xd + real * P, xd + Q * P, 0.0f);

@@ -66,12 +66,9 @@ struct Mamba2OpenChunkRows {
   // the state is trusted (nobody outside the engine can have written h or the buffer since the fast path
   // last kept them together):
   // [B][H][128][64] each head's h transposed, so the row's C h^T cells read rows, not columns;
-  // [B][H][256][64] each head's discretized rows Xd = F(MUL(F(x), dt)) of the open chunk, so its Ydiag
-  // cells stream one head's rows instead of picking 64 floats out of every buffered row. The Xd rows also
-  // need `owner`'s dt: they are rebuilt with the rows above. Only the first `rows` rows of a head hold
-  // anything: a call writes every later row it reads first.
+  // Mamba2StateData::open_xd, each head's discretized rows (kept beside this struct: a copy of the state
+  // copies only their first `rows` rows).
   std::vector<float> h_t;
-  AlignedBuffer<float> xd;
   std::uint64_t kept_generation = kNoGeneration;
   static constexpr std::uint64_t kNoGeneration = ~std::uint64_t{0};
 };
@@ -88,6 +85,12 @@ struct Mamba2StateData {
   std::int64_t buffered_tokens = 0;
   std::uint64_t generation = 0;  // bumped by every block call that updates the state
   Mamba2OpenChunkRows open;
+  // [B][H][256][64] each head's discretized rows Xd = F(MUL(F(x), dt)) of the open chunk, so a decode
+  // row's Ydiag cells stream one head's rows instead of picking 64 floats out of every buffered row. Kept
+  // with open.h_t (Mamba2OpenChunkRows); they also need open.owner's dt, so they are rebuilt with the
+  // derived rows. Only each head's first open.rows rows hold anything: a call writes every later row
+  // before it reads it.
+  AlignedBuffer<float> open_xd;
   std::weak_ptr<Mamba2Report> pending_report;
   bool trusted = true;   // see Mamba2State::trusted
   bool exposed = false;  // a mutable accessor handed memory out since the last forget_handouts
@@ -204,7 +207,7 @@ class Mamba2Block {
  private:
   void refuse_inputs(const float* x, std::int64_t count, const Mamba2State& state,
                      const std::string& entry) const;
-  // copies_kept: data.open.h_t and data.open.xd may be current (see Mamba2OpenChunkRows).
+  // copies_kept: data.open.h_t and data.open_xd may be current (see Mamba2OpenChunkRows).
   void ssd_fast(Mamba2StateData& data, bool copies_kept, std::int64_t length, const float* xbc_new,
                 const float* dtraw_new, std::int64_t dtraw_stride, float* y_ssd) const;
 

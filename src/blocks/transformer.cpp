@@ -282,7 +282,7 @@ void TransformerBlock::forward(const float* x, std::int64_t batch, std::int64_t 
       block_rows = cache.max_tokens;
       kv::append_spread(cache, d, fresh);
       key_tiles = cache.k_tiles;
-      tile_floats = kv::key_tile_floats(cache, d);
+      tile_floats = kv::key_tile_floats(cache.max_tokens, d.head_dim);
     } else if (scan != StateScan::kAtAppend || cache.trusted) {  // nothing to scan while moving
       kv::append_packed(cache, d, fresh);
     } else {

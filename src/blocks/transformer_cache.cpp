@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <new>
 #include <utility>
 #include <vector>
 
@@ -272,8 +273,8 @@ void put_key_tile_row(const KvCache& cache, const TransformerDims& dims, std::in
                       std::int64_t position, const float* key) {
   constexpr std::int64_t kWidth = attention::kKeyTileWidth;
   const std::int64_t hd = dims.head_dim;
-  float* lane = cache.k_tiles + block * key_tile_floats(cache, dims) + position / kWidth * hd * kWidth +
-                position % kWidth;
+  float* lane = cache.k_tiles + block * key_tile_floats(cache.max_tokens, hd) +
+                position / kWidth * hd * kWidth + position % kWidth;
   for (std::int64_t d = 0; d < hd; ++d) lane[d * kWidth] = key[d];
 }
 }  // namespace
@@ -291,16 +292,28 @@ void append_spread(KvCache& cache, const TransformerDims& dims, const NewRows& r
   cache.cached_tokens = pos0 + rows.length;
 }
 
-std::int64_t key_tile_floats(const KvCache& cache, const TransformerDims& dims) {
+std::int64_t key_tile_floats(std::int64_t max_tokens, std::int64_t head_dim) {
   constexpr std::int64_t kWidth = attention::kKeyTileWidth;
-  return (cache.max_tokens + kWidth - 1) / kWidth * kWidth * dims.head_dim;
+  return (max_tokens + kWidth - 1) / kWidth * kWidth * head_dim;
 }
 
-void fill_key_tiles(const KvCache& cache, const TransformerDims& dims) {
-  const std::int64_t hd = dims.head_dim;
-  for (std::int64_t block = 0; block < cache.batch * dims.n_kv_heads; ++block)
+bool make_key_tiles(KvCache& cache, const TransformerDims& dims, AlignedBuffer<float>& tiles) {
+  const std::int64_t hd = dims.head_dim, blocks = cache.batch * dims.n_kv_heads;
+  const auto floats = static_cast<std::size_t>(blocks * key_tile_floats(cache.max_tokens, hd));
+  cache.k_tiles = nullptr;
+  if (tiles.size() != floats) {
+    try {
+      tiles.assign_zero(floats);
+    } catch (const std::bad_alloc&) {
+      tiles = AlignedBuffer<float>();
+      return false;
+    }
+  }
+  cache.k_tiles = tiles.data();
+  for (std::int64_t block = 0; block < blocks; ++block)
     for (std::int64_t position = 0; position < cache.cached_tokens; ++position)
       put_key_tile_row(cache, dims, block, position, spread_row(cache.k, cache, hd, block, position));
+  return true;
 }
 
 void refuse_non_finite_state(const KvCache& cache, const TransformerDims& dims, const std::string& what) {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "blocks/transformer.hpp"
+#include "core/aligned_buffer.hpp"
 
 namespace samebits::blocks::kv {
 
@@ -61,10 +62,13 @@ void pack_spread(KvCache& cache, const TransformerDims& dims);
 // new keys go into them too.
 void append_spread(KvCache& cache, const TransformerDims& dims, const NewRows& rows);
 
-// Key tiles (KvCache::k_tiles): the floats of one block's tiles (max_tokens rounded up to whole tiles),
-// and the copy of positions [0, cached_tokens) of every spread block's keys into them.
-std::int64_t key_tile_floats(const KvCache& cache, const TransformerDims& dims);
-void fill_key_tiles(const KvCache& cache, const TransformerDims& dims);
+// Key tiles (KvCache::k_tiles): the floats of one block's tiles (max_tokens rounded up to whole tiles).
+std::int64_t key_tile_floats(std::int64_t max_tokens, std::int64_t head_dim);
+// Sizes `tiles` for every block of the spread `cache` (zeroed afresh only when the size changes), copies
+// positions [0, cached_tokens) of its keys in and points cache.k_tiles at them. When the system refuses
+// the memory, `tiles` is left empty and cache.k_tiles null (the tiles only save time), and it returns
+// false.
+bool make_key_tiles(KvCache& cache, const TransformerDims& dims, AlignedBuffer<float>& tiles);
 
 // The refusal of non-finite carried contents, as blocks.md 4.3 words it: the first offender of k_cache,
 // then of v_cache, named by its flat index in the packed layout whatever the cache's layout.

@@ -7,15 +7,15 @@
 
 namespace samebits::attention {
 
+// Positions per key tile (Unit::key_tiles).
+inline constexpr std::int64_t kKeyTileWidth = 16;
+
 // One unit: `queries` consecutive query positions, each read by `heads` query heads that share one kv
 // head. Query row (i, h) (i < queries, h < heads) is the head_dim floats at
 // q + i * q_stride + h * head_dim and its output goes to ctx + i * ctx_stride + h * head_dim.
 // Key j (j < span) sits at absolute position key_lo + j; its key and value rows are keys + j * head_dim
 // and values + j * head_dim. Query i sits at absolute position pos0 + i and sees the keys in
 // [max(0, p - window + 1), p] (window 0: [0, p]); every other key is masked by adding -FLT_MAX.
-// Positions per key tile (Unit::key_tiles).
-inline constexpr std::int64_t kKeyTileWidth = 16;
-
 struct Unit {
   const float* q = nullptr;
   std::int64_t q_stride = 0;

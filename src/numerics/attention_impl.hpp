@@ -306,6 +306,14 @@ inline void prefetch_span(const float* base, std::int64_t first, std::int64_t co
 // Groups of kLanes keys a decode row asks for ahead of the one it computes.
 constexpr std::int64_t kPrefetchGroups = 4;
 
+// The first `count` lanes of one group's scores into out: its leaf partials folded (one leaf: as is).
+inline void store_key_lanes(typename Isa::V* partials, std::int64_t leaf_count, std::int64_t count,
+                            float* out) {
+  alignas(64) float lanes[kLanes];
+  Isa::store(lanes, leaf_count == 1 ? partials[0] : fold_leaves(partials, leaf_count));
+  for (std::int64_t l = 0; l < count; ++l) out[l] = lanes[l];
+}
+
 // out[j] = the dot of q with key j for j < n (the GEMM leaf rule over head_dim, leaves folded), asking
 // for the keys a few groups ahead while it runs.
 template <bool kFlush>
@@ -332,9 +340,7 @@ void key_dots(const float* q, const float* keys, std::int64_t head_dim, std::int
       const std::int64_t d_end = (t + 1) * leaf < head_dim ? (t + 1) * leaf : head_dim;
       partials[t] = Isa::flush(key_chain<kFlush>(q, group, head_dim, t * leaf, d_end, Isa::zero()));
     }
-    alignas(64) float lanes[kLanes];
-    Isa::store(lanes, leaf_count == 1 ? partials[0] : fold_leaves(partials, leaf_count));
-    for (std::int64_t l = 0; l < valid; ++l) out[j0 + l] = lanes[l];
+    store_key_lanes(partials, leaf_count, valid, out + j0);
   }
 }
 
@@ -369,13 +375,8 @@ void tiled_group_dots(const float* q, const float* const* tiles, std::int64_t he
     }
     for (int g = 0; g < G; ++g) partials[g * leaf_count + t] = Isa::flush(acc[g]);
   }
-  for (int g = 0; g < G; ++g) {
-    alignas(64) float lanes[kLanes];
-    V* mine = partials + g * leaf_count;
-    Isa::store(lanes, leaf_count == 1 ? mine[0] : fold_leaves(mine, leaf_count));
-    const std::int64_t count = g + 1 == G ? valid : kLanes;
-    for (std::int64_t l = 0; l < count; ++l) out[g * kLanes + l] = lanes[l];
-  }
+  for (int g = 0; g < G; ++g)
+    store_key_lanes(partials + g * leaf_count, leaf_count, g + 1 == G ? valid : kLanes, out + g * kLanes);
 }
 
 // key_dots from key tiles: out[j] for j < n, the same cells.

@@ -75,11 +75,8 @@ void row_gemm_nn(const float* a, const float* b, std::int64_t ldb, std::int64_t 
 
 void row_gemm_nn_rows_reference(const float* a, const float* b, std::int64_t ldb, std::int64_t real,
                                 std::int64_t n, std::int64_t k, float* out) {
-  // The literal route: the real rows, zero padding to k rows, then the plain row GEMM.
-  std::vector<float> padded(static_cast<std::size_t>(k * n), 0.0f);
-  for (std::int64_t p = 0; p < real; ++p)
-    for (std::int64_t j = 0; j < n; ++j) padded[p * n + j] = b[p * ldb + j];
-  row_gemm_nn_reference(a, padded.data(), n, n, k, out);
+  for (std::int64_t j = 0; j < n; ++j)
+    out[j] = gemm_cell(a, k, [&](std::int64_t p) { return p < real ? b[p * ldb + j] : 0.0f; });
 }
 
 void row_gemm_nn_rows(const float* a, const float* b, std::int64_t ldb, std::int64_t real, std::int64_t n,

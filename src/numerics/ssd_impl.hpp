@@ -86,17 +86,16 @@ void nn_rows_cells(const float* a, const float* b, std::int64_t ldb, std::int64_
       for (int g = 0; g < G; ++g) acc[g] = chain<kFlush>(Isa::fma(ap, Isa::zero(), acc[g]));
     }
   };
+  auto leaf_end = [&](int t) { return k < (t + 1) * leaf ? k : (t + 1) * leaf; };
   // Where leaf t's steps end: its last row, or `stop`.
   auto run_end = [&](int t) {
-    const std::int64_t end = k < (t + 1) * leaf ? k : (t + 1) * leaf;
-    const std::int64_t to = end < stop ? end : stop;
+    const std::int64_t to = leaf_end(t) < stop ? leaf_end(t) : stop;
     return to > t * leaf ? to : t * leaf;
   };
   V parts[G][kMaxLeaves];
-  // Leaf t's partials: its steps, then the skipped zero rows' one lift (zero_tail).
-  auto finish = [&](V(&acc)[G], int t, std::int64_t ran_to) {
-    const std::int64_t end = k < (t + 1) * leaf ? k : (t + 1) * leaf;
-    if (ran_to < end && lifts[t])
+  // Leaf t's partials once its steps ran: then the skipped zero rows' one lift (zero_tail).
+  auto finish = [&](V(&acc)[G], int t) {
+    if (run_end(t) < leaf_end(t) && lifts[t])
       for (int g = 0; g < G; ++g) acc[g] = Isa::add(acc[g], Isa::zero());
     for (int g = 0; g < G; ++g) parts[g][t] = flushed(acc[g]);
   };
@@ -115,15 +114,15 @@ void nn_rows_cells(const float* a, const float* b, std::int64_t ldb, std::int64_
       step(second, b1 + i);
     }
     for (std::int64_t p = b0 + both; p < e0; ++p) step(first, p);
-    finish(first, t, e0);
-    finish(second, t + 1, e1);
+    finish(first, t);
+    finish(second, t + 1);
   }
   if (t < leaves) {
     V last[G];
     for (int g = 0; g < G; ++g) last[g] = Isa::zero();
     const std::int64_t e = run_end(t);
     for (std::int64_t p = t * leaf; p < e; ++p) step(last, p);
-    finish(last, t, e);
+    finish(last, t);
   }
   for (int g = 0; g < G; ++g) Isa::store(out + j0 + g * Isa::kLanes, fold_lanes(parts[g], leaves));
 }
