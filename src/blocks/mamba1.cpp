@@ -136,31 +136,36 @@ void Mamba1Block::forward(const float* x, std::int64_t batch, std::int64_t lengt
 
   std::vector<float> xp(static_cast<std::size_t>(M * xr));  // dt_low | B | C
   gemm::gemm_packed({u.data(), di, 1}, M, x_proj_, xp.data());
-  std::vector<float> delta(static_cast<std::size_t>(M * di));
-  gemm::gemm_packed({xp.data(), xr, 1}, M, dt_proj_, delta.data());
+  // From dt_proj to the gate every channel is independent, so one task carries a batch row's group of
+  // channels through all of it: dt_proj's columns, delta, the scan, the D skip and the gate, in one
+  // parallel region.
+  std::vector<float> delta(static_cast<std::size_t>(M * di));   // [B, L, d_inner]
+  std::vector<float> scan_y(static_cast<std::size_t>(M * di));  // [B, L, d_inner]: y, then the gated y
   const float* dt_bias = weights_[kM1DtProjBias].data();
-  parallel_for(
-      M,
-      [&](std::int64_t begin, std::int64_t end) {
-        for (std::int64_t t = begin; t < end; ++t) {
-          float* row = delta.data() + t * di;
-          for (std::int64_t d = 0; d < di; ++d) row[d] = F(row[d] + F(dt_bias[d]));
-          vmath::softplus(row, row, static_cast<std::size_t>(di));
-          vmath::flush(row, row, static_cast<std::size_t>(di));
-        }
-      },
-      grain_for(di));
-
-  std::vector<float> scan_y(static_cast<std::size_t>(M * di));
+  const float* D = weights_[kM1D].data();
   constexpr std::int64_t kChannelGroup = 64;
+  static_assert(kChannelGroup % gemm::kPanelWidth == 0, "a group owns whole dt_proj panels");
   const std::int64_t groups = (di + kChannelGroup - 1) / kChannelGroup;
   parallel_for(
       batch * groups,
       [&](std::int64_t begin, std::int64_t end) {
+        float gate[kChannelGroup];
         for (std::int64_t task = begin; task < end; ++task) {
           const std::int64_t b = task / groups;
           const std::int64_t c0 = (task % groups) * kChannelGroup;
+          const std::int64_t c1 = std::min(di, c0 + kChannelGroup);
+          const auto width = static_cast<std::size_t>(c1 - c0);
           const std::int64_t row0 = b * length;
+          // 7-8. delta = F(softplus(F(dt_proj + F(bias)))), flushed.
+          gemm::gemm_packed_panels({xp.data() + row0 * xr, xr, 1}, length, dt_proj_, c0 / gemm::kPanelWidth,
+                                   kChannelGroup / gemm::kPanelWidth, delta.data() + row0 * di);
+          for (std::int64_t t = row0; t < row0 + length; ++t) {
+            float* row = delta.data() + t * di + c0;
+            for (std::int64_t d = 0; d < c1 - c0; ++d) row[d] = F(row[d] + F(dt_bias[c0 + d]));
+            vmath::softplus(row, row, width);
+            vmath::flush(row, row, width);
+          }
+          // 9. the scan.
           const sscan::ScanArgs args{u.data() + row0 * di,
                                      di,
                                      delta.data() + row0 * di,
@@ -173,29 +178,21 @@ void Mamba1Block::forward(const float* x, std::int64_t batch, std::int64_t lengt
                                      scan_y.data() + row0 * di,
                                      di,
                                      length};
-          sscan::selective_scan(args, c0, std::min(di, c0 + kChannelGroup));
-        }
-      },
-      grain_for(kChannelGroup * Mamba1Dims::kState * length, 4096));
-
-  // skip = F(y + F(MUL(F(u), F(D)))); gate = F(MUL(skip, F(silu(F(z))))), written over scan_y.
-  const float* D = weights_[kM1D].data();
-  parallel_for(
-      M,
-      [&](std::int64_t begin, std::int64_t end) {
-        std::vector<float> gate(static_cast<std::size_t>(di));
-        for (std::int64_t t = begin; t < end; ++t) {
-          vmath::flush(P.data() + t * 2 * di + di, gate.data(), static_cast<std::size_t>(di));
-          vmath::silu(gate.data(), gate.data(), static_cast<std::size_t>(di));
-          float* row = scan_y.data() + t * di;
-          const float* urow = u.data() + t * di;
-          for (std::int64_t d = 0; d < di; ++d) {
-            const float skip = F(row[d] + F(MUL(F(urow[d]), F(D[d]))));
-            row[d] = F(MUL(skip, F(gate[d])));
+          sscan::selective_scan(args, c0, c1);
+          // 10-11. skip = F(y + F(MUL(F(u), F(D)))); gate = F(MUL(skip, F(silu(F(z))))), over scan_y.
+          for (std::int64_t t = row0; t < row0 + length; ++t) {
+            vmath::flush(P.data() + t * 2 * di + di + c0, gate, width);
+            vmath::silu(gate, gate, width);
+            float* row = scan_y.data() + t * di;
+            const float* urow = u.data() + t * di;
+            for (std::int64_t d = c0; d < c1; ++d) {
+              const float skip = F(row[d] + F(MUL(F(urow[d]), F(D[d]))));
+              row[d] = F(MUL(skip, F(gate[d - c0])));
+            }
           }
         }
       },
-      grain_for(di));
+      grain_for(kChannelGroup * Mamba1Dims::kState * length, 4096));
 
   std::vector<float> out(static_cast<std::size_t>(M * dm));
   gemm::gemm_packed({scan_y.data(), di, 1}, M, out_proj_, out.data());

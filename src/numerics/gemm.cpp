@@ -258,6 +258,25 @@ void gemm_packed(LhsView A, std::int64_t m, const PackedRhs& rhs, float* C) {
   });
 }
 
+void gemm_packed_panels(LhsView A, std::int64_t m, const PackedRhs& rhs, std::int64_t first_panel,
+                        std::int64_t panel_count, float* C) {
+  const std::int64_t n = rhs.n();
+  const std::int64_t k = rhs.k();
+  const std::int64_t col0 = first_panel * kPanelWidth;
+  const std::int64_t col1 = std::min(n, (first_panel + panel_count) * kPanelWidth);
+  if (m <= 0 || col0 >= col1) return;
+  if (k <= 0) {
+    for (std::int64_t i = 0; i < m; ++i) std::fill(C + i * n + col0, C + i * n + col1, 0.0f);
+    return;
+  }
+  Problem pb{A, m, &rhs, C, leaf_length(k), 0, &kernels_for(simd::active_target())};
+  pb.leaves = (k + pb.leaf - 1) / pb.leaf;
+  const KernelSet& ks = *pb.kernels;
+  const std::int64_t tiles = (m + ks.tile_rows - 1) / ks.tile_rows;
+  for (std::int64_t panel = first_panel; panel * kPanelWidth < col1; ++panel)
+    run_task(pb, PanelGroup{panel, 1, ks.fast, ks.exact}, ks.tile_rows, 0, tiles);
+}
+
 void gemm(Orientation orientation, const float* A, const float* B, float* C, std::int64_t m, std::int64_t n,
           std::int64_t k) {
   if (m <= 0 || n <= 0) return;

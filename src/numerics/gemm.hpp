@@ -91,6 +91,11 @@ struct LhsView {
 // Dispatches on simd::active_target() and splits output tiles over the thread pool.
 void gemm_packed(LhsView A, std::int64_t m, const PackedRhs& rhs, float* C);
 
+// The columns of panels [first_panel, first_panel + panel_count) of C only, on the calling thread: for a
+// parallel task that owns those columns (C keeps leading dimension rhs.n()). The same bits as gemm_packed.
+void gemm_packed_panels(LhsView A, std::int64_t m, const PackedRhs& rhs, std::int64_t first_panel,
+                        std::int64_t panel_count, float* C);
+
 // Convenience fast path on unpacked operands (packs B per call).
 void gemm(Orientation orientation, const float* A, const float* B, float* C, std::int64_t m, std::int64_t n,
           std::int64_t k);

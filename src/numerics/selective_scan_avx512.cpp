@@ -13,6 +13,7 @@
 
 #include "numerics/fp.hpp"
 #include "numerics/primitives.hpp"
+#include "numerics/mxcsr_flags.hpp"
 #include "numerics/vector_math.hpp"
 
 namespace samebits::sscan::detail {

@@ -55,34 +55,60 @@ inline void store_state_columns(const V columns[kStates], std::int64_t d0, float
   }
 }
 
+template <bool Flush>
+inline V flushed_if(V x) {
+  if constexpr (Flush) return flushed(x);
+  return x;
+}
+
+// One group of kLanes channels over every row. Without Flush the per-operation flushes are skipped (valid
+// only when the MXCSR flags prove them inert, numerics.md 6a); the values that leave (y, the final h) are
+// flushed either way, since an exact subnormal result raises no flag. The final h is stored only when
+// `keep` says the pass stands, so a flushing rerun starts from the same h.
+template <bool Flush, typename Keep>
+void scan_group(const samebits::sscan::ScanArgs& a, std::int64_t d0, const Keep& keep) {
+  V A[kStates];
+  V h[kStates];
+  load_state_columns(a.A, d0, A);
+  load_state_columns(a.h, d0, h);
+  for (int s = 0; s < kStates; ++s) {
+    A[s] = flushed(A[s]);
+    h[s] = flushed(h[s]);
+  }
+  for (std::int64_t t = 0; t < a.rows; ++t) {
+    const V uv = flushed_if<Flush>(Isa::load(a.u + t * a.u_stride + d0));
+    const V dl = flushed_if<Flush>(Isa::load(a.delta + t * a.delta_stride + d0));
+    const float* brow = a.B + t * a.bc_stride;
+    const float* crow = a.C + t * a.bc_stride;
+    for (int s = 0; s < kStates; ++s) {
+      // exp_lanes returns +0.0 below FLT_MIN itself: its result needs no flush.
+      const V dA = exp_lanes(flushed_if<Flush>(Isa::mul(dl, A[s])));
+      const V b = Isa::set1(Flush ? samebits::fp::F(brow[s]) : brow[s]);
+      const V dB = flushed_if<Flush>(Isa::mul(dl, b));
+      const V dBu = flushed_if<Flush>(Isa::mul(dB, uv));
+      h[s] = flushed_if<Flush>(Isa::fma(dA, h[s], dBu));
+    }
+    V y = Isa::zero();
+    for (int s = 0; s < kStates; ++s) {
+      const V c = Isa::set1(Flush ? samebits::fp::F(crow[s]) : crow[s]);
+      y = flushed_if<Flush>(Isa::fma(c, h[s], y));
+    }
+    Isa::store(a.y + t * a.y_stride + d0, flushed(y));
+  }
+  if (!keep()) return;
+  for (int s = 0; s < kStates; ++s) h[s] = flushed(h[s]);
+  store_state_columns(h, d0, a.h);
+}
+
 std::int64_t selective_scan_lanes(const samebits::sscan::ScanArgs& a, std::int64_t c0, std::int64_t c1) {
   constexpr std::int64_t kLanes = Isa::kLanes;
   const std::int64_t end = c0 + (c1 - c0) / kLanes * kLanes;
+  samebits::mxcsr::FlagScope flags;
   for (std::int64_t d0 = c0; d0 < end; d0 += kLanes) {
-    V A[kStates];
-    V h[kStates];
-    load_state_columns(a.A, d0, A);
-    load_state_columns(a.h, d0, h);
-    for (int s = 0; s < kStates; ++s) {
-      A[s] = flushed(A[s]);
-      h[s] = flushed(h[s]);
-    }
-    for (std::int64_t t = 0; t < a.rows; ++t) {
-      const V uv = flushed(Isa::load(a.u + t * a.u_stride + d0));
-      const V dl = flushed(Isa::load(a.delta + t * a.delta_stride + d0));
-      const float* brow = a.B + t * a.bc_stride;
-      const float* crow = a.C + t * a.bc_stride;
-      for (int s = 0; s < kStates; ++s) {
-        const V dA = flushed(exp_lanes(flushed(Isa::mul(dl, A[s]))));
-        const V dB = flushed(Isa::mul(dl, Isa::set1(samebits::fp::F(brow[s]))));
-        const V dBu = flushed(Isa::mul(dB, uv));
-        h[s] = flushed(Isa::fma(dA, h[s], dBu));
-      }
-      V y = Isa::zero();
-      for (int s = 0; s < kStates; ++s) y = flushed(Isa::fma(Isa::set1(samebits::fp::F(crow[s])), h[s], y));
-      Isa::store(a.y + t * a.y_stride + d0, y);
-    }
-    store_state_columns(h, d0, a.h);
+    flags.clear();
+    bool stands = false;
+    scan_group<false>(a, d0, [&] { return stands = !samebits::mxcsr::FlagScope::subnormal_seen(); });
+    if (!stands) scan_group<true>(a, d0, [] { return true; });
   }
   return end;
 }

@@ -175,6 +175,44 @@ TEST(GemmFast, RowAloneEqualsRowInBatch) {
   }
 }
 
+// A task's own panels: those columns equal the whole product's, the others are left untouched, for row
+// counts around the skinny and register tiles, ragged last panels, and depths across the leaf seams.
+TEST(GemmFast, PanelRangeEqualsWholeProduct) {
+  Rng rng(19);
+  const int rows[] = {1, 2, 5, 9, 33};
+  const int widths[] = {1, 31, 32, 70, 129};
+  const int depths[] = {0, 1, 48, 128, 129, 300};
+  for (int k : depths) {
+    for (int n : widths) {
+      auto w = rng.uniform_vector(static_cast<std::size_t>(n) * k);
+      const auto packed = gemm::PackedRhs::from_transposed(w.data(), n, k);
+      for (int m : rows) {
+        auto a = rng.uniform_vector(static_cast<std::size_t>(m) * k);
+        std::vector<float> want(static_cast<std::size_t>(m) * n);
+        gemm::gemm_reference(Orientation::NT, a.data(), w.data(), want.data(), m, n, k);
+        for_each_target_and_threads([&](const std::string& where) {
+          for (std::int64_t first = 0; first < packed.panel_count(); ++first) {
+            for (std::int64_t count = 1; first + count <= packed.panel_count() + 1; ++count) {
+              std::vector<float> got(want.size(), -1.0f);
+              gemm::gemm_packed_panels({a.data(), k, 1}, m, packed, first, count, got.data());
+              for (int i = 0; i < m; ++i) {
+                for (int j = 0; j < n; ++j) {
+                  const bool owned =
+                      j >= first * gemm::kPanelWidth && j < (first + count) * gemm::kPanelWidth;
+                  const float expected = owned ? want[i * n + j] : -1.0f;
+                  ASSERT_EQ(fp::bits(got[i * n + j]), fp::bits(expected))
+                      << "m=" << m << " n=" << n << " k=" << k << " panels " << first << "+" << count
+                      << " cell (" << i << ", " << j << ") " << where;
+                }
+              }
+            }
+          }
+        });
+      }
+    }
+  }
+}
+
 TEST(GemmFast, LargeDepthUsesWideLeaves) {
   Rng rng(11);
   const int k = 131073, m = 2, n = 3;  // leaf 129, 1017 leaves

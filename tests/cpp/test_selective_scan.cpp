@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <utility>
 #include <vector>
@@ -131,6 +132,64 @@ TEST(SelectiveScanKernels, ScanFlushesASubnormalDiscretizedB) {
     sscan::selective_scan(args, 0, channels);
     for (float v : h) ASSERT_EQ(fp::bits(v), 0u) << where;
     for (float v : y) ASSERT_EQ(fp::bits(v), 0u) << where;
+  });
+}
+
+// Ordinary data with one awkward value planted per trial (in u, delta, B, C, A or the incoming h): the
+// groups it touches need the flushing pass, the others stand without it, and both equal the twin.
+TEST(SelectiveScanKernels, ScanWithOnePlantedValueMatchesTwin) {
+  Rng rng(5);
+  const std::int64_t channels = 48, bc_stride = 32;
+  for (int trial = 0; trial < 120; ++trial) {
+    const std::int64_t rows = 1 + trial % 3;
+    std::vector<float> u = rng.uniform_vector(static_cast<std::size_t>(rows * channels), 3.0f);
+    std::vector<float> delta = rng.uniform_vector(static_cast<std::size_t>(rows * channels), 1.0f);
+    for (float& d : delta) d = d < 0 ? -d : d;
+    std::vector<float> bc = rng.uniform_vector(static_cast<std::size_t>(rows * bc_stride), 2.0f);
+    std::vector<float> A = rng.uniform_vector(static_cast<std::size_t>(channels * 16), 5.0f);
+    for (float& a : A) a = a > 0 ? -a : a;
+    std::vector<float> h0 = rng.uniform_vector(static_cast<std::size_t>(channels * 16), 1.0f);
+    std::vector<float>* targets[] = {&u, &delta, &bc, &A, &h0};
+    std::vector<float>& target = *targets[trial % 5];
+    const float planted = awkward(rng, 1.0f);
+    target[rng.next() % target.size()] = &target == &delta || &target == &A
+                                             ? (&target == &A ? -std::abs(planted) : std::abs(planted))
+                                             : planted;
+    std::vector<float> want_h = h0, want_y(static_cast<std::size_t>(rows * channels));
+    sscan::ScanArgs args{u.data(),  channels, delta.data(),  channels,      bc.data(), bc.data() + 16,
+                         bc_stride, A.data(), want_h.data(), want_y.data(), channels,  rows};
+    sscan::selective_scan_reference(args, 0, channels);
+    for_each_target([&](const char* where) {
+      std::vector<float> h = h0, y(want_y.size(), 9.0f);
+      sscan::ScanArgs fast = args;
+      fast.h = h.data();
+      fast.y = y.data();
+      sscan::selective_scan(fast, 0, channels);
+      ASSERT_TRUE(testing::same_bits(want_y, y)) << where << " trial=" << trial;
+      ASSERT_TRUE(testing::same_bits(want_h, h)) << where << " trial=" << trial;
+    });
+  }
+}
+
+// An exact subnormal raises no MXCSR flag: y's last FMA, 1.5 * FLT_MIN - FLT_MIN = 0.5 * FLT_MIN exactly,
+// must still leave as the twin's +0.0 (delta 0 keeps h = h0: dA = 1, dB = 0).
+TEST(SelectiveScanKernels, ScanFlushesAnExactSubnormalOutput) {
+  const std::int64_t channels = 16;
+  std::vector<float> u(channels, 1.0f), delta(channels, 0.0f), A(channels * 16, -1.0f), bc(32, 0.0f);
+  bc[16 + 14] = 1.0f;  // C[14]
+  bc[16 + 15] = 1.0f;  // C[15]
+  std::vector<float> h0(channels * 16, 0.0f);
+  for (std::int64_t d = 0; d < channels; ++d) {
+    h0[d * 16 + 14] = fp::from_bits(0x00C00000);  // 1.5 * FLT_MIN
+    h0[d * 16 + 15] = -fp::flt_min();
+  }
+  for_each_target([&](const char* where) {
+    std::vector<float> h = h0, y(channels, 9.0f);
+    sscan::ScanArgs args{u.data(), channels, delta.data(), channels, bc.data(), bc.data() + 16,
+                         32,       A.data(), h.data(),     y.data(), channels,  1};
+    sscan::selective_scan(args, 0, channels);
+    for (float v : y) ASSERT_EQ(fp::bits(v), 0u) << where;
+    ASSERT_TRUE(testing::same_bits(h0, h)) << where;
   });
 }
 
