@@ -90,6 +90,8 @@ class Mamba3State:
         """Something may change the state: blocks reading their reports from it compute them now. A block
         about to call on this state (`caller`) is skipped: the call replaces its reports (and a refused call
         changes nothing, so its pending reports stay valid)."""
+        if not self._readers:  # the common case, checked without iterating the weak set
+            return
         for block in list(self._readers):
             if block is not caller:
                 block._settle_reports()

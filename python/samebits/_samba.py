@@ -21,6 +21,10 @@ _DTYPE_SENTENCE = (
 )
 
 
+# Up to this many ids are range-checked as Python ints (exact for every integer dtype).
+_FEW_IDS = 64
+
+
 class SambaState:
     """A decode state: `batch_size`, `max_tokens` and one block state per layer in stack order
     (`Mamba3State` for a mamba3 layer, `TransformerState` for an attention layer)."""
@@ -37,11 +41,14 @@ class SambaState:
 def _ids(inputs, what, ndims):
     """Token ids as an integer numpy array of one of the ranks in `ndims` (any integer dtype; the range is
     checked on the original values before any conversion)."""
-    try:
-        array = np.asarray(memoryview(inputs))
-    except TypeError:
-        array = np.asarray(inputs) if isinstance(inputs, (list, tuple)) else None
-    if array is None or not np.issubdtype(array.dtype, np.integer):
+    if type(inputs) is np.ndarray:  # what memoryview and asarray would give back (decode calls this per token)
+        array = inputs
+    else:
+        try:
+            array = np.asarray(memoryview(inputs))
+        except TypeError:
+            array = np.asarray(inputs) if isinstance(inputs, (list, tuple)) else None
+    if array is None or (array.dtype.kind not in "iu" and not np.issubdtype(array.dtype, np.integer)):
         kind = type(inputs).__name__ if array is None else array.dtype.name
         raise TypeError(f"{PACKAGE} {what}: inputs must be integer token ids, got {kind}")
     if array.ndim not in ndims:
@@ -161,9 +168,14 @@ class SambaInference:
         batch, length = int(ids.shape[0]), int(ids.shape[1])
         if batch < 1 or length < 1:
             raise ValueError(f"{PACKAGE} {what}: B and L must be positive")
-        if ids.min() < 0 or ids.max() >= self.config.vocab:
+        if ids.size <= _FEW_IDS:  # a decode step's few ids: Python's min/max cost less than two reductions
+            few = ids.ravel().tolist()
+            out_of_range = min(few) < 0 or max(few) >= self.config.vocab
+        else:
+            out_of_range = ids.min() < 0 or ids.max() >= self.config.vocab
+        if out_of_range:
             raise ValueError(f"{PACKAGE} {what}: inputs must be in [0, vocab)")
-        ids32 = np.ascontiguousarray(ids, dtype=np.int32)
+        ids32 = ids if ids.dtype == np.int32 and ids.flags.c_contiguous else np.ascontiguousarray(ids, dtype=np.int32)
         handles = None if state is None else self._layers(state, what, batch, reference)
         if state is not None:
             # A Mamba3State may also be the state of a standalone Mamba3BlockInference whose reports

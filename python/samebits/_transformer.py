@@ -66,9 +66,15 @@ def _is_default(name, value, default, head_dim):
     return type(value) is type(default) and value == default
 
 
+_NATIVE_FLOAT32 = np.dtype(np.float32)
+
+
 def _state_buffer(value, what, name, shape):
     """A caller state buffer, read and written in place: float32, exactly `shape`, C-contiguous and
     writable; nothing is fixed up, because a fixed-up copy would be updated instead of the caller's."""
+    if (type(value) is np.ndarray and value.dtype == _NATIVE_FLOAT32 and value.shape == shape
+            and value.flags.c_contiguous and value.flags.writeable):
+        return value  # what the checks below accept, without a memoryview (decode calls this per token)
     try:
         view = _buffers.probe(value)
     except TypeError:
@@ -178,8 +184,8 @@ class TransformerState:
         if self._spread is not None and self._spread != spread:
             self._settle()  # the sizes were edited since: the old layout is undone by the old sizes
         blocks, hd, smax = spread
-        fits = np.size(self._k) == np.size(self._v) == blocks * hd * smax  # else the call refuses them
-        if self._spread is None and self._trusted and fits and 0 <= self._cached <= smax:
+        if (self._spread is None and self._trusted and 0 <= self._cached <= smax
+                and np.size(self._k) == np.size(self._v) == blocks * hd * smax):  # else the call refuses them
             native().kv_relayout(self._k, self._v, blocks, hd, smax, self._cached, True)
             self._spread = spread
             self._tiles = native().kv_tiles(self._k, blocks, hd, smax, self._cached)

@@ -197,6 +197,37 @@ def test_refusals():
         SambaInference(config, bad)
 
 
+def test_ids_of_every_integer_kind_and_their_range():
+    """Ids are judged on their original values whatever their integer dtype, layout or container; a step
+    takes few ids (checked as Python ints), a forward many (checked by numpy): both refuse alike."""
+    model = _model(True)
+    ids = _ids((2, 6))
+    state = model.allocate_state(2, 6)
+    model.forward(ids[:, :5], state)
+    want = model.step(ids[:, 5].astype(np.int32), _copy_state(state))
+    spellings = [ids[:, 5].astype(np.int64), ids[:, 5].astype(np.uint8), ids[:, 5].astype(">i2"),
+                 ids[:, 4:6][:, 1], ids[:, 5:6].astype(np.uint64), list(int(i) for i in ids[:, 5])]
+    for spelled in spellings:
+        assert model.step(spelled, _copy_state(state)).tobytes() == want.tobytes(), repr(spelled)
+    for bad in (np.array([2**32 + 5, 1], dtype=np.int64), np.array([2**63, 0], dtype=np.uint64),
+                np.array([-1, 0], dtype=np.int8), np.array([0, 256], dtype=">i4")):
+        with pytest.raises(ValueError, match=r"\[0, vocab\)"):
+            model.step(bad, _copy_state(state))
+    with pytest.raises(TypeError, match="integer"):
+        model.step(np.array([True, False]), _copy_state(state))
+    many = _ids((2, 40))
+    many[1, 33] = 2**32 + 3
+    with pytest.raises(ValueError, match=r"\[0, vocab\)"):
+        model.forward(many)
+    many[1, 33] = -2**40
+    with pytest.raises(ValueError, match=r"\[0, vocab\)"):
+        model.forward(many)
+
+
+def _copy_state(state):
+    return SambaState(state.batch_size, state.max_tokens, [layer.copy() for layer in state.layers])
+
+
 def _resident_bytes():
     with open("/proc/self/status") as status:
         for line in status:
