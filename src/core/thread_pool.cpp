@@ -72,23 +72,28 @@ class Pool {
       runs_[part].end = chunks * (part + 1) / parts_;
     }
     error_ = nullptr;
-    active_helpers_.store(helpers, std::memory_order_relaxed);
+    finished_.store(0, std::memory_order_relaxed);
+    const std::uint64_t generation = (round_.load(std::memory_order_relaxed) >> 16) + 1;
+    gate_.store(gate_generation(generation), std::memory_order_relaxed);  // open, nobody joined yet
     {
       // The round word carries the generation and the helper count together, so a worker never pairs
       // one round's generation with another round's count. Published under the mutex so that a worker
       // about to park cannot miss it.
       std::lock_guard<std::mutex> lock(mutex_);
-      round_.store(
-          ((round_.load(std::memory_order_relaxed) >> 16) + 1) << 16 | static_cast<std::uint64_t>(helpers),
-          std::memory_order_release);
+      round_.store(generation << 16 | static_cast<std::uint64_t>(helpers), std::memory_order_release);
       if (parked_ > 0) wake_.notify_all();
     }
     work(0);
+    // Every chunk is taken now. Closing the round turns away helpers that have not joined it yet, so a
+    // worker the system has not scheduled (on a shared machine a core can be away for milliseconds) never
+    // holds the caller up: only helpers still finishing the chunks they claimed are waited for.
+    const int joined = static_cast<int>(gate_.fetch_or(kGateClosed, std::memory_order_acq_rel) & kGateJoined);
     // Decode steps run dozens of short regions back to back: spin briefly before sleeping, because
     // waking a sleeping thread costs more than a whole small region.
-    if (!spin_until([&] { return active_helpers_.load(std::memory_order_acquire) == 0; })) {
+    auto all_back = [&] { return finished_.load(std::memory_order_acquire) == joined; };
+    if (!spin_until(all_back)) {
       std::unique_lock<std::mutex> lock(mutex_);
-      done_.wait(lock, [&] { return active_helpers_.load(std::memory_order_acquire) == 0; });
+      done_.wait(lock, all_back);
     }
     body_ = nullptr;
     if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
@@ -182,12 +187,31 @@ class Pool {
       if (stopping_flag_.load(std::memory_order_relaxed)) return;
       seen = round >> 16;
       if (index >= static_cast<int>(round & 0xffff)) continue;  // not called for this round
+      if (!join(seen)) continue;                                // the caller already took every chunk
       work(index + 1);
-      if (active_helpers_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      finished_.fetch_add(1, std::memory_order_acq_rel);
+      // The caller may be asleep waiting for the helpers that joined; the last one back wakes it.
+      const std::uint64_t gate = gate_.load(std::memory_order_acquire);
+      if ((gate & kGateClosed) != 0 &&
+          finished_.load(std::memory_order_acquire) == static_cast<int>(gate & kGateJoined)) {
         std::lock_guard<std::mutex> lock(mutex_);
         done_.notify_all();
       }
     }
+  }
+
+  // The gate word of a round: its generation (low 32 bits) << 32, a closed flag and the helpers joined.
+  static constexpr std::uint64_t kGateClosed = std::uint64_t{1} << 31;
+  static constexpr std::uint64_t kGateJoined = kGateClosed - 1;
+  static std::uint64_t gate_generation(std::uint64_t generation) { return generation << 32; }
+
+  // Joins round `generation` unless the caller has closed it (or moved on to a later one).
+  bool join(std::uint64_t generation) {
+    std::uint64_t gate = gate_.load(std::memory_order_acquire);
+    while ((gate & ~(kGateClosed | kGateJoined)) == gate_generation(generation) && (gate & kGateClosed) == 0)
+      if (gate_.compare_exchange_weak(gate, gate + 1, std::memory_order_acq_rel, std::memory_order_acquire))
+        return true;
+    return false;
   }
 
   std::atomic<int> threads_;
@@ -206,7 +230,10 @@ class Pool {
   };
   std::array<Run, kMaxThreads> runs_;
   int parts_ = 1;
-  std::atomic<int> active_helpers_{0};  // helpers still working on this round
+  // This round's gate (gate_generation | kGateClosed once the caller is done | helpers joined) and the
+  // joined helpers that have finished.
+  std::atomic<std::uint64_t> gate_{0};
+  std::atomic<int> finished_{0};
   // generation << 16 | helpers called for it (at most kMaxThreads - 1 < 2^16)
   std::atomic<std::uint64_t> round_{0};
   int parked_ = 0;  // workers asleep on wake_ (guarded by mutex_)
