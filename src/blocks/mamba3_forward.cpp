@@ -190,15 +190,21 @@ class ForwardCall {
   void angle_stage() {
     sized(angle_, M_ * H_ * R);
     sized(theta_after_, B_ * H_ * R);
-    parallel_for(B_ * H_, [&](std::int64_t begin, std::int64_t end) {
-      for (std::int64_t bh = begin; bh < end; ++bh) {
-        const std::int64_t b = bh / H_, h = bh % H_;
-        float* run = theta_after_.data() + bh * R;
-        for (std::int64_t r = 0; r < R; ++r) run[r] = F(piece(Mamba3State::kTheta)[bh * R + r]);
-        mamba3_kernels::angle_scan(run, R, rate_.data() + b * L_ * R, R, dt_.data() + b * L_ * H_ + h, H_, L_,
-                                   angle_.data() + (b * L_ * H_ + h) * R, H_ * R);
-      }
-    });
+    // A (b, h) task is L steps of 32 angles: a decode step's dozen tasks take a microsecond together,
+    // less than handing them to another thread, so short calls run them on this one.
+    const std::int64_t grain = std::max<std::int64_t>(1, 512 / L_);
+    parallel_for(
+        B_ * H_,
+        [&](std::int64_t begin, std::int64_t end) {
+          for (std::int64_t bh = begin; bh < end; ++bh) {
+            const std::int64_t b = bh / H_, h = bh % H_;
+            float* run = theta_after_.data() + bh * R;
+            for (std::int64_t r = 0; r < R; ++r) run[r] = F(piece(Mamba3State::kTheta)[bh * R + r]);
+            mamba3_kernels::angle_scan(run, R, rate_.data() + b * L_ * R, R, dt_.data() + b * L_ * H_ + h, H_,
+                                       L_, angle_.data() + (b * L_ * H_ + h) * R, H_ * R);
+          }
+        },
+        grain);
   }
 
   // Steps 9-10: biased q / k, the interleaved rotation of the first 32 pairs, and the diagonal q.k.
