@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -55,6 +56,26 @@ void for_each_target(const std::function<void(const char*)>& body) {
   simd::reset_target();
 }
 
+// The scan of `rows` rows from h0 on every target equals the twin's y and final h.
+void expect_scan_matches_twin(const std::vector<float>& u, const std::vector<float>& delta, const float* B,
+                              const float* C, std::int64_t bc_stride, const std::vector<float>& A,
+                              const std::vector<float>& h0, std::int64_t channels, std::int64_t rows,
+                              const std::string& what) {
+  std::vector<float> want_h = h0, want_y(static_cast<std::size_t>(rows * channels));
+  const sscan::ScanArgs args{u.data(),  channels, delta.data(),  channels,      B,        C,
+                             bc_stride, A.data(), want_h.data(), want_y.data(), channels, rows};
+  sscan::selective_scan_reference(args, 0, channels);
+  for_each_target([&](const char* where) {
+    std::vector<float> h = h0, y(want_y.size(), 9.0f);
+    sscan::ScanArgs fast = args;
+    fast.h = h.data();
+    fast.y = y.data();
+    sscan::selective_scan(fast, 0, channels);
+    ASSERT_TRUE(testing::same_bits(want_y, y)) << where << " " << what;
+    ASSERT_TRUE(testing::same_bits(want_h, h)) << where << " " << what;
+  });
+}
+
 TEST(SelectiveScanKernels, ConvMatchesTwin) {
   Rng rng(1);
   for (std::int64_t channels : {1, 7, 16, 33, 64}) {
@@ -101,19 +122,8 @@ TEST(SelectiveScanKernels, ScanMatchesTwin) {
         std::vector<float> A = make(static_cast<std::size_t>(channels * 16), 5.0f);
         for (float& a : A) a = a > 0 ? -a : a;
         const std::vector<float> h0 = make(static_cast<std::size_t>(channels * 16), 1.0f);
-        std::vector<float> want_h = h0, want_y(static_cast<std::size_t>(rows * channels));
-        sscan::ScanArgs args{u.data(),  channels, delta.data(),  channels,      bc.data() + 3, bc.data() + 19,
-                             bc_stride, A.data(), want_h.data(), want_y.data(), channels,      rows};
-        sscan::selective_scan_reference(args, 0, channels);
-        for_each_target([&](const char* where) {
-          std::vector<float> h = h0, y(want_y.size(), 9.0f);
-          sscan::ScanArgs fast = args;
-          fast.h = h.data();
-          fast.y = y.data();
-          sscan::selective_scan(fast, 0, channels);
-          ASSERT_TRUE(testing::same_bits(want_y, y)) << where << " channels=" << channels << " rows=" << rows;
-          ASSERT_TRUE(testing::same_bits(want_h, h)) << where << " channels=" << channels << " rows=" << rows;
-        });
+        expect_scan_matches_twin(u, delta, bc.data() + 3, bc.data() + 19, bc_stride, A, h0, channels, rows,
+                                 "channels=" + std::to_string(channels) + " rows=" + std::to_string(rows));
       }
     }
   }
@@ -155,19 +165,8 @@ TEST(SelectiveScanKernels, ScanWithOnePlantedValueMatchesTwin) {
     target[rng.next() % target.size()] = &target == &delta || &target == &A
                                              ? (&target == &A ? -std::abs(planted) : std::abs(planted))
                                              : planted;
-    std::vector<float> want_h = h0, want_y(static_cast<std::size_t>(rows * channels));
-    sscan::ScanArgs args{u.data(),  channels, delta.data(),  channels,      bc.data(), bc.data() + 16,
-                         bc_stride, A.data(), want_h.data(), want_y.data(), channels,  rows};
-    sscan::selective_scan_reference(args, 0, channels);
-    for_each_target([&](const char* where) {
-      std::vector<float> h = h0, y(want_y.size(), 9.0f);
-      sscan::ScanArgs fast = args;
-      fast.h = h.data();
-      fast.y = y.data();
-      sscan::selective_scan(fast, 0, channels);
-      ASSERT_TRUE(testing::same_bits(want_y, y)) << where << " trial=" << trial;
-      ASSERT_TRUE(testing::same_bits(want_h, h)) << where << " trial=" << trial;
-    });
+    expect_scan_matches_twin(u, delta, bc.data(), bc.data() + 16, bc_stride, A, h0, channels, rows,
+                             "trial=" + std::to_string(trial));
   }
 }
 
