@@ -37,6 +37,8 @@ struct Isa {
   static M not_lt(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_NLT_UQ); }
   static M mask_and(M a, M b) { return _mm256_and_ps(a, b); }
   static M mask_or(M a, M b) { return _mm256_or_ps(a, b); }
+  // Whether every lane of a compares >= the same lane of b.
+  static bool all_ge(V a, V b) { return _mm256_movemask_ps(ge(a, b)) == 0xFF; }
 
   // select(m, if_false, if_true)
   static V select(M m, V if_false, V if_true) { return _mm256_blendv_ps(if_false, if_true, m); }

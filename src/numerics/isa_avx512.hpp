@@ -36,6 +36,8 @@ struct Isa {
   static M not_lt(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_NLT_UQ); }
   static M mask_and(M a, M b) { return _kand_mask16(a, b); }
   static M mask_or(M a, M b) { return _kor_mask16(a, b); }
+  // Whether every lane of a compares >= the same lane of b.
+  static bool all_ge(V a, V b) { return ge(a, b) == static_cast<M>(0xFFFF); }
 
   // select(m, if_false, if_true)
   static V select(M m, V if_false, V if_true) { return _mm512_mask_blend_ps(m, if_false, if_true); }

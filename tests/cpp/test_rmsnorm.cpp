@@ -1,6 +1,7 @@
 // RMSNorm and embedding: hand-checked values, and fast paths equal to the scalar twins bit for bit.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <vector>
 
 #include "numerics/fp.hpp"
@@ -72,6 +73,56 @@ TEST(RmsNorm, FastEqualsTwinWithSubnormalsAndTinyRows) {
     norm::rmsnorm(x.data(), w.data(), got.data(), rows, d, 1e-5f);
     ASSERT_EQ(testing::first_difference(want.data(), got.data(), rows * d), -1) << where;
   });
+}
+
+// Rows whose sum of squares crosses FLT_MIN part way (the fast chains drop their flushes from there on)
+// and then meets subnormals, zeros, squares near FLT_MIN, infinities or NaN: lone rows and full blocks.
+// The rows stay tiny and eps is 0, so that a flush done or skipped in the wrong place shows in the output
+// (with eps = 1e-5 a sum this small would vanish in mean + eps).
+TEST(RmsNorm, FlushesStopOnlyOnceTheSumIsNormal) {
+  Rng rng(21);
+  const int d = 70;
+  for (int rows : {1, 3, 16, 35}) {
+    std::vector<float> x(static_cast<std::size_t>(rows) * d);
+    for (int r = 0; r < rows; ++r) {
+      const int cross = 1 + (r * 7) % (d - 2);  // the first index whose square is normal-sized
+      for (int j = 0; j < d; ++j) {
+        float& v = x[static_cast<std::size_t>(r) * d + j];
+        const std::uint64_t pick = rng.next();
+        if (j < cross)
+          v = pick % 3 == 0 ? fp::from_bits(static_cast<std::uint32_t>(pick >> 8) & 0x807FFFFFu)
+                            : rng.uniform() * 3e-20f;  // squares below and near FLT_MIN
+        else if (j == cross)
+          v = 1.5e-19f + rng.uniform() * 1e-20f;  // the sum reaches FLT_MIN here or soon after
+        else
+          switch (pick % 5) {
+            case 0:
+              v = fp::from_bits(static_cast<std::uint32_t>(pick >> 8) & 0x807FFFFFu);
+              break;
+            case 1:
+              v = (pick >> 8) & 1 ? 0.0f : -0.0f;
+              break;
+            case 2:
+              v = rng.uniform() * 1e-19f;
+              break;
+            default:
+              v = rng.uniform() * 1e-18f;
+          }
+      }
+      if (r % 11 == 5) x[static_cast<std::size_t>(r) * d + d - 3] = std::numeric_limits<float>::infinity();
+      if (r % 13 == 7)
+        x[static_cast<std::size_t>(r) * d + cross + 1] = std::numeric_limits<float>::quiet_NaN();
+    }
+    const auto w = rng.uniform_vector(d, 2.0f);
+    std::vector<float> want(x.size());
+    norm::rmsnorm_reference(x.data(), w.data(), want.data(), rows, d, 0.0f);
+    for_each_target_and_threads([&](const std::string& where) {
+      std::vector<float> got(x.size(), -1.0f);
+      norm::rmsnorm(x.data(), w.data(), got.data(), rows, d, 0.0f);
+      ASSERT_EQ(testing::first_difference(want.data(), got.data(), rows * d), -1)
+          << "rows=" << rows << " " << where;
+    });
+  }
 }
 
 TEST(Embedding, GatherFlushesAndEqualsTwin) {
