@@ -55,12 +55,6 @@ inline void store_state_columns(const V columns[kStates], std::int64_t d0, float
   }
 }
 
-template <bool Flush>
-inline V flushed_if(V x) {
-  if constexpr (Flush) return flushed(x);
-  return x;
-}
-
 // One group of kLanes channels over every row. Without Flush the per-operation flushes are skipped (valid
 // only when the MXCSR flags prove them inert, numerics.md 6a); the values that leave (y, the final h) are
 // flushed either way, since an exact subnormal result raises no flag. The final h is stored only when
@@ -76,22 +70,22 @@ void scan_group(const samebits::sscan::ScanArgs& a, std::int64_t d0, const Keep&
     h[s] = flushed(h[s]);
   }
   for (std::int64_t t = 0; t < a.rows; ++t) {
-    const V uv = flushed_if<Flush>(Isa::load(a.u + t * a.u_stride + d0));
-    const V dl = flushed_if<Flush>(Isa::load(a.delta + t * a.delta_stride + d0));
+    const V uv = flush_if<Flush>(Isa::load(a.u + t * a.u_stride + d0));
+    const V dl = flush_if<Flush>(Isa::load(a.delta + t * a.delta_stride + d0));
     const float* brow = a.B + t * a.bc_stride;
     const float* crow = a.C + t * a.bc_stride;
     for (int s = 0; s < kStates; ++s) {
       // exp_lanes returns +0.0 below FLT_MIN itself: its result needs no flush.
-      const V dA = exp_lanes(flushed_if<Flush>(Isa::mul(dl, A[s])));
+      const V dA = exp_lanes(flush_if<Flush>(Isa::mul(dl, A[s])));
       const V b = Isa::set1(Flush ? samebits::fp::F(brow[s]) : brow[s]);
-      const V dB = flushed_if<Flush>(Isa::mul(dl, b));
-      const V dBu = flushed_if<Flush>(Isa::mul(dB, uv));
-      h[s] = flushed_if<Flush>(Isa::fma(dA, h[s], dBu));
+      const V dB = flush_if<Flush>(Isa::mul(dl, b));
+      const V dBu = flush_if<Flush>(Isa::mul(dB, uv));
+      h[s] = flush_if<Flush>(Isa::fma(dA, h[s], dBu));
     }
     V y = Isa::zero();
     for (int s = 0; s < kStates; ++s) {
       const V c = Isa::set1(Flush ? samebits::fp::F(crow[s]) : crow[s]);
-      y = flushed_if<Flush>(Isa::fma(c, h[s], y));
+      y = flush_if<Flush>(Isa::fma(c, h[s], y));
     }
     Isa::store(a.y + t * a.y_stride + d0, flushed(y));
   }

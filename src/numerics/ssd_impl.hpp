@@ -1,5 +1,3 @@
-
-
 // SIMD kernels of the SSD decode pieces, shared by the AVX2 and AVX-512 TUs.
 //
 // Include only inside a TU-unique (anonymous) namespace, after "numerics/vector_math_impl.hpp" (which
@@ -35,14 +33,10 @@ inline bool leaves_fit(std::int64_t k, std::int64_t& leaf, int& leaves) {
 // one chain hides behind the others); each cell's chain is still serial in ascending p.
 constexpr int kGroups = 4;
 
-// Chain values: flushed after every operation in the flushing pass, left alone in the pass that the MXCSR
-// flags vouch for (mxcsr::run_exact). Leaf partials and results are flushed in both passes, and so is the
-// broadcast a[p], which sits off the chain (a tiny Mm entry then never forces the flushing pass).
-template <bool kFlush>
-inline V chain(V x) {
-  if constexpr (kFlush) return flushed(x);
-  return x;
-}
+// Chain values go through flush_if: flushed after every operation in the flushing pass, left alone in the
+// pass that the MXCSR flags vouch for (mxcsr::run_exact). Leaf partials and results are flushed in both
+// passes, and so is the broadcast a[p], which sits off the chain (a tiny Mm entry then never forces the
+// flushing pass).
 
 using samebits::mxcsr::run_exact;
 
@@ -81,9 +75,9 @@ void nn_rows_cells(const float* a, const float* b, std::int64_t ldb, std::int64_
     if (p < real) {
       const float* row = cols + p * ldb;
       for (int g = 0; g < G; ++g)
-        acc[g] = chain<kFlush>(Isa::fma(ap, chain<kFlush>(Isa::load(row + g * Isa::kLanes)), acc[g]));
+        acc[g] = flush_if<kFlush>(Isa::fma(ap, flush_if<kFlush>(Isa::load(row + g * Isa::kLanes)), acc[g]));
     } else {
-      for (int g = 0; g < G; ++g) acc[g] = chain<kFlush>(Isa::fma(ap, Isa::zero(), acc[g]));
+      for (int g = 0; g < G; ++g) acc[g] = flush_if<kFlush>(Isa::fma(ap, Isa::zero(), acc[g]));
     }
   };
   auto leaf_end = [&](int t) { return k < (t + 1) * leaf ? k : (t + 1) * leaf; };
@@ -191,14 +185,15 @@ void nt_cells(const float* a, const float* b, std::int64_t ldb, std::int64_t k, 
       }
       for (int q = 0; q < kLanes; ++q) {
         const V ap = Isa::set1(samebits::fp::F(a[p + q]));
-        for (int g = 0; g < G; ++g) acc[g] = chain<kFlush>(Isa::fma(ap, chain<kFlush>(cols[g][q]), acc[g]));
+        for (int g = 0; g < G; ++g)
+          acc[g] = flush_if<kFlush>(Isa::fma(ap, flush_if<kFlush>(cols[g][q]), acc[g]));
       }
     }
     for (; p < stop; ++p) {
       const V ap = Isa::set1(samebits::fp::F(a[p]));
       for (int g = 0; g < G; ++g)
-        acc[g] = chain<kFlush>(
-            Isa::fma(ap, chain<kFlush>(Isa::gather(b + (j0 + g * kLanes) * ldb + p, offsets)), acc[g]));
+        acc[g] = flush_if<kFlush>(
+            Isa::fma(ap, flush_if<kFlush>(Isa::gather(b + (j0 + g * kLanes) * ldb + p, offsets)), acc[g]));
     }
     for (int g = 0; g < G; ++g) parts[g][t] = flushed(acc[g]);
   }

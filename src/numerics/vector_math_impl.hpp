@@ -37,6 +37,14 @@ inline V flush(V x) {
   return Isa::select(Isa::lt(abs_of(x), splat(lit::kFltMin)), x, Isa::cast_f(sign_bits(x)));
 }
 
+// F where a pass flushes, nothing where the MXCSR flags vouch that no flush could act (mxcsr::run_exact,
+// numerics.md 6a): the one switch the two passes of a chain kernel differ by.
+template <bool kFlush>
+inline V flush_if(V x) {
+  if constexpr (kFlush) return Isa::flush(x);
+  return x;
+}
+
 // DIV(a, b) = F(F(a) / F(b)).
 inline V div_flushed(V a, V b) { return flush(Isa::div(flush(a), flush(b))); }
 
