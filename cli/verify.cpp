@@ -43,8 +43,8 @@ std::vector<Piece> carried_pieces(const SambaInference& model, const SambaState&
                           [i, p](SambaState& s) { return s.mamba3(i)->piece(p); }, m->piece_elements(p)});
     } else {
       const std::int64_t floats = probe.attention(i)->cache_floats();
-      pieces.push_back({layer + "k_cache", [i](SambaState& s) { return s.attention(i)->k_cache(); }, floats});
-      pieces.push_back({layer + "v_cache", [i](SambaState& s) { return s.attention(i)->v_cache(); }, floats});
+      pieces.push_back({layer + "k_cache", [i](SambaState& s) { return s.attention(i)->pin_k_cache().data(); }, floats});
+      pieces.push_back({layer + "v_cache", [i](SambaState& s) { return s.attention(i)->pin_v_cache().data(); }, floats});
     }
   }
   (void)model;

@@ -165,36 +165,37 @@ bool same_floats(const float* a, const float* b, std::int64_t n) {
 
 void transformer_view(FuzzedDataProvider& in) {
   const TransformerBlockInference& model = in.ConsumeBool() ? *tiny_models().full : *tiny_models().windowed;
-  TransformerStateView view;
-  view.batch_size = count(in, -1, 3);
-  view.max_tokens = count(in, -1, 6);
-  view.window = count(in, -1, 3);
-  view.cached_tokens = count(in, -2, 8);
-  // The caller's buffers hold what the view's own fields imply (that is the binding's promise).
-  const std::int64_t capacity = view.window > 0 ? view.window : view.max_tokens;
+  // A state borrowing caller buffers (what the binding makes for the buffers a caller passes).
+  const std::int64_t batch_size = count(in, -1, 3);
+  const std::int64_t max_tokens = count(in, -1, 6);
+  const std::int64_t window = count(in, -1, 3);
+  const std::int64_t cached0 = count(in, -2, 8);
+  // The caller's buffers hold what the state's own fields imply (that is the binding's promise).
+  const std::int64_t capacity = window > 0 ? window : max_tokens;
   const std::int64_t per_row = model.dims().n_kv_heads * model.dims().head_dim;
   std::int64_t floats = 0;
-  if (view.batch_size > 0 && capacity > 0) {
-    if (view.batch_size > kMaxStateFloats / per_row / capacity) return;
-    floats = view.batch_size * per_row * capacity;
+  if (batch_size > 0 && capacity > 0) {
+    if (batch_size > kMaxStateFloats / per_row / capacity) return;
+    floats = batch_size * per_row * capacity;
   }
   std::vector<float> k(static_cast<std::size_t>(floats)), v(static_cast<std::size_t>(floats));
   fill(in, k.data(), floats);
   fill(in, v.data(), floats);
-  view.k_cache = k.data();
-  view.v_cache = v.data();
   const std::vector<float> k0 = k, v0 = v;
-  const std::int64_t cached0 = view.cached_tokens;
+  std::optional<TransformerState> view;
   Tokens x = tokens(in, model.dims().d_model);
   const int call = in.ConsumeIntegralInRange<int>(0, 3);
   const bool ok = fuzz::accepted([&] {
-    if (call == 0) model.forward(x.view, view);
-    if (call == 1) model.step(x.view, view);
-    if (call >= 2) model.forward_reference(x.view, view, call == 3);
+    view.emplace(TransformerState::borrowing(batch_size, model.dims().n_kv_heads, model.dims().head_dim,
+                                             max_tokens, window, k.data(), v.data(), cached0));
+    if (call == 0) model.forward(x.view, *view);
+    if (call == 1) model.step(x.view, *view);
+    if (call >= 2) model.forward_reference(x.view, *view, call == 3);
   });
   if (!ok)
-    fuzz::require(fuzz::same_bits(k, k0) && fuzz::same_bits(v, v0) && view.cached_tokens == cached0,
-                  "a refused call changed the KV view");
+    fuzz::require(fuzz::same_bits(k, k0) && fuzz::same_bits(v, v0) &&
+                      (!view.has_value() || view->cached_tokens() == cached0),
+                  "a refused call changed the borrowed KV state");
 }
 
 void transformer_owned(FuzzedDataProvider& in) {
@@ -207,7 +208,7 @@ void transformer_owned(FuzzedDataProvider& in) {
   if (!fuzz::accepted([&] { state.emplace(model.allocate_state(batch, max_tokens)); })) return;
   fuzz::require(state->cache_floats() <= kAskFloats, "allocate_state accepted a state past 2^61 floats");
   state->set_cached_tokens(count(in, -2, 8));
-  fill(in, state->k_cache(), state->cache_floats());
+  fill(in, state->pin_k_cache().data(), state->cache_floats());
   const TransformerState before = state->clone();
   Tokens x = tokens(in, model.dims().d_model);
   const bool step = in.ConsumeBool();

@@ -10,7 +10,7 @@ from . import lowbit as _lowbit
 from ._mamba3 import Mamba3State
 from ._native import native
 from ._samba_config import SambaConfig
-from ._transformer import TransformerState, _state_buffer
+from ._transformer import TransformerState
 
 PACKAGE = _blocks.PACKAGE
 _CLASS = f"{PACKAGE}.SambaInference"
@@ -118,22 +118,15 @@ class SambaInference:
         if b < 1 or smax < 1:
             raise ValueError(f"{_CLASS}.allocate_state: batch_size and max_tokens must be positive")
         c = self.config
-        layers = []
-        for i, kind in enumerate(c.layers):
-            if kind == "mamba3":
-                heads = self._engine.mamba3_heads(i)
-                layers.append(Mamba3State._adopt(native().Mamba3StateEngine(b, heads)))
-            else:
-                extents = (b, c.n_kv_heads, smax, c.head_dim)
-                floats = b * c.n_kv_heads * smax * c.head_dim
-                if floats > 2**61:  # the engine's own bound, here because extents past int64 cannot reach it
-                    shape = " x ".join(str(e) for e in extents)
-                    raise ValueError(f"TransformerState: a state of {shape} floats is too large to allocate (more than 2^61)")
-                k, v = native().kv_zeros(extents), native().kv_zeros(extents)
-                layers.append(TransformerState._adopt(b, c.n_kv_heads, c.head_dim, smax, k, v, 0))
+        if "attention" in c.layers and b * c.n_kv_heads * smax * c.head_dim > 2**61:
+            # The engine's own bound, here because extents past int64 cannot reach it.
+            shape = " x ".join(str(e) for e in (b, c.n_kv_heads, smax, c.head_dim))
+            raise ValueError(f"TransformerState: a state of {shape} floats is too large to allocate (more than 2^61)")
+        layers = [TransformerState._wrap(layer) if kind == "attention" else Mamba3State._adopt(layer)
+                  for kind, layer in zip(c.layers, self._engine.allocate_layers(b, smax))]
         return SambaState(b, smax, layers)
 
-    def _layers(self, state, what, batch, reference=False):
+    def _layers(self, state, what, batch):
         if not isinstance(state, SambaState):
             raise TypeError(f"{PACKAGE} {what}: state must be a SambaState (allocate_state)")
         if state.batch_size != batch or len(state.layers) != len(self.config.layers):
@@ -156,12 +149,8 @@ class SambaInference:
                         f"{PACKAGE} {what}: state.layers[{i}] holds {layer.n_kv_heads} kv heads of {layer.head_dim}, "
                         f"the stack has {self.config.n_kv_heads} of {self.config.head_dim}"
                     )
-                n = layer.batch_size * layer.n_kv_heads * layer.max_tokens * layer.head_dim
-                spread, trusted, private = layer._engine_layout(reference)
-                k = _state_buffer(layer._k, what, "k_cache", (n,))
-                v = _state_buffer(layer._v, what, "v_cache", (n,))
-                handles.append((k, v, layer.batch_size, layer.max_tokens, layer.cached_tokens, spread, trusted,
-                                private, layer._tiles if spread else None))
+                floats = layer.batch_size * layer.n_kv_heads * layer.max_tokens * layer.head_dim
+                handles.append(layer._engine_state(what, floats))
         return handles
 
     def _run(self, ids, state, step, what, reference=False):
@@ -176,7 +165,7 @@ class SambaInference:
         if out_of_range:
             raise ValueError(f"{PACKAGE} {what}: inputs must be in [0, vocab)")
         ids32 = ids if ids.dtype == np.int32 and ids.flags.c_contiguous else np.ascontiguousarray(ids, dtype=np.int32)
-        handles = None if state is None else self._layers(state, what, batch, reference)
+        handles = None if state is None else self._layers(state, what, batch)
         if state is not None:
             # A Mamba3State may also be the state of a standalone Mamba3BlockInference whose reports
             # (h_last_, ...) are still owed from it: they are computed before this call moves it.
@@ -185,11 +174,11 @@ class SambaInference:
                     layer._before_change()
                     if not layer._views_alive():
                         layer._native.forget_handouts()  # no view can write it: the engine's checks hold
-        logits, outcome = self._engine.run(ids32, handles, step, reference)
+        logits = self._engine.run(ids32, handles, step, reference)
         if state is not None:
-            for layer, done in zip(state.layers, outcome):
-                if done is not None:
-                    layer._engine_done(*done)
+            for layer, handle in zip(state.layers, handles):
+                if isinstance(layer, TransformerState):
+                    layer._engine_done(handle)
         return logits
 
     def forward(self, inputs, state=None, *, lengths=None):

@@ -1,11 +1,10 @@
 """TransformerBlockInference: the forward-only Llama decoder block, with its KV-cache state.
 
 The arithmetic, the shape refusals and the native refusals live in the engine (src/api/
-transformer_inference.cpp); this module owns what needs Python objects: the weight dict, dtypes, the
-keyword options, the state object and its buffers, and ragged batches.
+transformer_inference.cpp), and the KV cache's buffers and layout in its C++ state (src/api/
+transformer_state.cpp); this module owns what needs Python objects: the weight dict, dtypes, the keyword
+options, the caller's own buffers, and ragged batches.
 """
-
-import weakref
 
 import numpy as np
 
@@ -99,16 +98,6 @@ def _state_buffer(value, what, name, shape):
     return np.asarray(value)
 
 
-def _engine_copy(buffer):
-    """A flat float32 copy in engine memory (huge pages for big caches), as allocate_state makes."""
-    flat = np.asarray(buffer, dtype=np.float32).reshape(-1)
-    if not flat.size:
-        return flat.copy()
-    out = native().kv_zeros([flat.size])
-    np.copyto(out, flat)
-    return out
-
-
 class TransformerState:
     """The block's decode state, the KV cache (blocks.md 4.2), updated in place by forward and step.
 
@@ -120,11 +109,12 @@ class TransformerState:
     counts the absolute positions consumed. Writes through `k_cache` / `v_cache` (or a view of them)
     are what the next call reads; `copy()` makes an independent state.
 
-    A state made by allocate_state (or copy) keeps its buffers to itself: while no view of them is alive
-    the engine may hold the cache in a private layout where a decode step appends its row without moving
-    the cache, and may skip re-scanning contents only it has written. Reading `k_cache`, `v_cache`,
-    `keys()`, `values()` or `cached_tokens` always shows the packed layout above. Buffers given to the
-    constructor stay the caller's: they are always packed.
+    A state made by allocate_state (or copy) is the engine's C++ state, which owns its buffers and their
+    layout: while no view of them is alive it may hold the cache in a private layout where a decode step
+    appends its row without moving the cache, and may skip re-scanning contents only it has written.
+    Reading `k_cache`, `v_cache`, `keys()`, `values()` or `cached_tokens` always shows the packed layout
+    above. Buffers given to the constructor stay the caller's: the engine borrows them for each call, and
+    they are always packed.
     """
 
     def __init__(self, batch_size, n_kv_heads, head_dim, max_tokens, k_cache, v_cache, cached_tokens=0, window=0):
@@ -133,128 +123,110 @@ class TransformerState:
         self.head_dim = int(head_dim)
         self.max_tokens = int(max_tokens)
         self.window = int(window)
+        self._native = None  # the engine's own state (allocate_state, copy); None while the buffers are the caller's
         self._k = k_cache
         self._v = v_cache
         self._cached = int(cached_tokens)
-        self._own = False  # True only for buffers no caller has (allocate_state, copy)
-        self._spread = None  # (blocks, head_dim, max_tokens) while the engine's spread layout is in use
-        self._tiles = None  # while spread: the keys again as key tiles (kv_tiles), or None
-        self._trusted = False  # only the engine has written the contents since they were checked
-        self._views = []  # weak references to the buffer views handed out
 
     @classmethod
-    def _adopt(cls, batch_size, n_kv_heads, head_dim, max_tokens, k_cache, v_cache, window):
-        """A fresh zero state over buffers nobody else holds."""
-        state = cls(batch_size, n_kv_heads, head_dim, max_tokens, k_cache, v_cache, 0, window)
-        state._own = True
-        state._trusted = state.window == 0  # zeros are finite; a ring is scanned on every call
+    def _wrap(cls, engine_state):
+        """The Python face of an engine-owned state."""
+        state = cls.__new__(cls)
+        state.batch_size = engine_state.batch_size
+        state.n_kv_heads = engine_state.n_kv_heads
+        state.head_dim = engine_state.head_dim
+        state.max_tokens = engine_state.max_tokens
+        state.window = engine_state.window
+        state._native = engine_state
+        state._cached = None  # a position count past int64 that the engine's state cannot hold (see below)
         return state
 
-    def _views_alive(self):
-        self._views = [ref for ref in self._views if ref() is not None]
-        return bool(self._views)
+    def _engine_state(self, what, floats):
+        """The C++ state a call runs on: the engine's own, or one borrowing the caller's checked buffers."""
+        if self._native is not None:
+            if self._cached is not None:
+                self._native.cached_tokens = self._cached  # past int64: refused here, as for caller buffers
+            return self._native
+        k = _state_buffer(self._k, what, "k_cache", (floats,))
+        v = _state_buffer(self._v, what, "v_cache", (floats,))
+        return native().TransformerStateEngine.borrow(k, v, self.batch_size, self.n_kv_heads, self.head_dim,
+                                                      self.max_tokens, self._cached, self.window)
 
-    def _settle(self):
-        """Back to the packed layout (the one everybody sees)."""
-        if self._spread is not None:
-            blocks, hd, smax = self._spread
-            native().kv_relayout(self._k, self._v, blocks, hd, smax, self._cached, False)
-            self._spread = None
-            self._tiles = None  # rebuilt from the keys when the state is spread again
+    def _engine_done(self, engine_state):
+        """After a call on a borrowed state: its new position count."""
+        if self._native is None:
+            self._cached = engine_state.cached_tokens
 
-    def _hand_out(self, buffer):
-        self._settle()
-        self._trusted = False  # what is written through it is scanned by the next call
-        if not self._own:
-            return buffer
-        # A fresh array over the buffer per hand-out; any array derived from it keeps it alive, so a live
-        # weak reference means somebody may still read or write the buffer.
-        view = np.frombuffer(memoryview(buffer), dtype=np.float32)
-        self._views.append(weakref.ref(view))
-        return view
+    def _buffer(self, name):
+        return getattr(self._native, name) if self._native is not None else getattr(self, "_" + name[0])
 
-    def _engine_layout(self, reference):
-        """(spread, trusted, private) for the next call, the buffers first moved to the layout it uses."""
-        private = self._own and self.window == 0 and not reference and not self._views_alive()
-        if not private:
-            self._settle()
-            self._trusted = False
-            return False, False, False
-        spread = (self.batch_size * self.n_kv_heads, self.head_dim, self.max_tokens)
-        if self._spread is not None and self._spread != spread:
-            self._settle()  # the sizes were edited since: the old layout is undone by the old sizes
-        blocks, hd, smax = spread
-        if (self._spread is None and self._trusted and 0 <= self._cached <= smax
-                and np.size(self._k) == np.size(self._v) == blocks * hd * smax):  # else the call refuses them
-            native().kv_relayout(self._k, self._v, blocks, hd, smax, self._cached, True)
-            self._spread = spread
-            self._tiles = native().kv_tiles(self._k, blocks, hd, smax, self._cached)
-        return self._spread is not None, self._trusted, True
+    def _replace(self, name, value):
+        """A buffer the caller gives: the state borrows it (and the other buffer, as it reads now) from now on."""
+        if self._native is not None:
+            self._k, self._v, self._cached = self._native.k_cache, self._native.v_cache, self.cached_tokens
+            self._native = None
+        setattr(self, "_" + name[0], value)
 
-    def _engine_done(self, cached_tokens, trusted):
-        self._cached = int(cached_tokens)
-        self._trusted = bool(trusted)
-
-    def _replace(self, attribute, value):
-        """A buffer the caller gives: theirs from now on, so the state stays packed and is scanned."""
-        self._settle()
-        setattr(self, attribute, value)
-        self._own, self._trusted = False, False
-
-    k_cache = property(lambda self: self._hand_out(self._k), lambda self, value: self._replace("_k", value),
+    k_cache = property(lambda self: self._buffer("k_cache"), lambda self, value: self._replace("k_cache", value),
                        doc="The flat key buffer (packed layout), writable; writes are read by the next call.")
-    v_cache = property(lambda self: self._hand_out(self._v), lambda self, value: self._replace("_v", value),
+    v_cache = property(lambda self: self._buffer("v_cache"), lambda self, value: self._replace("v_cache", value),
                        doc="The flat value buffer, like k_cache.")
 
     @property
     def cached_tokens(self):
         """Absolute positions consumed so far."""
-        return self._cached
+        return self._native.cached_tokens if self._native is not None and self._cached is None else self._cached
 
     @cached_tokens.setter
     def cached_tokens(self, value):
-        self._settle()
-        self._trusted = False
-        self._cached = int(value)
+        value = int(value)
+        if self._native is not None and -(2**63) <= value < 2**63:
+            self._native.cached_tokens, value = value, None
+        self._cached = value
 
     @property
     def capacity(self):
         """Slots per (batch row, kv head): max_tokens for full causal, window for the ring."""
         return self.window if self.window > 0 else self.max_tokens
 
+    def _borrowed_copy(self):
+        """A C++ state borrowing float32 copies of the caller's buffers, or None if they cannot hold this state."""
+        k, v = (np.array(b, dtype=np.float32).reshape(-1) for b in (self._k, self._v))
+        try:
+            return native().TransformerStateEngine.borrow(k, v, self.batch_size, self.n_kv_heads, self.head_dim,
+                                                          self.max_tokens, self._cached, self.window)
+        except (ValueError, TypeError, OverflowError):
+            return None
+
     def copy(self):
         """An independent state with the same contents (the buffers copied)."""
-        private = self._own and not self._views_alive()
-        if not private:
-            self._settle()
-        out = TransformerState(self.batch_size, self.n_kv_heads, self.head_dim, self.max_tokens,
-                               _engine_copy(self._k), _engine_copy(self._v), self._cached, self.window)
-        out._own = True
-        out._spread = self._spread  # a private state's copy keeps its layout (nobody sees either)
-        out._tiles = None if self._spread is None or self._tiles is None else _engine_copy(self._tiles)
-        out._trusted = self._trusted and private
-        return out
+        if self._native is not None:
+            out = TransformerState._wrap(self._native.clone())
+            out._cached = self._cached
+            return out
+        borrowed = self._borrowed_copy()
+        if borrowed is not None:
+            return TransformerState._wrap(borrowed.clone())
+        k, v = (np.array(b, dtype=np.float32).reshape(-1) for b in (self._k, self._v))
+        return TransformerState(self.batch_size, self.n_kv_heads, self.head_dim, self.max_tokens, k, v,
+                                self._cached, self.window)
 
-    def _used(self, buffer):
-        b, kv, hd, s = self.batch_size, self.n_kv_heads, self.head_dim, self._cached
-        if self.window <= 0:
-            flat = np.asarray(self._hand_out(buffer)).reshape(-1)
-            return flat[: b * kv * s * hd].reshape(b, kv, s, hd)  # a view into the cache
-        flat = np.asarray(buffer).reshape(-1)
-        w = self.window
-        held = min(s, w)
-        ring = flat.reshape(b, kv, w, hd)
-        slots = [(s - held + j) % w for j in range(held)]
-        return np.ascontiguousarray(ring[:, :, slots, :])  # a copy, oldest position first
+    def _used(self, which):
+        if self._native is not None:
+            return getattr(self._native, which)()
+        borrowed = native().TransformerStateEngine.borrow(
+            np.asarray(self._k).reshape(-1), np.asarray(self._v).reshape(-1), self.batch_size, self.n_kv_heads,
+            self.head_dim, self.max_tokens, self._cached, self.window)
+        return getattr(borrowed, which)()
 
     def keys(self):
         """The cached keys as (B, n_kv_heads, held, head_dim): a view for full causal (valid until the
         next call), a copy of the min(cached_tokens, window) most recent positions for a window."""
-        return self._used(self._k)
+        return self._used("keys")
 
     def values(self):
         """The cached values, shaped like keys()."""
-        return self._used(self._v)
+        return self._used("values")
 
     def __repr__(self):
         return (
@@ -349,16 +321,7 @@ class TransformerBlockInference:
     def allocate_state(self, batch_size, max_tokens):
         """A zero TransformerState for `batch_size` sequences of up to `max_tokens` positions in all
         (prefill plus every later step). max_tokens above 8192 is refused at the first call."""
-        buffers = self._engine.allocate(int(batch_size), int(max_tokens))
-        return TransformerState._adopt(
-            buffers.batch_size,
-            buffers.n_kv_heads,
-            buffers.head_dim,
-            buffers.max_tokens,
-            buffers.k_cache,
-            buffers.v_cache,
-            buffers.window,
-        )
+        return TransformerState._wrap(self._engine.allocate(int(batch_size), int(max_tokens)))
 
     def _tokens(self, x, what, step):
         x = _blocks.float32_strict(x, what, "x", _DTYPE_SENTENCE)
@@ -384,15 +347,9 @@ class TransformerBlockInference:
                 f"{state.head_dim} but this block has n_kv_heads {self.n_kv_heads} x head_dim {self.head_dim} "
                 "(allocate_state on THIS block makes a matching one)"
             )
-        n = batch * self.n_kv_heads * state.capacity * self.head_dim
-        spread, trusted, private = state._engine_layout(reference)
-        k = _state_buffer(state._k, what, "k_cache", (n,))
-        v = _state_buffer(state._v, what, "v_cache", (n,))
-        y, cached, trusted = self._engine.forward_state(
-            x, k, v, state.batch_size, state.max_tokens, state.window, state.cached_tokens, spread, trusted,
-            private, step, reference, state._tiles if spread else None
-        )
-        state._engine_done(cached, trusted)
+        engine_state = state._engine_state(what, batch * self.n_kv_heads * state.capacity * self.head_dim)
+        y = self._engine.forward_state(x, engine_state, step, reference)
+        state._engine_done(engine_state)
         return y
 
     def forward(self, x, state=None, *, lengths=None):

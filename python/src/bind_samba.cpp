@@ -1,5 +1,5 @@
-// Binding of SambaInference: the engine over borrowed per-layer states (Mamba-3 engine states and KV
-// caches in the caller's numpy buffers); the Python classes live in samebits/_samba.py.
+// Binding of SambaInference: the engine over the per-layer C++ states a Python SambaState holds (Mamba-3
+// and KV-cache states); the Python classes live in samebits/_samba.py.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
@@ -19,91 +19,63 @@ namespace samebits::python {
 namespace {
 
 using IdsArrayIn = nb::ndarray<const std::int32_t, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
-using FloatArrayInOut = nb::ndarray<float, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 
-// Python's per-layer state handles: a Mamba3StateEngine, or (k_cache, v_cache, batch, max_tokens,
-// cached_tokens, spread, trusted, private_buffers, key_tiles) for an attention layer whose buffers the
-// engine reads and writes in place (spread to private_buffers: TransformerStateView's bookkeeping, kept by
-// the Python state; key_tiles: its kv_tiles buffer or None).
-struct BorrowedLayers {
-  std::vector<TransformerStateView> views;
-  std::vector<blocks::KvCache> caches;
-  std::vector<models::SambaLayerState> refs;
-};
-
-BorrowedLayers borrow(const SambaInference& self, const nb::list& layers) {
-  BorrowedLayers out;
-  out.views.resize(layers.size());
-  out.caches.resize(layers.size());
-  out.refs.resize(layers.size());
+// Python's per-layer states: each a Mamba3StateEngine or a TransformerStateEngine (the C++ states
+// themselves; an attention layer's state applies its own layout policy inside the call).
+std::vector<SambaLayerRef> layer_refs(const SambaInference& self, const nb::list& layers) {
+  std::vector<SambaLayerRef> refs(layers.size());
   for (std::size_t i = 0; i < layers.size(); ++i) {
     nb::handle layer = layers[i];
     if (nb::isinstance<blocks::Mamba3State>(layer)) {
-      out.refs[i].mamba3 = &nb::cast<blocks::Mamba3State&>(layer);
+      refs[i].mamba3 = &nb::cast<blocks::Mamba3State&>(layer);
       continue;
     }
-    const auto items = nb::cast<nb::tuple>(layer);
-    auto k = nb::cast<FloatArrayInOut>(items[0]);
-    auto v = nb::cast<FloatArrayInOut>(items[1]);
-    TransformerStateView& view = out.views[i];
-    view.k_cache = k.data();
-    view.v_cache = v.data();
-    view.batch_size = nb::cast<std::int64_t>(items[2]);
-    view.max_tokens = nb::cast<std::int64_t>(items[3]);
-    view.cached_tokens = nb::cast<std::int64_t>(items[4]);
-    view.spread = nb::cast<bool>(items[5]);
-    view.trusted = nb::cast<bool>(items[6]);
-    view.private_buffers = nb::cast<bool>(items[7]);
-    if (view.spread && items.size() > 8 && i < static_cast<std::size_t>(self.model().layer_count()) &&
-        self.model().layer_kind(static_cast<std::int64_t>(i)) == models::SambaLayerKind::Attention) {
-      const blocks::TransformerDims& dims = self.model().attention(static_cast<std::int64_t>(i)).dims();
-      view.k_tiles =
-          borrowed_key_tiles(items[8], view.batch_size * dims.n_kv_heads, dims.head_dim, view.max_tokens);
-    }
-    blocks::KvCache& kv = out.caches[i] = engine_cache(view, view.batch_size);
+    const auto index = static_cast<std::int64_t>(i);
     const bool attention =
-        static_cast<std::int64_t>(i) < self.model().layer_count() &&
-        self.model().layer_kind(static_cast<std::int64_t>(i)) == models::SambaLayerKind::Attention;
-    if (!attention || kv.batch < 1 || kv.max_tokens < 1 || kv.cached_tokens < 0 ||
-        static_cast<std::int64_t>(k.shape(0)) !=
-            kv.floats(self.model().attention(static_cast<std::int64_t>(i)).dims()) ||
-        k.shape(0) != v.shape(0))
+        index < self.model().layer_count() && self.model().layer_kind(index) == models::SambaLayerKind::Attention;
+    TransformerState* kv = nb::isinstance<TransformerState>(layer) ? &nb::cast<TransformerState&>(layer) : nullptr;
+    // A cache of other sizes than the stack's would be misread.
+    if (kv == nullptr || !attention || kv->batch_size() < 1 || kv->max_tokens() < 1 || kv->cached_tokens() < 0 ||
+        kv->window() != 0 || kv->n_kv_heads() != self.model().attention(index).dims().n_kv_heads ||
+        kv->head_dim() != self.model().attention(index).dims().head_dim)
       throw_value_error("samebits SambaInference: layer " + std::to_string(i) +
                         " of the state does not match the stack (allocate_state makes a matching one)");
-    out.refs[i].kv = &kv;
+    refs[i].attention = kv;
   }
-  return out;
+  return refs;
 }
 
-// Returns (logits, per layer: None for Mamba-3, (cached_tokens, trusted) for attention).
-nb::tuple run(const SambaInference& self, const IdsArrayIn& ids, const nb::object& layers, bool step,
-              bool reference) {
+// (B, L, vocab) logits; every layer state is read and updated in place.
+FloatArrayOut run(const SambaInference& self, const IdsArrayIn& ids, const nb::object& layers, bool step,
+                  bool reference) {
   const IdsView view{ids.data(), static_cast<std::int64_t>(ids.shape(0)),
                      static_cast<std::int64_t>(ids.shape(1))};
   const std::string what = std::string("samebits SambaInference.") + (step ? "step" : "forward");
   std::vector<float> logits;
-  nb::list outcome;
   if (layers.is_none()) {
     nb::gil_scoped_release release;
     logits = reference ? self.forward_reference(view) : self.forward(view);
   } else {
-    BorrowedLayers borrowed = borrow(self, nb::cast<nb::list>(layers));
-    {
-      nb::gil_scoped_release release;
-      logits = self.run_borrowed(view, borrowed.refs, what, reference);
-      self.finish_kv_calls(borrowed.views, borrowed.refs, view.length, reference);
-    }
-    for (std::size_t i = 0; i < borrowed.refs.size(); ++i) {
-      if (borrowed.refs[i].kv)
-        outcome.append(nb::make_tuple(borrowed.views[i].cached_tokens, borrowed.views[i].trusted));
-      else
-        outcome.append(nb::none());
-    }
+    const std::vector<SambaLayerRef> refs = layer_refs(self, nb::cast<nb::list>(layers));
+    nb::gil_scoped_release release;
+    logits = self.run_layers(view, refs, what, reference);
   }
   const auto vocab = static_cast<std::size_t>(self.config().vocab());
-  return nb::make_tuple(to_numpy(std::move(logits), {static_cast<std::size_t>(view.batch),
-                                                     static_cast<std::size_t>(view.length), vocab}),
-                        outcome);
+  return to_numpy(std::move(logits),
+                  {static_cast<std::size_t>(view.batch), static_cast<std::size_t>(view.length), vocab});
+}
+
+// A zero state per layer, in stack order (the Python SambaState holds them).
+nb::list allocate_layers(const SambaInference& self, std::int64_t batch_size, std::int64_t max_tokens) {
+  SambaState state = self.allocate_state(batch_size, max_tokens);
+  nb::list layers;
+  for (std::int64_t i = 0; i < state.layer_count(); ++i) {
+    if (blocks::Mamba3State* mamba3 = state.mamba3(i))
+      layers.append(nb::cast(std::move(*mamba3), nb::rv_policy::move));
+    else
+      layers.append(nb::cast(std::move(*state.attention(i)), nb::rv_policy::move));
+  }
+  return layers;
 }
 
 void bind_samba(nb::module_& m) {
@@ -120,6 +92,7 @@ void bind_samba(nb::module_& m) {
           nb::arg("config"), nb::arg("names"), nb::arg("arrays"), nb::arg("weight_format"))
       .def("run", &run, nb::arg("ids"), nb::arg("layers").none(), nb::arg("step"),
            nb::arg("reference") = false)
+      .def("allocate_layers", &allocate_layers, nb::arg("batch_size"), nb::arg("max_tokens"))
       .def("parameter",
            [](const SambaInference& self, const std::string& name) {
              const auto& registry = self.model().registry();
@@ -144,8 +117,6 @@ void bind_samba(nb::module_& m) {
           },
           nb::arg("path"), nb::rv_policy::take_ownership)
       .def_prop_ro("config_dict", [](const SambaInference& self) { return samba_config_dict(self.config()); })
-      .def("mamba3_heads", [](const SambaInference& self,
-                              std::int64_t layer) { return self.model().mamba3(layer).dims().heads; })
       .def_prop_ro("weight_format", [](const SambaInference& self) { return self.weight_format(); })
       .def("__repr__", &SambaInference::repr);
 }

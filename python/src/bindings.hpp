@@ -4,8 +4,6 @@
 
 #include <nanobind/nanobind.h>
 
-#include <cstdint>
-
 namespace samebits::python {
 
 using BindFunction = void (*)(nanobind::module_& m);
@@ -18,11 +16,5 @@ struct Registration {
 
 // Runs every registered binding in order (called once from module.cpp).
 void run_registrations(nanobind::module_& m);
-
-// The key tiles a Python TransformerState passes beside its spread buffers (kv_tiles): their data when
-// `tiles` is a float32 buffer of exactly the tiles of `blocks` blocks, else nullptr (the call then reads
-// the key rows; the tiles only save time).
-float* borrowed_key_tiles(nanobind::handle tiles, std::int64_t blocks, std::int64_t head_dim,
-                          std::int64_t max_tokens);
 
 }  // namespace samebits::python

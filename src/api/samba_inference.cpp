@@ -184,13 +184,19 @@ std::vector<float> SambaInference::run_borrowed(const IdsView& ids,
   return logits;
 }
 
-void SambaInference::finish_kv_calls(std::vector<TransformerStateView>& views,
-                                     const std::vector<models::SambaLayerState>& layers, std::int64_t length,
-                                     bool reference) const {
-  for (std::size_t i = 0; i < layers.size(); ++i)
-    if (const blocks::KvCache* kv = layers[i].kv)
-      finish_engine_call(views[i], *kv, model_->attention(static_cast<std::int64_t>(i)).dims(),
-                         kv->cached_tokens - length, reference);
+std::vector<float> SambaInference::run_layers(const IdsView& ids, const std::vector<SambaLayerRef>& layers,
+                                              const std::string& what, bool reference) const {
+  // Each attention layer through its state's engine access, which commits the cache when the call returns.
+  std::vector<std::unique_ptr<TransformerState::EngineAccess>> access(layers.size());
+  std::vector<models::SambaLayerState> borrowed(layers.size());
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    borrowed[i].mamba3 = layers[i].mamba3;
+    if (layers[i].attention != nullptr) {
+      access[i] = std::make_unique<TransformerState::EngineAccess>(*layers[i].attention, reference);
+      borrowed[i].kv = &access[i]->cache();
+    }
+  }
+  return run_borrowed(ids, borrowed, what, reference);
 }
 
 std::vector<float> SambaInference::run(const IdsView& ids, SambaState* state, const std::string& what,
@@ -203,24 +209,10 @@ std::vector<float> SambaInference::run(const IdsView& ids, SambaState* state, co
   } else {
     check_state(*state, ids.batch, what);
   }
-  const auto count = static_cast<std::size_t>(model_->layer_count());
-  std::vector<TransformerStateView> views(count);
-  std::vector<blocks::KvCache> caches(count);
-  std::vector<models::SambaLayerState> layers(count);
-  for (std::size_t i = 0; i < count; ++i) {
-    if (blocks::Mamba3State* m = state->mamba3(static_cast<std::int64_t>(i))) {
-      layers[i].mamba3 = m;
-    } else {
-      views[i] = state->attention(static_cast<std::int64_t>(i))->engine_view(reference);
-      caches[i] = engine_cache(views[i], views[i].batch_size);
-      layers[i].kv = &caches[i];
-    }
-  }
-  std::vector<float> logits = run_borrowed(ids, layers, what, reference);
-  finish_kv_calls(views, layers, ids.length, reference);
-  for (std::size_t i = 0; i < count; ++i)
-    if (TransformerState* t = state->attention(static_cast<std::int64_t>(i))) t->engine_commit(views[i]);
-  return logits;
+  std::vector<SambaLayerRef> layers(static_cast<std::size_t>(model_->layer_count()));
+  for (std::size_t i = 0; i < layers.size(); ++i)
+    layers[i] = {state->mamba3(static_cast<std::int64_t>(i)), state->attention(static_cast<std::int64_t>(i))};
+  return run_layers(ids, layers, what, reference);
 }
 
 std::vector<float> SambaInference::forward(const IdsView& ids) const {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "api/samebits.hpp"
-#include "api/transformer_inference.hpp"
+#include "api/transformer_state.hpp"
 #include "blocks/mamba3_block.hpp"
 #include "models/samba.hpp"
 
@@ -20,6 +20,12 @@ struct IdsView {
   const std::int32_t* data = nullptr;
   std::int64_t batch = 0;
   std::int64_t length = 0;
+};
+
+// One layer's state for a call: exactly one of the two is set, by the layer's kind.
+struct SambaLayerRef {
+  blocks::Mamba3State* mamba3 = nullptr;
+  TransformerState* attention = nullptr;
 };
 
 // One zero-initialized block state per layer, in stack order (formats.md 2). Copies are explicit: clone()
@@ -101,18 +107,16 @@ class SambaInference {
   std::vector<float> forward_reference(const IdsView& ids) const;
   std::vector<float> forward_reference(const IdsView& ids, SambaState& state) const;
 
-  // A call on borrowed per-layer states (what the Python binding passes: Mamba-3 engine states and KV
-  // caches over caller buffers), one per layer in stack order. State safety: every refusal that depends on
-  // the ids or a state (of any layer) comes before any layer moves; a layer that refuses its input (non-
-  // finite, from finite weights that overflow) has the layers below put back (models/samba_guard.hpp).
+  // A call on per-layer states held outside a SambaState (what the Python binding passes), one per layer
+  // in stack order. State safety: every refusal that depends on the ids or a state (of any layer) comes
+  // before any layer moves; a layer that refuses its input (non-finite, from finite weights that overflow)
+  // has the layers below put back (models/samba_guard.hpp).
+  std::vector<float> run_layers(const IdsView& ids, const std::vector<SambaLayerRef>& layers,
+                                const std::string& what, bool reference) const;
+  // The same on the blocks' raw caches (no layout policy: the caller keeps each KvCache's layout and
+  // trust). run_layers calls it with the caches its states' engine access hands out.
   std::vector<float> run_borrowed(const IdsView& ids, std::vector<models::SambaLayerState>& layers,
                                   const std::string& what, bool reference) const;
-  // After run_borrowed returned for `length` tokens: each attention layer's view (made by its owner,
-  // engine_view) gets its new cached_tokens and trust (finish_engine_call). views[i] is read only for
-  // attention layers.
-  void finish_kv_calls(std::vector<TransformerStateView>& views,
-                       const std::vector<models::SambaLayerState>& layers, std::int64_t length,
-                       bool reference) const;
 
   // Shape and id-range refusals of a call ("B and L must be positive", "inputs must be in [0, vocab)").
   void check_ids(const IdsView& ids, const std::string& what) const;

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include "blocks/transformer_cache.hpp"
 #include "core/errors.hpp"
 #include "core/state_size.hpp"
 
@@ -16,136 +15,6 @@ const std::string kBlock = "samebits TransformerBlock";
 std::string what_of(bool step) { return kBlock + (step ? ".step" : ".forward"); }
 
 }  // namespace
-
-// ------------------------------------------------------------------ TransformerState
-
-TransformerState::TransformerState(std::int64_t batch_size, std::int64_t n_kv_heads, std::int64_t head_dim,
-                                   std::int64_t max_tokens, std::int64_t window)
-    : batch_size_(batch_size),
-      n_kv_heads_(n_kv_heads),
-      head_dim_(head_dim),
-      max_tokens_(max_tokens),
-      window_(window) {
-  allocate_state_buffers("TransformerState", {batch_size, n_kv_heads, capacity(), head_dim}, [&] {
-    k_.assign_zero(static_cast<std::size_t>(cache_floats()));
-    v_.assign_zero(static_cast<std::size_t>(cache_floats()));
-  });
-  trusted_ = window_ == 0;  // zeros are finite; a ring is scanned every call
-}
-
-TransformerState TransformerState::clone() const {
-  TransformerState copy(batch_size_, n_kv_heads_, head_dim_, max_tokens_, window_);
-  copy.cached_tokens_ = cached_tokens_;
-  copy.k_ = k_.clone();
-  copy.v_ = v_.clone();
-  if (spread_) copy.k_tiles_ = k_tiles_.clone();
-  copy.spread_ = spread_;
-  copy.trusted_ = trusted();  // the copy's contents are what was vouched for, unless a pointer was out
-  return copy;
-}
-
-blocks::KvCache TransformerState::cache_view() {
-  blocks::KvCache cache{k_.data(), v_.data(), batch_size_, max_tokens_, cached_tokens_};
-  cache.spread = spread_;
-  return cache;
-}
-
-blocks::TransformerDims TransformerState::cache_dims() const {
-  blocks::TransformerDims dims;  // what the layout moves read: the block count and the row length
-  dims.n_kv_heads = n_kv_heads_;
-  dims.head_dim = head_dim_;
-  return dims;
-}
-
-void TransformerState::pack() {
-  if (!spread_) return;
-  blocks::KvCache cache = cache_view();
-  blocks::kv::pack_spread(cache, cache_dims());
-  spread_ = false;
-}
-
-std::vector<float> TransformerState::packed_copy(const AlignedBuffer<float>& buffer) const {
-  std::vector<float> copy(buffer.data(), buffer.data() + cache_floats());
-  if (spread_) {
-    // pack() on a copy; pack_spread moves two buffers, so the second is a scratch twin of the first.
-    std::vector<float> twin(copy);
-    blocks::KvCache cache{copy.data(), twin.data(), batch_size_, max_tokens_, cached_tokens_};
-    cache.spread = true;
-    blocks::kv::pack_spread(cache, cache_dims());
-  }
-  return copy;
-}
-
-void TransformerState::set_cached_tokens(std::int64_t value) {
-  pack();
-  trusted_ = false;
-  cached_tokens_ = value;
-}
-
-float* TransformerState::k_cache() {
-  pack();
-  exposed_ = true;
-  trusted_ = false;  // what is written through it before forget_handouts() is scanned by the next call
-  return k_.data();
-}
-
-float* TransformerState::v_cache() {
-  pack();
-  exposed_ = true;
-  trusted_ = false;
-  return v_.data();
-}
-
-TransformerStateView TransformerState::engine_view(bool reference) {
-  const bool private_buffers = !exposed_ && !reference && window_ == 0;
-  if (reference) pack();
-  if (!spread_ && private_buffers && trusted_ && cached_tokens_ >= 0 && cached_tokens_ <= max_tokens_) {
-    blocks::KvCache cache = cache_view();
-    blocks::kv::spread_packed(cache, cache_dims());
-    spread_ = true;
-    blocks::kv::make_key_tiles(cache, cache_dims(), k_tiles_);  // empty if refused: calls read the rows
-  }
-  TransformerStateView view{k_.data(), v_.data(), batch_size_, max_tokens_, window_, cached_tokens_};
-  view.spread = spread_;
-  view.k_tiles = spread_ && k_tiles_.size() > 0 ? k_tiles_.data() : nullptr;
-  view.trusted = trusted_ && private_buffers;
-  view.private_buffers = private_buffers;
-  return view;
-}
-
-void TransformerState::engine_commit(const TransformerStateView& view) {
-  cached_tokens_ = view.cached_tokens;
-  trusted_ = view.trusted;
-}
-
-std::int64_t TransformerState::held_tokens() const {
-  return window_ > 0 ? std::min(cached_tokens_, window_) : cached_tokens_;
-}
-
-std::vector<float> TransformerState::used_region(const float* buffer) const {
-  const std::int64_t held = held_tokens();
-  const std::int64_t heads = batch_size_ * n_kv_heads_;
-  std::vector<float> out(static_cast<std::size_t>(heads * held * head_dim_));
-  if (window_ <= 0) {
-    // Packed: one run; spread: each block from its own place.
-    const std::int64_t stride = spread_ ? max_tokens_ : held;
-    for (std::int64_t head = 0; head < heads; ++head)
-      std::copy(buffer + head * stride * head_dim_, buffer + (head * stride + held) * head_dim_,
-                out.begin() + head * held * head_dim_);
-    return out;
-  }
-  for (std::int64_t head = 0; head < heads; ++head)
-    for (std::int64_t j = 0; j < held; ++j) {
-      const std::int64_t slot = (cached_tokens_ - held + j) % window_;
-      std::copy(buffer + (head * window_ + slot) * head_dim_,
-                buffer + (head * window_ + slot + 1) * head_dim_,
-                out.begin() + (head * held + j) * head_dim_);
-    }
-  return out;
-}
-
-std::vector<float> TransformerState::keys() const { return used_region(k_.data()); }
-std::vector<float> TransformerState::values() const { return used_region(v_.data()); }
 
 // ------------------------------------------------------------------ construction
 
@@ -259,39 +128,18 @@ void TransformerBlockInference::check_state(std::int64_t batch, std::int64_t sta
                       " (allocate_state on THIS block makes a matching one)");
 }
 
-blocks::KvCache engine_cache(const TransformerStateView& view, std::int64_t batch) {
-  blocks::KvCache cache{view.k_cache, view.v_cache, batch, view.max_tokens, view.cached_tokens};
-  cache.spread = view.spread && view.window == 0;
-  cache.trusted = view.trusted && view.private_buffers && view.window == 0;
-  cache.k_tiles = cache.spread ? view.k_tiles : nullptr;
-  return cache;
-}
-
-void finish_engine_call(TransformerStateView& view, const blocks::KvCache& cache,
-                        const blocks::TransformerDims& dims, std::int64_t pos0, bool reference) {
-  view.cached_tokens = cache.cached_tokens;
-  // Every carried value was scanned or vouched for; the rows this call wrote are checked here. The twin
-  // ends the trust, as a caller's write does.
-  view.trusted =
-      view.private_buffers && dims.window == 0 && !reference && blocks::kv::rows_finite(cache, dims, pos0);
-}
-
-std::vector<float> TransformerBlockInference::run(const TensorView& x, TransformerStateView& state, bool step,
+std::vector<float> TransformerBlockInference::run(const TensorView& x, TransformerState& state, bool step,
                                                   bool reference) const {
   const std::string what = what_of(step);
   const auto [batch, length] = check_tokens(x.shape, step);
-  check_state(batch, state.batch_size, state.window, step);
+  check_state(batch, state.batch_size(), state.window(), step);
   if (x.data == nullptr) throw_value_error(what + ": x has no data");
-  if (state.k_cache == nullptr || state.v_cache == nullptr)
-    throw_value_error(what + ": the state has no buffers");
-  blocks::KvCache cache = engine_cache(state, batch);
-  const std::int64_t pos0 = cache.cached_tokens;
+  TransformerState::EngineAccess access(state, reference);
   std::vector<float> y(static_cast<std::size_t>(batch * length * dims().d_model));
   if (reference)
-    block_->forward_reference(x.data, batch, length, cache, y.data(), what);
+    block_->forward_reference(x.data, batch, length, access.cache(), y.data(), what);
   else
-    block_->forward(x.data, batch, length, cache, y.data(), what);
-  finish_engine_call(state, cache, dims(), pos0, reference);
+    block_->forward(x.data, batch, length, access.cache(), y.data(), what);
   return y;
 }
 
@@ -311,34 +159,18 @@ void check_cache_dims(const TransformerState& state, const blocks::TransformerDi
 std::vector<float> TransformerBlockInference::forward(const TensorView& x) const {
   const auto [batch, length] = check_tokens(x.shape, false);
   TransformerState fresh(batch, dims().n_kv_heads, dims().head_dim, length, dims().window);
-  TransformerStateView view = fresh.engine_view(false);
-  return run(x, view, false, false);
+  return run(x, fresh, false, false);
 }
 
 std::vector<float> TransformerBlockInference::forward(const TensorView& x, TransformerState& state) const {
   check_tokens(x.shape, false);
   check_cache_dims(state, dims(), false);
-  TransformerStateView view = state.engine_view(false);
-  std::vector<float> y = run(x, view, false, false);
-  state.engine_commit(view);
-  return y;
-}
-
-std::vector<float> TransformerBlockInference::forward(const TensorView& x,
-                                                      TransformerStateView& state) const {
   return run(x, state, false, false);
 }
 
 std::vector<float> TransformerBlockInference::step(const TensorView& x, TransformerState& state) const {
   check_tokens(x.shape, true);
   check_cache_dims(state, dims(), true);
-  TransformerStateView view = state.engine_view(false);
-  std::vector<float> y = run(x, view, true, false);
-  state.engine_commit(view);
-  return y;
-}
-
-std::vector<float> TransformerBlockInference::step(const TensorView& x, TransformerStateView& state) const {
   return run(x, state, true, false);
 }
 
@@ -356,13 +188,13 @@ std::vector<float> TransformerBlockInference::forward_ragged(const TensorView& x
 std::vector<float> TransformerBlockInference::forward_reference(const TensorView& x) const {
   const auto [batch, length] = check_tokens(x.shape, false);
   TransformerState fresh(batch, dims().n_kv_heads, dims().head_dim, length, dims().window);
-  TransformerStateView view = fresh.engine_view(true);
-  return run(x, view, false, true);
+  return run(x, fresh, false, true);
 }
 
-std::vector<float> TransformerBlockInference::forward_reference(const TensorView& x,
-                                                                TransformerStateView& state,
+std::vector<float> TransformerBlockInference::forward_reference(const TensorView& x, TransformerState& state,
                                                                 bool step) const {
+  check_tokens(x.shape, step);
+  check_cache_dims(state, dims(), step);
   return run(x, state, step, true);
 }
 

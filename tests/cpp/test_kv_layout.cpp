@@ -111,7 +111,7 @@ TEST(KvLayout, APrivateStateDecodesSpreadWithThePackedStatesBits) {
     const TensorView head{first.data(), {batch, prefill, dm}};
     ASSERT_TRUE(same_bits(block.forward(head, hidden), block.forward(head, shown)));
     for (std::int64_t t = prefill; t < length; ++t) {
-      shown.k_cache();  // a handed-out pointer pins the packed layout
+      const TransformerState::Pin pin = shown.pin_k_cache();  // a live pin holds the packed layout
       const std::vector<float> token = tokens_at(x, batch, length, dm, t);
       const TensorView one{token.data(), {batch, 1, dm}};
       ASSERT_TRUE(same_bits(block.step(one, hidden), block.step(one, shown))) << "step " << t;
@@ -127,9 +127,10 @@ TEST(KvLayout, APrivateStateDecodesSpreadWithThePackedStatesBits) {
     EXPECT_TRUE(same_bits(hidden.k_cache_copy(), shown.k_cache_copy()));
     EXPECT_TRUE(same_bits(hidden.v_cache_copy(), shown.v_cache_copy()));
     // The accessor packs the cache in place: what it shows is what the packed state holds.
-    const std::vector<float> k(hidden.k_cache(), hidden.k_cache() + hidden.cache_floats());
+    const TransformerState::Pin pin = hidden.pin_k_cache();
+    const std::vector<float> k(pin.data(), pin.data() + pin.size());
     EXPECT_FALSE(hidden.spread());
-    EXPECT_TRUE(hidden.exposed());
+    EXPECT_TRUE(hidden.pinned());
     EXPECT_TRUE(same_bits(k, shown.k_cache_copy()));
   }
   set_num_threads(saved_threads);
@@ -150,8 +151,7 @@ TEST(KvLayout, AStateBackInTheSpreadLayoutRebuildsItsKeyTiles) {
     first.insert(first.end(), x.begin() + b * length * dm, x.begin() + (b * length + prefill) * dm);
   block.forward(TensorView{first.data(), {batch, prefill, dm}}, state);
   ASSERT_TRUE(state.spread());
-  state.k_cache();  // packs; the next call scans the packed cache, the one after spreads again
-  state.forget_handouts();
+  state.pin_k_cache();  // packs; the next call scans the packed cache, the one after spreads again
   for (std::int64_t t = prefill; t < length; ++t) {
     const std::vector<float> token = tokens_at(x, batch, length, dm, t);
     const std::vector<float> y = block.step(TensorView{token.data(), {batch, 1, dm}}, state);
@@ -163,7 +163,7 @@ TEST(KvLayout, AStateBackInTheSpreadLayoutRebuildsItsKeyTiles) {
 }
 
 // A value written through an accessor (the state then stays packed and untrusted) is refused by the next
-// call with the twin's message, even after forget_handouts; so is a non-finite row the engine itself
+// call with the twin's message, even after the pin is gone; so is a non-finite row the engine itself
 // appended (finite x, overflowing weights), found in the spread layout and named by its packed index.
 TEST(KvLayout, WritesFromOutsideAndOverflowingRowsAreRefusedAsTheTwinRefusesThem) {
   const BlockShape shape{16, 2, 2, 24, 0};
@@ -177,8 +177,7 @@ TEST(KvLayout, WritesFromOutsideAndOverflowingRowsAreRefusedAsTheTwinRefusesThem
     return testing::error_of(
         [&] {
           if (twin) {
-            TransformerStateView view = state.engine_view(true);
-            block.forward_reference(one, view, true);
+            block.forward_reference(one, state, true);
           } else {
             block.step(one, state);
           }
@@ -190,8 +189,7 @@ TEST(KvLayout, WritesFromOutsideAndOverflowingRowsAreRefusedAsTheTwinRefusesThem
   block.forward(prompt, state);
   block.forward(prompt, state);  // now spread and trusted
   ASSERT_TRUE(state.spread() && state.trusted());
-  state.v_cache()[37] = fp::quiet_nan();
-  state.forget_handouts();
+  state.pin_v_cache().data()[37] = fp::quiet_nan();
   TransformerState twin = state.clone();
   const std::string fast = refusal(state, false);
   EXPECT_NE(fast.find("NaN in v_cache at flat index 37"), std::string::npos) << fast;
@@ -211,10 +209,7 @@ TEST(KvLayout, WritesFromOutsideAndOverflowingRowsAreRefusedAsTheTwinRefusesThem
   TransformerState burnt_twin = burnt.clone();
   const std::string spread_refusal = testing::error_of([&] { hot.forward(prompt, burnt); }, ErrorKind::Value);
   const std::string twin_refusal = testing::error_of(
-      [&] {
-        TransformerStateView view = burnt_twin.engine_view(true);
-        hot.forward_reference(prompt, view, false);
-      },
+      [&] { hot.forward_reference(prompt, burnt_twin, false); },
       ErrorKind::Value);
   EXPECT_NE(spread_refusal.find(" in k_cache at flat index"), std::string::npos) << spread_refusal;
   EXPECT_EQ(spread_refusal, twin_refusal);

@@ -1,7 +1,7 @@
 // State safety (issue 8.5): every refusal that can happen once a state is passed leaves that state byte
 // for byte as it was, and the state still works: the next valid call gives the bits (and the state) a
 // never-refused clone gives. One case per refusal and per call path, on TransformerBlockInference
-// (TransformerState and TransformerStateView), the Mamba-1/2/3 blocks and SambaInference (forward, step,
+// (TransformerState, owned and borrowing), the Mamba-1/2/3 blocks and SambaInference (forward, step,
 // the scalar twin and run_borrowed, the Python binding's path).
 #include <gtest/gtest.h>
 
@@ -192,26 +192,33 @@ struct KvSubject {
   }
 };
 
-// Runs `x` through `block` on `path` with `state` (a view over its buffers for the view paths); a view's
-// scalars must survive a refusal too.
+// Runs `x` through `block` on `path` with `state` (for the view paths, a state borrowing its buffers, as
+// the binding makes for caller buffers; `edit` may change what it is given); a borrowed state's
+// cached_tokens must survive a refusal too.
+struct Borrowed {
+  float* k;
+  float* v;
+  std::int64_t cached_tokens;
+};
 std::vector<float> kv_call(const TransformerBlockInference& block, KvPath path, const TensorView& x,
-                           TransformerState& state,
-                           const std::function<void(TransformerStateView&)>& edit_view = {}) {
+                           TransformerState& state, const std::function<void(Borrowed&)>& edit = {}) {
   if (!is_view(path)) return is_step(path) ? block.step(x, state) : block.forward(x, state);
-  TransformerStateView view{state.k_cache(),    state.v_cache(), state.batch_size(),
-                            state.max_tokens(), state.window(),  state.cached_tokens()};
-  if (edit_view) edit_view(view);
-  const TransformerStateView before = view;
+  const TransformerState::Pin k = state.pin_k_cache(), v = state.pin_v_cache();
+  Borrowed given{k.data(), v.data(), state.cached_tokens()};
+  if (edit) edit(given);
+  TransformerState view = TransformerState::borrowing(state.batch_size(), state.n_kv_heads(), state.head_dim(),
+                                                      state.max_tokens(), state.window(), given.k, given.v,
+                                                      given.cached_tokens);
   try {
     std::vector<float> y;
     if (path == KvPath::ViewForward) y = block.forward(x, view);
     if (path == KvPath::ViewStep) y = block.step(x, view);
     if (path == KvPath::ViewReference) y = block.forward_reference(x, view, false);
     if (path == KvPath::ViewReferenceStep) y = block.forward_reference(x, view, true);
-    state.set_cached_tokens(view.cached_tokens);
+    state.set_cached_tokens(view.cached_tokens());
     return y;
   } catch (...) {
-    EXPECT_TRUE(std::memcmp(&before, &view, sizeof(view)) == 0) << "the refused call changed the view";
+    EXPECT_EQ(view.cached_tokens(), given.cached_tokens) << "the refused call changed the borrowed state";
     throw;
   }
 }
@@ -287,10 +294,10 @@ std::vector<KvFault> kv_faults() {
   auto cache_value = [=](bool k, std::int64_t index, float value, int which = 0, std::int64_t prefix = 3) {
     return [=](Subject& subject, KvPath path) -> std::function<void()> {
       auto s = standard(subject, path, which, 8, prefix);
-      float* buffer = k ? s->state.k_cache() : s->state.v_cache();
+      float* buffer = k ? s->state.pin_k_cache().data() : s->state.pin_v_cache().data();
       const float saved = buffer[index];
       buffer[index] = value;
-      subject.repair = [=] { (k ? s->state.k_cache() : s->state.v_cache())[index] = saved; };
+      subject.repair = [=] { (k ? s->state.pin_k_cache().data() : s->state.pin_v_cache().data())[index] = saved; };
       auto x = std::make_shared<Tokens>(tokens(path, 2));
       return [=] { kv_call(kv_block(which), path, x->view(), s->state); };
     };
@@ -304,7 +311,7 @@ std::vector<KvFault> kv_faults() {
       if (is_view(path))
         return [=] {
           kv_call(kv_block(0), path, x->view(), s->state,
-                  [=](TransformerStateView& v) { v.cached_tokens = value; });
+                  [=](Borrowed& v) { v.cached_tokens = value; });
         };
       s->state.set_cached_tokens(value);
       subject.repair = [=] { s->state.set_cached_tokens(saved); };
@@ -368,7 +375,7 @@ std::vector<KvFault> kv_faults() {
                       auto x = std::make_shared<Tokens>(tokens(path, 2));
                       return [=] {
                         kv_call(kv_block(0), path, x->view(), s->state,
-                                [](TransformerStateView& v) { v.v_cache = nullptr; });
+                                [](Borrowed& v) { v.v = nullptr; });
                       };
                     }});
   faults.push_back({"cached_tokens_negative", "cached_tokens must be in [0, 8]", all, cached(-1)});
@@ -821,7 +828,7 @@ std::vector<float> borrowed_call(
       layers[static_cast<std::size_t>(i)].mamba3 = state.mamba3(i);
     } else {
       TransformerState* t = state.attention(i);
-      caches[static_cast<std::size_t>(i)] = {t->k_cache(), t->v_cache(), t->batch_size(), t->max_tokens(),
+      caches[static_cast<std::size_t>(i)] = {t->pin_k_cache().data(), t->pin_v_cache().data(), t->batch_size(), t->max_tokens(),
                                              t->cached_tokens()};
       layers[static_cast<std::size_t>(i)].kv = &caches[static_cast<std::size_t>(i)];
     }
@@ -934,8 +941,8 @@ std::vector<SambaFault> samba_faults() {
     return [=](Subject& subject, SambaPath path) -> std::function<void()> {
       auto s = standard(subject, path);
       float* at = s->state.mamba3(layer) ? s->state.mamba3(layer)->piece(piece) + index
-                  : piece == 0           ? s->state.attention(layer)->k_cache() + index
-                                         : s->state.attention(layer)->v_cache() + index;
+                  : piece == 0           ? s->state.attention(layer)->pin_k_cache().data() + index
+                                         : s->state.attention(layer)->pin_v_cache().data() + index;
       const float saved = *at;
       *at = value;
       subject.repair = [=] { *at = saved; };

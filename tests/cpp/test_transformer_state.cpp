@@ -56,7 +56,7 @@ TEST(TransformerState, PackedLayoutGrowsInPlaceAndNeverReadsTheCapacityAfterIt) 
   TransformerState state = block.allocate_state(batch, 12);
   // Junk past the used region is not state: never read, never refused, left where it is.
   TransformerState clean = block.allocate_state(batch, 12);
-  state.k_cache()[state.cache_floats() - 1] = fp::quiet_nan();
+  state.pin_k_cache().data()[state.cache_floats() - 1] = fp::quiet_nan();
   std::vector<float> first, second;
   for (std::int64_t b = 0; b < batch; ++b) {
     first.insert(first.end(), x.begin() + b * 9 * dm, x.begin() + (b * 9 + 5) * dm);
@@ -75,10 +75,10 @@ TEST(TransformerState, PackedLayoutGrowsInPlaceAndNeverReadsTheCapacityAfterIt) 
   for (std::int64_t head = 0; head < batch * kv; ++head)
     EXPECT_EQ(std::memcmp(keys9.data() + head * 9 * hd, keys5.data() + head * 5 * hd, 5 * hd * 4), 0) << head;
   for (std::int64_t i = batch * kv * 9 * hd; i < state.cache_floats() - 1; ++i) {
-    ASSERT_EQ(fp::bits(state.k_cache()[i]), 0u) << i;
-    ASSERT_EQ(fp::bits(state.v_cache()[i]), 0u) << i;
+    ASSERT_EQ(fp::bits(state.pin_k_cache().data()[i]), 0u) << i;
+    ASSERT_EQ(fp::bits(state.pin_v_cache().data()[i]), 0u) << i;
   }
-  EXPECT_TRUE(fp::is_nan(state.k_cache()[state.cache_floats() - 1]));
+  EXPECT_TRUE(fp::is_nan(state.pin_k_cache().data()[state.cache_floats() - 1]));
 }
 
 // The fast path scans a full-causal cache while it restrides it: a non-finite carried key or value in any
@@ -99,8 +99,8 @@ TEST(TransformerState, ARefusalFoundWhileRestridingLeavesTheCacheAsItWas) {
     block.forward(TensorView{prefix.data(), {batch, cached, dm}}, prepared);
     const std::int64_t used = batch * kv * cached * hd;
     for (std::int64_t i = used; i < prepared.cache_floats(); ++i) {
-      prepared.k_cache()[i] = static_cast<float>(i);  // capacity sentinels: not state, but not to be moved
-      prepared.v_cache()[i] = -static_cast<float>(i);
+      prepared.pin_k_cache().data()[i] = static_cast<float>(i);  // capacity sentinels: not state, but not to be moved
+      prepared.pin_v_cache().data()[i] = -static_cast<float>(i);
     }
     // Every block's first and last cell, one inside, and both sides of the rows the blocks below land on.
     std::vector<std::int64_t> cells;
@@ -116,7 +116,7 @@ TEST(TransformerState, ARefusalFoundWhileRestridingLeavesTheCacheAsItWas) {
         for (std::int64_t at : cells) {
           for (float bad : {fp::quiet_nan(), fp::from_bits(0xFF800000u)}) {
             TransformerState state = prepared.clone();
-            (in_k ? state.k_cache() : state.v_cache())[at] = bad;
+            (in_k ? state.pin_k_cache().data() : state.pin_v_cache().data())[at] = bad;
             const TransformerState before = state.clone();
             std::string fast, twin;
             try {
@@ -125,10 +125,8 @@ TEST(TransformerState, ARefusalFoundWhileRestridingLeavesTheCacheAsItWas) {
               fast = e.what();
             }
             TransformerState twin_state = before.clone();
-            TransformerStateView view{twin_state.k_cache(), twin_state.v_cache(),      batch, capacity,
-                                      twin_state.window(),  twin_state.cached_tokens()};
             try {
-              block.forward_reference(TensorView{x.data(), {batch, length, dm}}, view, false);
+              block.forward_reference(TensorView{x.data(), {batch, length, dm}}, twin_state, false);
             } catch (const Error& e) {
               twin = e.what();
             }
@@ -155,15 +153,13 @@ TEST(TransformerState, ARefusalFoundWhileRestridingLeavesTheCacheAsItWas) {
       }
       // And a clean cache takes the same path to the same bits as the twin, twice in a row.
       TransformerState state = prepared.clone(), twin_state = prepared.clone();
-      TransformerStateView view{twin_state.k_cache(), twin_state.v_cache(),      batch, capacity,
-                                twin_state.window(),  twin_state.cached_tokens()};
       for (int call = 0; call < 2 && cached + (call + 1) * length <= capacity; ++call) {
         const std::vector<float> y = block.forward(TensorView{x.data(), {batch, length, dm}}, state);
         const std::vector<float> want =
-            block.forward_reference(TensorView{x.data(), {batch, length, dm}}, view, false);
+            block.forward_reference(TensorView{x.data(), {batch, length, dm}}, twin_state, false);
         EXPECT_EQ(testing::first_difference(y.data(), want.data(), static_cast<std::int64_t>(y.size())), -1);
-        EXPECT_EQ(std::memcmp(state.k_cache(), twin_state.k_cache(), state.cache_floats() * 4), 0);
-        EXPECT_EQ(std::memcmp(state.v_cache(), twin_state.v_cache(), state.cache_floats() * 4), 0);
+        EXPECT_EQ(std::memcmp(state.pin_k_cache().data(), twin_state.pin_k_cache().data(), state.cache_floats() * 4), 0);
+        EXPECT_EQ(std::memcmp(state.pin_v_cache().data(), twin_state.pin_v_cache().data(), state.cache_floats() * 4), 0);
       }
     }
   }
@@ -174,7 +170,7 @@ TEST(TransformerState, ARefusalFoundWhileRestridingLeavesTheCacheAsItWas) {
   block.forward(TensorView{prefix.data(), {batch, cached, dm}}, prepared);
   // A call that would also overflow the cache reports the cache contents first, as the up-front scan does.
   TransformerState full = prepared.clone();
-  full.v_cache()[3] = fp::quiet_nan();
+  full.pin_v_cache().data()[3] = fp::quiet_nan();
   const std::vector<float> many = random_tokens(batch, 8, dm, 9);
   try {
     block.forward(TensorView{many.data(), {batch, 8, dm}}, full);
@@ -206,7 +202,7 @@ TEST(TransformerState, WindowRingHoldsTheMostRecentKeysOfTheFullCache) {
           << "t " << t << " head " << head;
     // Slot p mod 8 of the ring is position p.
     const std::int64_t slot = t % 8;
-    EXPECT_EQ(std::memcmp(b.v_cache() + slot * 8, a.values().data() + t * 8, 8 * 4), 0) << t;
+    EXPECT_EQ(std::memcmp(b.pin_v_cache().data() + slot * 8, a.values().data() + t * 8, 8 * 4), 0) << t;
   }
 }
 
@@ -236,11 +232,11 @@ TEST(TransformerState, OneUlpInTheCacheMovesTheExpectedPosition) {
   };
   // Which later position first shows the bump depends on the weights (upstream's fixture: exactly 6, checked
   // in tests/python/test_transformer.py); here it must be a position >= 6 and must exist at all.
-  const std::int64_t moved = first_moved([](TransformerState& s) { return s.v_cache() + 7; });
+  const std::int64_t moved = first_moved([](TransformerState& s) { return s.pin_v_cache().data() + 7; });
   EXPECT_GE(moved, 6);
   EXPECT_LT(moved, length);
   for (int cell = 0; cell < 32; ++cell) {
-    const std::int64_t moved = first_moved([cell](TransformerState& s) { return s.k_cache() + cell; });
+    const std::int64_t moved = first_moved([cell](TransformerState& s) { return s.pin_k_cache().data() + cell; });
     EXPECT_GE(moved, 6) << cell;
   }
 }
@@ -302,13 +298,13 @@ TEST(TransformerState, CallRefusals) {
   state.set_cached_tokens(5);
   expect_refusal([&] { block.forward(good, state); }, V, "cached_tokens must be in [0, 4]");
   state.set_cached_tokens(3);
-  state.v_cache()[9] = fp::from_bits(0x7F800000u);
+  state.pin_v_cache().data()[9] = fp::from_bits(0x7F800000u);
   expect_refusal(
       [&] {
         block.step(TensorView{x.data(), {2, 32}}, state);
       },
       V, "samebits TransformerBlock.step: infinity in v_cache at flat index 9 REFUSED");
-  ring.k_cache()[ring.cache_floats() - 1] = fp::quiet_nan();  // an unused ring slot is still state
+  ring.pin_k_cache().data()[ring.cache_floats() - 1] = fp::quiet_nan();  // an unused ring slot is still state
   expect_refusal([&] { windowed.forward(good, ring); }, V,
                  "NaN in k_cache at flat index " + std::to_string(ring.cache_floats() - 1) + " REFUSED");
   x[40] = fp::quiet_nan();

@@ -37,7 +37,7 @@ def test_a_private_state_decodes_with_the_bits_of_caller_buffers():
     for t in range(4, 30):
         token = np.ascontiguousarray(x[:, t])
         assert _same(blk.step(token, private), blk.step(token, caller)), t
-    assert private._spread is not None  # the private layout is the one under test
+    assert private._native.spread  # the private layout is the one under test
     assert private.cached_tokens == caller.cached_tokens == 30
     assert _same(private.keys(), caller.keys()) and _same(private.values(), caller.values())
     assert _same(private.k_cache, caller.k_cache) and _same(private.v_cache, caller.v_cache)
@@ -54,19 +54,19 @@ def test_a_view_held_across_calls_always_sees_the_packed_cache():
     for t in range(12):
         token = np.ascontiguousarray(x[:, t])
         assert _same(blk.step(token, private), blk.step(token, caller)), t
-        assert private._spread is None
+        assert not private._native.spread
         assert _same(held, caller.k_cache[3:]), t
     keys = private.keys()
     del held
     gc.collect()
     token = np.ascontiguousarray(x[:, 0])
     assert _same(blk.step(token, private), blk.step(token, caller))
-    assert private._spread is None and _same(keys.reshape(-1), caller.k_cache[: keys.size])  # keys(): a view too
+    assert not private._native.spread and _same(keys.reshape(-1), caller.k_cache[: keys.size])  # keys(): a view too
     del keys
     gc.collect()
     assert _same(blk.step(token, private), blk.step(token, caller))
     assert _same(blk.step(token, private), blk.step(token, caller))
-    assert private._spread is not None  # no view left: private again
+    assert private._native.spread  # no view left: private again
     assert _same(private.v_cache, caller.v_cache)
 
 
@@ -76,7 +76,7 @@ def test_edits_through_views_and_cached_tokens_reach_the_next_call():
     private = blk.allocate_state(2, 12)
     blk.forward(x[:, :6], private)
     blk.forward(x[:, 6:8], private)
-    assert private._spread is not None
+    assert private._native.spread
     caller = _caller_state(private)
     for state in (private, caller):
         state.cached_tokens = 5  # forget the last three positions
@@ -91,7 +91,7 @@ def test_edits_through_views_and_cached_tokens_reach_the_next_call():
     blk.step(np.ascontiguousarray(x[:, 2]), caller)
     blk.step(np.ascontiguousarray(x[:, 3]), private)
     blk.step(np.ascontiguousarray(x[:, 3]), caller)
-    assert private._spread is not None
+    assert private._native.spread
     for state in (private, caller):
         state.cached_tokens += 2
     token = np.ascontiguousarray(x[:, 4])
@@ -133,7 +133,7 @@ def test_samba_layers_decode_privately_with_the_same_bits():
                                          else _caller_state(layer) for layer in private.layers])
     for t in range(3, 20):
         assert _same(model.step(ids[:, t], private), model.step(ids[:, t], caller)), t
-    assert private.layers[0]._spread is not None and private.layers[2]._spread is not None
+    assert private.layers[0]._native.spread and private.layers[2]._native.spread
     for mine, theirs in zip(private.layers, caller.layers):
         if isinstance(mine, samebits.TransformerState):
             assert _same(mine.k_cache, theirs.k_cache) and _same(mine.v_cache, theirs.v_cache)
