@@ -83,7 +83,6 @@ class Mamba3State:
         return state
 
     def _track(self):
-        self._views = []  # weak references to the piece views handed out
         self._readers = weakref.WeakSet()  # blocks whose reports are still to be computed from this state
 
     def _before_change(self, caller=None):
@@ -97,15 +96,9 @@ class Mamba3State:
                 block._settle_reports()
                 self._readers.discard(block)
 
-    def _views_alive(self):
-        self._views = [ref for ref in self._views if ref() is not None]
-        return bool(self._views)
-
     def _piece_view(self, index):
-        self._before_change()  # the view may be written at any time from now on
-        view = self._native.piece(index)
-        self._views.append(weakref.ref(view))
-        return view
+        self._before_change()  # the view may be written at any time from now on (it pins the engine state)
+        return self._native.piece(index)
 
     @property
     def batch_size(self):
@@ -247,9 +240,7 @@ class Mamba3BlockInference:
             self._set_reports(reports)
             return y
         state._before_change(caller=self)
-        now = state._views_alive()  # a live view could change the state before the reports are read
-        if not now:
-            state._native.forget_handouts()  # no writer outside the engine: its own checks can be trusted
+        now = state._native.pinned  # a live view could change the state before the reports are read
         y, reports = call(x, state._native, reports=now)
         if self._pending_on() is not None:
             self._pending_on()._readers.discard(self)

@@ -172,8 +172,6 @@ class SambaInference:
             for layer in state.layers:
                 if isinstance(layer, Mamba3State):
                     layer._before_change()
-                    if not layer._views_alive():
-                        layer._native.forget_handouts()  # no view can write it: the engine's checks hold
         logits = self._engine.run(ids32, handles, step, reference)
         if state is not None:
             for layer, handle in zip(state.layers, handles):

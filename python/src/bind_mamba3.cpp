@@ -1,5 +1,5 @@
 // Binding of Mamba3BlockInference and its state: samebits/_mamba3.py wraps these engine objects. State
-// pieces are returned as writable numpy views of the engine's own memory, owned by the state object.
+// pieces are returned as writable numpy views of the engine's own memory that pin the state while alive.
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
@@ -21,12 +21,18 @@ namespace {
 
 using FloatView = nb::ndarray<nb::numpy, float>;
 
-// A writable view of one state piece whose owner is the state's Python object (kept alive by the view).
+// A writable view of one state piece. Its owner is a capsule holding a pin and the state's Python object,
+// so the state stays alive, and untrusted (scanned by every call), while any array derived from it lives.
+struct PinnedPiece {
+  nb::object state;
+  Mamba3State::Pin pin;
+};
 FloatView piece_view(Mamba3State& state, int piece) {
-  nb::object owner = nb::find(&state);
   std::vector<std::size_t> shape;
   for (auto d : state.piece_shape(piece)) shape.push_back(static_cast<std::size_t>(d));
-  return FloatView(state.piece(piece), shape.size(), shape.data(), owner);
+  auto* owner = new PinnedPiece{nb::find(&state), state.pin(piece)};
+  nb::capsule capsule(owner, [](void* p) noexcept { delete static_cast<PinnedPiece*>(p); });
+  return FloatView(owner->pin.data(), shape.size(), shape.data(), capsule);
 }
 
 std::vector<std::size_t> sizes(std::initializer_list<std::int64_t> dims) {
@@ -104,9 +110,9 @@ void bind_mamba3(nb::module_& m) {
           },
           nb::arg("theta"), nb::arg("h"), nb::arg("k"), nb::arg("v"))
       .def("clone", &Mamba3State::clone)
-      // The Python wrapper's word that no view of this state is alive any more (see Mamba3State::trusted).
-      .def("forget_handouts", &Mamba3State::forget_handouts)
-      .def_prop_ro("trusted", &Mamba3State::trusted);
+      // Diagnostics: whether a call may skip its scan, and whether a view of a piece is alive.
+      .def_prop_ro("trusted", &Mamba3State::trusted)
+      .def_prop_ro("pinned", &Mamba3State::pinned);
 
   nb::class_<Mamba3BlockInference>(m, "Mamba3Engine")
       .def(

@@ -63,14 +63,17 @@ struct Mamba3Weights {
 };
 
 // The carried state of blocks.md 3.2: ten float32 arrays in upstream layout, buffered_tokens and pending.
-// It owns its memory; the arrays may be read and written from outside between calls (the Python
-// binding exposes them as writable views), so nothing derived from them is trusted without a check.
+// It owns its memory; the arrays may be read (read-only pointers) and written through pins between calls
+// (the Python binding exposes them as writable views), so nothing derived from them is trusted without a
+// check. The engine's bookkeeping (raw pieces, derived copies, trust, undo spans) is reached only through
+// Mamba3State::EngineAccess.
 class Mamba3State {
  public:
   Mamba3State() = default;
   Mamba3State(std::int64_t batch, std::int64_t heads);
   Mamba3State(Mamba3State&&) noexcept = default;
   Mamba3State& operator=(Mamba3State&&) noexcept = default;
+  // An independent state with the same bits (and trust, unless pinned).
   Mamba3State clone() const;
 
   std::int64_t batch() const { return batch_; }
@@ -83,21 +86,9 @@ class Mamba3State {
   std::vector<std::int64_t> piece_shape(int piece) const { return piece_shape_for(piece, batch_, heads_); }
   static std::vector<std::int64_t> piece_shape_for(int piece, std::int64_t batch, std::int64_t heads);
   enum Piece : int { kTheta, kH, kQrot, kKrot, kV, kDt, kSig, kAdt, kPendingK, kPendingV };
-  // Every mutable accessor hands memory to an outside writer: it marks the state exposed (see trusted()).
-  float* piece(int piece);
-  const float* piece(int piece) const;
   std::int64_t piece_elements(int piece) const;
-
-  float* theta() { return exposed(theta_); }
-  float* h() { return exposed(h_); }
-  float* buffer_qrot() { return exposed(buffer_qrot_); }
-  float* buffer_krot() { return exposed(buffer_krot_); }
-  float* buffer_v() { return exposed(buffer_v_); }
-  float* buffer_dt() { return exposed(buffer_dt_); }
-  float* buffer_sig() { return exposed(buffer_sig_); }
-  float* buffer_adt() { return exposed(buffer_adt_); }
-  float* pending_k() { return exposed(pending_k_); }
-  float* pending_v() { return exposed(pending_v_); }
+  // Read-only views of the pieces.
+  const float* piece(int piece) const;
   const float* theta() const { return theta_.data(); }
   const float* h() const { return h_.data(); }
   const float* buffer_qrot() const { return buffer_qrot_.data(); }
@@ -108,6 +99,31 @@ class Mamba3State {
   const float* buffer_adt() const { return buffer_adt_.data(); }
   const float* pending_k() const { return pending_k_.data(); }
   const float* pending_v() const { return pending_v_.data(); }
+
+  // A writable view of one piece. While any pin is alive every call scans the state; what was written
+  // through a pin is scanned by the next call after the last one is gone (then the state may be trusted).
+  class Pin {
+   public:
+    Pin(Pin&& other) noexcept : state_(other.state_), data_(other.data_), size_(other.size_) {
+      other.state_ = nullptr;
+    }
+    Pin& operator=(Pin&&) = delete;
+    ~Pin() {
+      if (state_ != nullptr) --state_->pins_;
+    }
+    float* data() const { return data_; }
+    std::int64_t size() const { return size_; }
+
+   private:
+    friend class Mamba3State;
+    Pin(Mamba3State* state, float* data, std::int64_t size) : state_(state), data_(data), size_(size) {
+      ++state->pins_;
+    }
+    Mamba3State* state_;
+    float* data_;
+    std::int64_t size_;
+  };
+  Pin pin(int piece);
 
   // Valid rows of the open-chunk buffer: 0 before the first token, in [1, 64] after any call. Settable
   // to anything; a call refuses a value outside [0, 64] before touching the state.
@@ -120,6 +136,13 @@ class Mamba3State {
   // the state is fresh is judged by the next call, as upstream does.
   void set_input_states(const float* theta, const float* h, const float* k, const float* v);
 
+  // Diagnostics: whether every piece is known finite without a scan, so that a call may skip its
+  // non-finite scan of the state (blocks.md 3.3 step 1 then has nothing to find). It holds after the
+  // engine's own calls, which check every value they write, while no pin is alive and nothing was written
+  // through one since; a fresh state (all zeros) is trusted. And whether a pin is alive.
+  bool trusted() const { return trusted_ && pins_ == 0; }
+  bool pinned() const { return pins_ > 0; }
+
   // The decode cache: what the open chunk already computed, per (batch row, head). Derived only from
   // buffer_adt's first `rows` rows, whose bits it keeps to prove itself still current.
   struct OpenChunkCache {
@@ -129,63 +152,62 @@ class Mamba3State {
     AlignedBuffer<float> dacs;    // [B, H, 64] running sums of adt (blocks.md 3.3 step 12)
     AlignedBuffer<float> colacc;  // [B, H, 64] Lseg column sums at row rows-1 (step 13), j < rows-1
   };
-  OpenChunkCache& open_chunk_cache() { return cache_; }
-
-  // Whether every piece is known finite without a scan, so that a call may skip its non-finite scan of
-  // the state (blocks.md 3.3 step 1 then has nothing to find). It holds after the engine's own calls,
-  // which check every value they write, while no outside writer can reach the memory: a mutable accessor
-  // above (how callers, tests and the Python views write pieces) or set_input_states ends it, and the
-  // state stays exposed until forget_handouts() declares every pointer handed out gone (the Python
-  // binding says so when no view of the state is alive). A fresh state (all zeros) is trusted.
-  bool trusted() const { return trusted_ && !exposed_; }
-  void forget_handouts() { exposed_ = false; }
-
-  // Engine access (the block's own calls and their undo): no exposure; whoever writes through it untrusts
-  // the state first and trusts it again only after checking what it wrote.
-  float* engine_piece(int piece) { return buffer_of(piece)->data(); }
-  // h transposed per (batch row, head), [B, H, 128, 64], for the state read-out of decode rows (one
-  // contiguous row per state index). Current only as the engine last left it: a mutable accessor or
-  // set_input_states drops it, and the engine relies on it only for a state trusted at the start of a call.
-  float* engine_h_transposed();
-  void transpose_h();  // writes the copy from h
-  bool h_transposed_current() const { return h_t_current_; }
-  void set_h_transposed_current(bool current) { h_t_current_ = current; }
-  // buffer_krot transposed per (batch row, head), [B, H, 128, 64]: the open chunk's rotated keys as
-  // columns, so that a decode row's scores load a vector of keys per state index. Current, under the same
-  // rule as h's copy, for the first krot_transposed_rows() slots (buffered_tokens is settable, so a call
-  // relies on it only when its buffered rows lie inside them).
-  float* engine_krot_transposed();
-  // Copies buffer slots [first, end) into it; the slots before `first` must be current already.
-  void mirror_krot(std::int64_t first_slot, std::int64_t end_slot);
-  std::int64_t krot_transposed_rows() const { return krot_t_rows_; }
-  bool krot_transposed_current() const { return krot_t_current_; }
-  void set_krot_transposed_current(bool current) { krot_t_current_ = current; }
-  // Drops both copies (an outside writer, Input_States, a call that was undone).
-  void drop_derived_copies() {
-    h_t_current_ = false;
-    krot_t_current_ = false;
-  }
-  void untrust() { trusted_ = false; }
-  // After an engine call whose writes were (or were not) all finite. A state exposed during the call stays
-  // untrusted: a view still alive may write it before it is forgotten.
-  void trust_after_call(bool writes_finite) { trusted_ = writes_finite && !exposed_; }
-  // What a call of `length` new tokens writes, from the state as it is before that call (blocks.md 3.3
-  // step 18): theta; h when the call seals a chunk or consumes Input_States; pending_k / pending_v
-  // (zeroed) when it consumes them; and per batch row the last working chunk's rows from
-  // max(chunk start, buffered_tokens) in the six buffers.
   struct Span {
     float* at;
     std::int64_t count;
   };
-  std::vector<Span> spans_written_by(std::int64_t length);
+
+  // The engine's access (the block's calls, the twin, a Samba stack's undo, and tests that check the
+  // bookkeeping): pieces without a pin, the derived copies and the trust.
+  class EngineAccess {
+   public:
+    explicit EngineAccess(Mamba3State& state) : s_(state) {}
+    float* piece(int piece) { return s_.buffer_of(piece)->data(); }
+    OpenChunkCache& open_chunk_cache() { return s_.cache_; }
+    // h transposed per (batch row, head), [B, H, 128, 64], for the state read-out of decode rows (one
+    // contiguous row per state index). Current only as the engine last left it: a pin or
+    // set_input_states drops it, and the engine relies on it only for a state trusted at the start of a
+    // call.
+    float* h_transposed() { return s_.engine_h_transposed(); }
+    void transpose_h() { s_.transpose_h(); }  // writes the copy from h
+    bool h_transposed_current() const { return s_.h_t_current_; }
+    void set_h_transposed_current(bool current) { s_.h_t_current_ = current; }
+    // buffer_krot transposed per (batch row, head), [B, H, 128, 64]: the open chunk's rotated keys as
+    // columns, so that a decode row's scores load a vector of keys per state index. Current, under the
+    // same rule as h's copy, for the first krot_transposed_rows() slots (buffered_tokens is settable, so
+    // a call relies on it only when its buffered rows lie inside them).
+    float* krot_transposed() { return s_.engine_krot_transposed(); }
+    // Copies buffer slots [first, end) into it; the slots before `first` must be current already.
+    void mirror_krot(std::int64_t first_slot, std::int64_t end_slot) { s_.mirror_krot(first_slot, end_slot); }
+    std::int64_t krot_transposed_rows() const { return s_.krot_t_rows_; }
+    bool krot_transposed_current() const { return s_.krot_t_current_; }
+    void set_krot_transposed_current(bool current) { s_.krot_t_current_ = current; }
+    // Drops both copies (an outside writer, Input_States, a call that was undone).
+    void drop_derived_copies() { s_.drop_derived_copies(); }
+    void untrust() { s_.trusted_ = false; }
+    // After an engine call whose writes were (or were not) all finite. A state pinned during the call
+    // stays untrusted: a view still alive may write it.
+    void trust_after_call(bool writes_finite) { s_.trusted_ = writes_finite && s_.pins_ == 0; }
+    // What a call of `length` new tokens writes, from the state as it is before that call (blocks.md 3.3
+    // step 18): theta; h when the call seals a chunk or consumes Input_States; pending_k / pending_v
+    // (zeroed) when it consumes them; and per batch row the last working chunk's rows from
+    // max(chunk start, buffered_tokens) in the six buffers.
+    std::vector<Span> spans_written_by(std::int64_t length) { return s_.spans_written_by(length); }
+
+   private:
+    Mamba3State& s_;
+  };
 
  private:
   AlignedBuffer<float>* buffer_of(int piece);
-  float* exposed(AlignedBuffer<float>& buffer) {
-    exposed_ = true;
-    trusted_ = false;  // what is written through it before forget_handouts() is scanned by the next call
-    drop_derived_copies();
-    return buffer.data();
+  float* engine_h_transposed();
+  void transpose_h();
+  float* engine_krot_transposed();
+  void mirror_krot(std::int64_t first_slot, std::int64_t end_slot);
+  std::vector<Span> spans_written_by(std::int64_t length);
+  void drop_derived_copies() {
+    h_t_current_ = false;
+    krot_t_current_ = false;
   }
 
   std::int64_t batch_ = 0;
@@ -194,10 +216,10 @@ class Mamba3State {
       buffer_adt_, pending_k_, pending_v_;
   OpenChunkCache cache_;
   bool trusted_ = true;
-  bool exposed_ = false;
-  AlignedBuffer<float> h_t_;  // see engine_h_transposed
+  std::int64_t pins_ = 0;
+  AlignedBuffer<float> h_t_;  // see EngineAccess::h_transposed
   bool h_t_current_ = false;
-  AlignedBuffer<float> krot_t_;  // see engine_krot_transposed
+  AlignedBuffer<float> krot_t_;  // see EngineAccess::krot_transposed
   bool krot_t_current_ = false;
   std::int64_t krot_t_rows_ = 0;
 };

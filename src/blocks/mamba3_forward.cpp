@@ -76,7 +76,7 @@ class ForwardCall {
         use_h_t_(nc_ == 1 && !state.pending && h_t_reusable),
         // Such a call's rows read the buffered keys through their transposed copy likewise.
         use_krot_t_(nc_ == 1 && krot_t_reusable) {
-    for (int p = 0; p < Mamba3State::kPieceCount; ++p) pieces_[p] = state.engine_piece(p);
+    for (int p = 0; p < Mamba3State::kPieceCount; ++p) pieces_[p] = Mamba3State::EngineAccess(state).piece(p);
   }
 
   // Whether the call read h through its transposed copy (and so left both alone).
@@ -89,8 +89,8 @@ class ForwardCall {
     angle_stage();
     rotation_stage();
     prepare_open_chunk_cache();
-    if (use_h_t_) h_t_ = state_.engine_h_transposed();
-    if (use_krot_t_) krot_t_ = state_.engine_krot_transposed();
+    if (use_h_t_) h_t_ = Mamba3State::EngineAccess(state_).h_transposed();
+    if (use_krot_t_) krot_t_ = Mamba3State::EngineAccess(state_).krot_transposed();
     sized(gate_, M_ * d_.d_inner);
     parallel_for(B_ * H_, [&](std::int64_t begin, std::int64_t end) {
       for (std::int64_t bh = begin; bh < end; ++bh) head_schedule(bh / H_, bh % H_);
@@ -243,7 +243,7 @@ class ForwardCall {
   // The open chunk's running sums are taken from the decode cache when it still describes the buffer;
   // otherwise they are rebuilt from buffer_adt (steps 12-13 over the buffered rows).
   void prepare_open_chunk_cache() {
-    auto& cache = state_.open_chunk_cache();
+    auto& cache = Mamba3State::EngineAccess(state_).open_chunk_cache();
     if (q0_ == 0) return;
     bool current = cache.valid && cache.rows == q0_;
     for (std::int64_t bh = 0; current && bh < B_ * H_; ++bh)
@@ -276,7 +276,7 @@ class ForwardCall {
     float* h_state = piece(Mamba3State::kH) + bh * P * N;
     if (state_.pending) apply_pending(b, h, h_state);
     const float* h_enter = h_state;
-    auto& cache = state_.open_chunk_cache();
+    auto& cache = Mamba3State::EngineAccess(state_).open_chunk_cache();
     if (q0_ > 0) {
       std::memcpy(s.dacs, cache.dacs.data() + bh * Q, q0_ * sizeof(float));
       std::memcpy(s.colacc, cache.colacc.data() + bh * Q, q0_ * sizeof(float));
@@ -460,7 +460,7 @@ class ForwardCall {
         }
       }
     state_.buffered_tokens = T_ - start;
-    auto& cache = state_.open_chunk_cache();
+    auto& cache = Mamba3State::EngineAccess(state_).open_chunk_cache();
     cache.valid = true;
     cache.rows = state_.buffered_tokens;
   }
@@ -496,26 +496,27 @@ void Mamba3Block::forward(const float* x, std::int64_t B, std::int64_t L, Mamba3
   // Every piece is finite here (trusted, or just scanned). The call's own writes are checked afterwards,
   // so a state only this engine has written is trusted again and its next call skips the scan; until
   // then (an exception mid-call included) it is not.
-  const std::vector<Mamba3State::Span> written = state.spans_written_by(L);
+  Mamba3State::EngineAccess engine(state);
+  const std::vector<Mamba3State::Span> written = engine.spans_written_by(L);
   // h's transposed copy may be reused only if nobody outside the engine can have written h since it was
   // made: the state must be trusted now.
-  const bool h_t_reusable = state.trusted() && state.h_transposed_current();
-  const bool krot_t_reusable = state.trusted() && state.krot_transposed_current() &&
-                               state.buffered_tokens <= state.krot_transposed_rows();
-  state.untrust();
-  state.drop_derived_copies();  // until the call has run
+  const bool h_t_reusable = state.trusted() && engine.h_transposed_current();
+  const bool krot_t_reusable = state.trusted() && engine.krot_transposed_current() &&
+                               state.buffered_tokens <= engine.krot_transposed_rows();
+  engine.untrust();
+  engine.drop_derived_copies();  // until the call has run
   ForwardCall call(*this, packed_in_proj_, packed_out_proj_, x, B, L, state, y, h_t_reusable,
                    krot_t_reusable);
   call.run();
-  state.trust_after_call(spans_finite(written));
+  engine.trust_after_call(spans_finite(written));
   // A trusted state keeps h's transposed copy current for its next decode rows: made anew after a call
   // that changed h (a sealed chunk, Input_States) or that could not rely on the old copy.
   if (state.trusted()) {
-    if (!call.used_h_transposed()) state.transpose_h();
-    state.set_h_transposed_current(true);
+    if (!call.used_h_transposed()) engine.transpose_h();
+    engine.set_h_transposed_current(true);
     // The keys' copy takes the rows this call wrote, or every buffered row when it could not be relied on.
-    state.mirror_krot(krot_t_reusable ? call.first_written_slot() : 0, state.buffered_tokens);
-    state.set_krot_transposed_current(true);
+    engine.mirror_krot(krot_t_reusable ? call.first_written_slot() : 0, state.buffered_tokens);
+    engine.set_krot_transposed_current(true);
   }
   if (reports != nullptr) *reports = reports_of(state);
 }

@@ -25,6 +25,11 @@ void Mamba3Block::forward_reference(const float* x, std::int64_t B, std::int64_t
                                     bool state_checked) const {
   if (x == nullptr) throw_value_error(std::string(entry) + ": x has no data");
   refuse(x, B, L, state, entry, !state_checked);
+  // The twin writes the pieces in place without the fast path's checks: the state is untrusted (the next
+  // fast call scans it) and its derived copies are dropped.
+  Mamba3State::EngineAccess engine(state);
+  engine.untrust();
+  engine.drop_derived_copies();
   const Mamba3Dims& d = dims_;
   const std::int64_t dm = d.d_model, di = d.d_inner, dip = d.d_in_proj, H = d.heads;
   constexpr std::int64_t N = kStateDim, P = kHeadDim, Q = kChunk, R = kAngles;
@@ -181,22 +186,22 @@ void Mamba3Block::forward_reference(const float* x, std::int64_t B, std::int64_t
         const float csc = F(MUL(F(dtw[row(b, 0) + h]), F(1.0f - F(sigw[row(b, 0) + h]))));
         for (std::int64_t p = 0; p < P; ++p)
           for (std::int64_t n = 0; n < N; ++n) {
-            float& cell = state.h()[((b * H + h) * P + p) * N + n];
+            float& cell = engine.piece(Mamba3State::kH)[((b * H + h) * P + p) * N + n];
             const float pv = state.pending_v()[(b * H + h) * P + p],
                         pk = state.pending_k()[(b * H + h) * N + n];
             cell = F(F(cell) + F(MUL(F(MUL(F(pv), F(pk))), csc)));
           }
       }
     state.pending = false;
-    std::fill_n(state.pending_k(), state.piece_elements(8), 0.0f);
-    std::fill_n(state.pending_v(), state.piece_elements(9), 0.0f);
+    std::fill_n(engine.piece(Mamba3State::kPendingK), state.piece_elements(8), 0.0f);
+    std::fill_n(engine.piece(Mamba3State::kPendingV), state.piece_elements(9), 0.0f);
   }
 
   // Step 15: the inter-chunk pass; h_enter[c] is the state entering chunk c.
   std::vector<float> h_enter(B * nc * H * P * N), h_last(B * H * P * N);
   for (std::int64_t b = 0; b < B; ++b)
     for (std::int64_t h = 0; h < H; ++h) {
-      float* h_state = state.h() + (b * H + h) * P * N;
+      float* h_state = engine.piece(Mamba3State::kH) + (b * H + h) * P * N;
       std::vector<float> h_run(h_state, h_state + P * N), h_sealed;
       for (std::int64_t c = 0; c < nc; ++c) {
         std::copy(h_run.begin(), h_run.end(), h_enter.begin() + ((b * nc + c) * H + h) * P * N);
@@ -273,17 +278,17 @@ void Mamba3Block::forward_reference(const float* x, std::int64_t B, std::int64_t
       std::copy_n(vw.begin() + row(b, T - 1) * P, H * P, reports->v_last.begin() + b * H * P);
     }
   }
-  std::copy(theta_after.begin(), theta_after.end(), state.theta());
+  std::copy(theta_after.begin(), theta_after.end(), engine.piece(Mamba3State::kTheta));
   const std::int64_t keep = T - (nc - 1) * Q;
   for (std::int64_t b = 0; b < B; ++b)
     for (std::int64_t t = 0; t < keep; ++t) {
       const std::int64_t src = row(b, (nc - 1) * Q + t), dst = (b * Q + t) * H;
-      std::copy_n(rotq.begin() + src * N, H * N, state.buffer_qrot() + dst * N);
-      std::copy_n(rotk.begin() + src * N, H * N, state.buffer_krot() + dst * N);
-      std::copy_n(vw.begin() + src * P, H * P, state.buffer_v() + dst * P);
-      std::copy_n(dtw.begin() + src, H, state.buffer_dt() + dst);
-      std::copy_n(sigw.begin() + src, H, state.buffer_sig() + dst);
-      std::copy_n(adtw.begin() + src, H, state.buffer_adt() + dst);
+      std::copy_n(rotq.begin() + src * N, H * N, engine.piece(Mamba3State::kQrot) + dst * N);
+      std::copy_n(rotk.begin() + src * N, H * N, engine.piece(Mamba3State::kKrot) + dst * N);
+      std::copy_n(vw.begin() + src * P, H * P, engine.piece(Mamba3State::kV) + dst * P);
+      std::copy_n(dtw.begin() + src, H, engine.piece(Mamba3State::kDt) + dst);
+      std::copy_n(sigw.begin() + src, H, engine.piece(Mamba3State::kSig) + dst);
+      std::copy_n(adtw.begin() + src, H, engine.piece(Mamba3State::kAdt) + dst);
     }
   state.buffered_tokens = keep;
 }

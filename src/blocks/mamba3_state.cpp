@@ -88,7 +88,7 @@ Mamba3State Mamba3State::clone() const {
   copy.cache_.adt = cache_.adt.clone();
   copy.cache_.dacs = cache_.dacs.clone();
   copy.cache_.colacc = cache_.colacc.clone();
-  copy.trusted_ = trusted();  // the same bits; nobody holds a pointer into the copy
+  copy.trusted_ = trusted();  // the same bits; nobody holds a pin of the copy
   if (h_t_current_) {         // relied on only while the copy is trusted, as for the original
     copy.h_t_ = h_t_.clone();
     copy.h_t_current_ = true;
@@ -146,7 +146,12 @@ AlignedBuffer<float>* Mamba3State::buffer_of(int piece) {
   return buffers[piece];
 }
 
-float* Mamba3State::piece(int piece) { return exposed(*buffer_of(piece)); }
+Mamba3State::Pin Mamba3State::pin(int piece) {
+  AlignedBuffer<float>* buffer = buffer_of(piece);
+  trusted_ = false;  // what is written through it is scanned by the next call after the last pin
+  drop_derived_copies();
+  return Pin(this, buffer->data(), static_cast<std::int64_t>(buffer->size()));
+}
 
 const float* Mamba3State::piece(int piece) const {
   return const_cast<Mamba3State*>(this)->buffer_of(piece)->data();
@@ -203,7 +208,7 @@ std::vector<Mamba3State::Span> Mamba3State::spans_written_by(std::int64_t length
   const std::int64_t chunks = std::max<std::int64_t>(1, (total + kChunk - 1) / kChunk);
   const std::int64_t start = (chunks - 1) * kChunk;
   const std::int64_t lo = std::max(start, q0) - start, hi = total - start;
-  auto whole = [&](int piece) { spans.push_back({engine_piece(piece), piece_elements(piece)}); };
+  auto whole = [&](int piece) { spans.push_back({buffer_of(piece)->data(), piece_elements(piece)}); };
   whole(kTheta);
   if (chunks > 1 || pending) whole(kH);  // sealed chunks, or the Input_States correction
   if (pending) {                         // consumed: zeroed
@@ -213,7 +218,7 @@ std::vector<Mamba3State::Span> Mamba3State::spans_written_by(std::int64_t length
   for (int piece = kQrot; piece <= kAdt; ++piece) {  // buffers [B, 64, H, width]
     const std::int64_t width = piece_elements(piece) / (batch_ * kChunk * heads_);
     for (std::int64_t b = 0; b < batch_; ++b)
-      spans.push_back({engine_piece(piece) + (b * kChunk + lo) * heads_ * width, (hi - lo) * heads_ * width});
+      spans.push_back({buffer_of(piece)->data() + (b * kChunk + lo) * heads_ * width, (hi - lo) * heads_ * width});
   }
   return spans;
 }

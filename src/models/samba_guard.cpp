@@ -43,7 +43,7 @@ void StackUndo::save(const SambaModel& model, std::int64_t layer, const SambaLay
     record.mamba3 = s;
     record.buffered_tokens = s->buffered_tokens;
     record.pending = s->pending;
-    for (const blocks::Mamba3State::Span& span : s->spans_written_by(length)) {
+    for (const blocks::Mamba3State::Span& span : blocks::Mamba3State::EngineAccess(*s).spans_written_by(length)) {
       record.spans.push_back({span.at, {}});
       save_span(record.spans.back().values, span.at, span.count);
     }
@@ -100,9 +100,10 @@ void StackUndo::restore() {
     if (record.mamba3 != nullptr) {
       record.mamba3->buffered_tokens = record.buffered_tokens;
       record.mamba3->pending = record.pending;
-      record.mamba3->open_chunk_cache().valid = false;  // re-derived from the restored buffer
+      blocks::Mamba3State::EngineAccess engine(*record.mamba3);
+      engine.open_chunk_cache().valid = false;  // re-derived from the restored buffer
       // The transposed copies may hold what the undone call wrote (a sealed h, new keys).
-      record.mamba3->drop_derived_copies();
+      engine.drop_derived_copies();
     }
   }
   records_.clear();

@@ -292,7 +292,7 @@ TEST(Mamba3Block, OpenChunkCacheFollowsOutsideEdits) {
   };
   // One ULP on a buffered adt row.
   for (Mamba3State* s : {&fast.state, &twin.state}) {
-    float& cell = s->buffer_adt()[3 * block.dims().heads + 0];
+    float& cell = s->pin(Mamba3State::kAdt).data()[3 * block.dims().heads + 0];
     cell = fp::from_bits(fp::bits(cell) + 1);
   }
   step_both(10, "after an adt edit");
@@ -304,7 +304,7 @@ TEST(Mamba3Block, OpenChunkCacheFollowsOutsideEdits) {
   Mamba3State fast_fork = fast.state.clone(), twin_fork = twin.state.clone();
   step_both(12, "original after clone");
   for (Mamba3State* s : {&fast_fork, &twin_fork}) {
-    float& cell = s->buffer_adt()[1];
+    float& cell = s->pin(Mamba3State::kAdt).data()[1];
     cell = fp::from_bits(fp::bits(cell) - 1);
   }
   std::swap(fast.state, fast_fork);
@@ -331,7 +331,7 @@ TEST(Mamba3Block, SubnormalsInWeightsInputsAndStateMatchTwin) {
   Rng rng(23);
   for (int p = 0; p < 2; ++p) {
     auto values = rng.uniform_vector(start.piece_elements(p), 1e-37f);
-    std::memcpy(start.piece(p), values.data(), values.size() * sizeof(float));
+    std::memcpy(start.pin(p).data(), values.data(), values.size() * sizeof(float));
   }
   const SequenceRun want = run_splits(block, kTwin, x, B, T, {3, 1, 66}, start.clone());
   testing::for_each_target_and_threads([&](const std::string& where) {
@@ -369,17 +369,17 @@ TEST(Mamba3Block, RefusalsComeBeforeAnyArithmeticAndLeaveTheStateAlone) {
     auto bad_x = x;
     bad_x[5] = fp::quiet_nan();
     EXPECT_EQ(call(bad_x, state, good), "mamba3_forward: NaN in x at flat index 5 REFUSED");
-    state.h()[9] = fp::from_bits(fp::kInfBits);
+    state.pin(Mamba3State::kH).data()[9] = fp::from_bits(fp::kInfBits);
     EXPECT_EQ(call(x, state, good), "mamba3_forward: infinity in state.h at flat index 9 REFUSED");
-    state.h()[9] = before.h()[9];
-    state.buffer_sig()[0] = -fp::from_bits(fp::kInfBits);
+    state.pin(Mamba3State::kH).data()[9] = before.h()[9];
+    state.pin(Mamba3State::kSig).data()[0] = -fp::from_bits(fp::kInfBits);
     EXPECT_EQ(call(x, state, good), "mamba3_forward: infinity in state.buffer_sig at flat index 0 REFUSED");
-    state.buffer_sig()[0] = before.buffer_sig()[0];
+    state.pin(Mamba3State::kSig).data()[0] = before.buffer_sig()[0];
     // pending_k is only judged when pending.
-    state.pending_k()[2] = fp::quiet_nan();
+    state.pin(Mamba3State::kPendingK).data()[2] = fp::quiet_nan();
     Mamba3State probe = state.clone();
     EXPECT_NO_THROW((good.*fn)(x.data(), B, 3, probe, y.data(), nullptr, "mamba3_forward"));
-    state.pending_k()[2] = 0.0f;
+    state.pin(Mamba3State::kPendingK).data()[2] = 0.0f;
     state.buffered_tokens = 65;
     EXPECT_NE(call(x, state, good).find("mamba3: buf_len must be in [0, 64]"), std::string::npos);
     state.buffered_tokens = -1;
@@ -431,13 +431,14 @@ TEST(Mamba3Trust, OnlyAStateTheEngineAloneWroteIsTrusted) {
   block.forward(x.data(), B, 3, state, y.data(), nullptr, "mamba3_forward");
   EXPECT_TRUE(state.trusted());
   EXPECT_TRUE(state.clone().trusted());
-  (void)state.h();  // a pointer handed out
-  EXPECT_FALSE(state.trusted());
-  EXPECT_FALSE(state.clone().trusted());
-  block.forward(x.data(), B, 3, state, y.data(), nullptr, "mamba3_forward");
-  EXPECT_FALSE(state.trusted()) << "the pointer may still be held";
-  state.forget_handouts();
-  EXPECT_FALSE(state.trusted()) << "nothing has checked the state since the pointer was handed out";
+  {
+    const Mamba3State::Pin pin = state.pin(Mamba3State::kH);  // a writable view handed out
+    EXPECT_FALSE(state.trusted());
+    EXPECT_FALSE(state.clone().trusted());
+    block.forward(x.data(), B, 3, state, y.data(), nullptr, "mamba3_forward");
+    EXPECT_FALSE(state.trusted()) << "the view may still be written";
+  }
+  EXPECT_FALSE(state.trusted()) << "nothing has checked the state since the view was handed out";
   block.forward(x.data(), B, 3, state, y.data(), nullptr, "mamba3_forward");
   EXPECT_TRUE(state.trusted());
   Mamba3State fresh = block.allocate_state(B);
@@ -448,7 +449,7 @@ TEST(Mamba3Trust, OnlyAStateTheEngineAloneWroteIsTrusted) {
   block.forward(x.data(), B, 3, fresh, y.data(), nullptr, "mamba3_forward");
   EXPECT_TRUE(fresh.trusted());
   block.forward_reference(x.data(), B, 3, fresh, y.data(), nullptr, "mamba3_forward");
-  EXPECT_FALSE(fresh.trusted());  // the twin writes through the public accessors
+  EXPECT_FALSE(fresh.trusted());  // the twin writes the pieces unchecked
 }
 
 TEST(Mamba3Trust, AValueWrittenThroughAHeldPointerIsRefusedOnceThePointerIsForgotten) {
@@ -457,23 +458,24 @@ TEST(Mamba3Trust, AValueWrittenThroughAHeldPointerIsRefusedOnceThePointerIsForgo
   std::vector<float> y(x.size());
   Mamba3State state = block.allocate_state(1);
   block.forward(x.data(), 1, 1, state, y.data(), nullptr, "mamba3_forward");
-  float* theta = state.theta();  // written before the next call
+  float* theta = state.pin(Mamba3State::kTheta).data();  // pinned, then written before the next call
   theta[4] = fp::quiet_nan();
-  state.forget_handouts();
   EXPECT_EQ(
       value_error_of([&] { block.forward(x.data(), 1, 1, state, y.data(), nullptr, "mamba3_forward"); }),
       "mamba3_forward: NaN in state.theta at flat index 4 REFUSED");
   theta[4] = 0.0f;
-  float* h = state.h();
-  block.forward(x.data(), 1, 1, state, y.data(), nullptr, "mamba3_forward");  // scanned: still clean
-  h[9] = fp::from_bits(fp::kInfBits);                                         // written after that call
-  state.forget_handouts();
+  float* h = nullptr;
+  {
+    const Mamba3State::Pin held = state.pin(Mamba3State::kH);
+    h = held.data();
+    block.forward(x.data(), 1, 1, state, y.data(), nullptr, "mamba3_forward");  // scanned: still clean
+    h[9] = fp::from_bits(fp::kInfBits);                                         // written after that call
+  }
   EXPECT_EQ(
       value_error_of([&] { block.forward(x.data(), 1, 1, state, y.data(), nullptr, "mamba3_forward"); }),
       "mamba3_forward: infinity in state.h at flat index 9 REFUSED");
-  float* adt = state.buffer_adt();
+  float* adt = state.pin(Mamba3State::kAdt).data();
   adt[3] = fp::quiet_nan();
-  state.forget_handouts();
   h[9] = 0.0f;
   EXPECT_EQ(
       value_error_of([&] { block.forward(x.data(), 1, 1, state, y.data(), nullptr, "mamba3_forward"); }),
@@ -513,7 +515,7 @@ TEST(Mamba3Trust, ACallWritesOnlyTheSpansItDeclares) {
         block.forward(head.data(), B, q0, state, y.data(), nullptr, "mamba3_forward");
       }
       const Mamba3State before = state.clone();
-      const auto spans = state.spans_written_by(length);
+      const auto spans = Mamba3State::EngineAccess(state).spans_written_by(length);
       const auto part = slice(x, B, 200, 32, q0, length);
       block.forward(part.data(), B, length, state, y.data(), nullptr, "mamba3_forward");
       const Mamba3State& after = state;
@@ -545,15 +547,15 @@ TEST(Mamba3Trust, AnEditOfHReachesTheNextDecodeStep) {
   };
   for (std::int64_t t = 0; t < 67; ++t) step(t, state, y, false);  // sealed once: h is not zero
   ASSERT_TRUE(state.trusted());
-  ASSERT_TRUE(state.h_transposed_current());
-  float* h = state.h();
+  ASSERT_TRUE(Mamba3State::EngineAccess(state).h_transposed_current());
+  float* h = state.pin(Mamba3State::kH).data();
   h[5 * 128 + 7] = 0.75f;  // used right away
-  state.forget_handouts();
   EXPECT_TRUE(step_matches_twin(block, x, 1, 80, 67, state));
-  float* held = state.h();  // a pointer held across a call, written after it, then forgotten
-  step(68, state, y, false);
-  held[9 * 128 + 100] = -1.5f;
-  state.forget_handouts();
+  {
+    const Mamba3State::Pin held = state.pin(Mamba3State::kH);  // held across a call, written after it
+    step(68, state, y, false);
+    held.data()[9 * 128 + 100] = -1.5f;
+  }
   EXPECT_TRUE(step_matches_twin(block, x, 1, 80, 69, state));
   for (std::int64_t t = 70; t < 73; ++t)  // and trusted again afterwards
     EXPECT_TRUE(step_matches_twin(block, x, 1, 80, t, state)) << t;
@@ -573,9 +575,10 @@ TEST(Mamba3Trust, TheKeysCopyFollowsTheBufferAndOutsideEdits) {
     decode_step(block, x, B, 140, t, s, out, twin);
   };
   auto copy_matches = [&](Mamba3State& s) {
-    if (!s.krot_transposed_current()) return false;
-    const float* keys = static_cast<const Mamba3State&>(s).buffer_krot();
-    const float* columns = s.engine_krot_transposed();
+    Mamba3State::EngineAccess engine(s);
+    if (!engine.krot_transposed_current()) return false;
+    const float* keys = s.buffer_krot();
+    const float* columns = engine.krot_transposed();
     const std::int64_t H = s.heads();
     for (std::int64_t b = 0; b < B; ++b)
       for (std::int64_t h = 0; h < H; ++h)
@@ -591,14 +594,14 @@ TEST(Mamba3Trust, TheKeysCopyFollowsTheBufferAndOutsideEdits) {
     ASSERT_TRUE(copy_matches(state)) << "position " << t;
   }
   ASSERT_TRUE(state.trusted());
-  float* keys = state.buffer_krot();
+  float* keys = state.pin(Mamba3State::kKrot).data();
   keys[(2 * state.heads() + 1) * 128 + 7] = 0.75f;  // slot 2, head 1 of row 0: used right away
-  state.forget_handouts();
   EXPECT_TRUE(step_matches_twin(block, x, B, 140, 70, state));
-  float* held = state.buffer_krot();  // a pointer held across a call, written after it, then forgotten
-  step(71, state, y, false);
-  held[((64 + 4) * state.heads() + 0) * 128 + 100] = -1.5f;  // slot 4, head 0 of row 1
-  state.forget_handouts();
+  {
+    const Mamba3State::Pin held = state.pin(Mamba3State::kKrot);  // held across a call, written after it
+    step(71, state, y, false);
+    held.data()[((64 + 4) * state.heads() + 0) * 128 + 100] = -1.5f;  // slot 4, head 0 of row 1
+  }
   EXPECT_TRUE(step_matches_twin(block, x, B, 140, 72, state));
   for (std::int64_t t = 73; t < 76; ++t) {  // and kept again afterwards
     EXPECT_TRUE(step_matches_twin(block, x, B, 140, t, state)) << t;
@@ -609,8 +612,7 @@ TEST(Mamba3Trust, TheKeysCopyFollowsTheBufferAndOutsideEdits) {
   // last rebuilt, the next step reads those slots from the buffer (here one edited while outside the rows).
   Mamba3State raised = block.allocate_state(B);
   for (std::int64_t t = 0; t < 66; ++t) step(t, raised, y, false);   // sealed: two rows of the new chunk
-  raised.buffer_krot()[(38 * raised.heads() + 1) * 128 + 3] = 2.5f;  // slot 38, past the buffered rows
-  raised.forget_handouts();
+  raised.pin(Mamba3State::kKrot).data()[(38 * raised.heads() + 1) * 128 + 3] = 2.5f;  // slot 38, unbuffered
   step(66, raised, y, false);   // rebuilds the copy for slots [0, 3) only
   raised.buffered_tokens = 40;  // slots 3..39 now count, slot 38 edited
   EXPECT_TRUE(step_matches_twin(block, x, B, 140, 67, raised));

@@ -707,7 +707,7 @@ std::vector<Case> mamba3_cases() {
   for (int p = 0; p < 8; ++p) {
     const std::string name = S3::piece_name(p);
     f.push_back({name + "_nan", "NaN in state." + name + " at flat index 3 REFUSED", kMambaPaths,
-                 plant_piece<M3>([p](S3& s) { return s.piece(p); }, 3, kNaN)});
+                 plant_piece<M3>([p](S3& s) { return s.pin(p).data(); }, 3, kNaN)});
   }
   // pending_k / pending_v are state only while an Input_States continuation is pending (on a fresh state).
   for (int p = 8; p < 10; ++p) {
@@ -725,8 +725,8 @@ std::vector<Case> mamba3_cases() {
                    }
                    attach<M3>(subject, s);
                    const float saved = s->state.piece(p)[1];
-                   s->state.piece(p)[1] = kNaN;
-                   subject.repair = [=] { s->state.piece(p)[1] = saved; };
+                   s->state.pin(p).data()[1] = kNaN;
+                   subject.repair = [=] { s->state.pin(p).data()[1] = saved; };
                    const std::int64_t l = is_step(path) ? 1 : 3;
                    auto x = std::make_shared<std::vector<float>>(testing::random_tokens(2, l, 32, 8));
                    return [=] {
@@ -940,7 +940,7 @@ std::vector<SambaFault> samba_faults() {
   auto plant = [=](std::int64_t layer, int piece, std::int64_t index, float value) {
     return [=](Subject& subject, SambaPath path) -> std::function<void()> {
       auto s = standard(subject, path);
-      float* at = s->state.mamba3(layer) ? s->state.mamba3(layer)->piece(piece) + index
+      float* at = s->state.mamba3(layer) ? s->state.mamba3(layer)->pin(piece).data() + index
                   : piece == 0           ? s->state.attention(layer)->pin_k_cache().data() + index
                                          : s->state.attention(layer)->pin_v_cache().data() + index;
       const float saved = *at;
@@ -1133,16 +1133,17 @@ TEST(SambaStateSafety, ARefusedSealLeavesNoStaleDerivedCopy) {
   for (std::int64_t layer : {0, 2}) {
     blocks::Mamba3State& m = *state.mamba3(layer);
     const blocks::Mamba3State& read = m;
-    if (m.h_transposed_current()) {
-      const float* h_t = m.engine_h_transposed();
+    blocks::Mamba3State::EngineAccess engine(m);
+    if (engine.h_transposed_current()) {
+      const float* h_t = engine.h_transposed();
       for (std::int64_t bh = 0; bh < m.heads(); ++bh)
         for (std::int64_t p = 0; p < 64; ++p)
           for (std::int64_t n = 0; n < 128; ++n)
             ASSERT_EQ(fp::bits(h_t[(bh * 128 + n) * 64 + p]), fp::bits(read.h()[(bh * 64 + p) * 128 + n]))
                 << "layer " << layer << " head " << bh;
     }
-    if (m.krot_transposed_current()) {  // batch 1: buffer_krot is [64, H, 128]
-      const float* columns = m.engine_krot_transposed();
+    if (engine.krot_transposed_current()) {  // batch 1: buffer_krot is [64, H, 128]
+      const float* columns = engine.krot_transposed();
       for (std::int64_t h = 0; h < m.heads(); ++h)
         for (std::int64_t slot = 0; slot < m.buffered_tokens; ++slot)
           for (std::int64_t n = 0; n < 128; ++n)
