@@ -40,11 +40,14 @@ std::vector<Piece> carried_pieces(const SambaInference& model, const SambaState&
     if (const blocks::Mamba3State* m = probe.mamba3(i)) {
       for (int p = 0; p < blocks::Mamba3State::kPieceCount; ++p)
         pieces.push_back({layer + blocks::Mamba3State::piece_name(p),
-                          [i, p](SambaState& s) { return s.mamba3(i)->pin(p).data(); }, m->piece_elements(p)});
+                          [i, p](SambaState& s) { return s.mamba3(i)->pin(p).data(); },
+                          m->piece_elements(p)});
     } else {
       const std::int64_t floats = probe.attention(i)->cache_floats();
-      pieces.push_back({layer + "k_cache", [i](SambaState& s) { return s.attention(i)->pin_k_cache().data(); }, floats});
-      pieces.push_back({layer + "v_cache", [i](SambaState& s) { return s.attention(i)->pin_v_cache().data(); }, floats});
+      pieces.push_back(
+          {layer + "k_cache", [i](SambaState& s) { return s.attention(i)->pin_k_cache().data(); }, floats});
+      pieces.push_back(
+          {layer + "v_cache", [i](SambaState& s) { return s.attention(i)->pin_v_cache().data(); }, floats});
     }
   }
   (void)model;

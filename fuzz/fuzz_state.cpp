@@ -271,10 +271,11 @@ void mamba2(FuzzedDataProvider& in) {
     const auto& d = s.dims();
     const std::int64_t b = s.batch(), q = blocks::Mamba2Dims::kChunk;
     return std::vector<Piece>{
-        {s.conv_window(), b * d.conv_dim * blocks::Mamba2Dims::kConv},
-        {s.h(), b * d.nheads * blocks::Mamba2Dims::kHeadDim * blocks::Mamba2Dims::kState},
-        {s.buffer_xbc(), b * q * d.conv_dim},
-        {s.buffer_dtraw(), b * q * d.nheads}};
+        {s.pin(Mamba2State::kConvWindow).data(), b * d.conv_dim * blocks::Mamba2Dims::kConv},
+        {s.pin(Mamba2State::kH).data(),
+         b * d.nheads * blocks::Mamba2Dims::kHeadDim * blocks::Mamba2Dims::kState},
+        {s.pin(Mamba2State::kBufferXbc).data(), b * q * d.conv_dim},
+        {s.pin(Mamba2State::kBufferDtraw).data(), b * q * d.nheads}};
   };
   if (state) {
     for (const Piece& p : pieces(*state)) fill(in, p.data, p.floats);
@@ -318,7 +319,8 @@ void mamba3(FuzzedDataProvider& in) {
     state.emplace(batch, in.ConsumeIntegralInRange<std::int64_t>(1, 2));  // one or two heads: maybe not ours
   }
   if (state) {
-    for (int p = 0; p < Mamba3State::kPieceCount; ++p) fill(in, state->piece(p), state->piece_elements(p));
+    for (int p = 0; p < Mamba3State::kPieceCount; ++p)
+      fill(in, state->pin(p).data(), state->piece_elements(p));
     state->buffered_tokens = count(in, -1, 66);
     state->pending = in.ConsumeIntegralInRange<int>(0, 7) == 0;
   }
@@ -373,7 +375,7 @@ void samba_borrowed(FuzzedDataProvider& in) {
           in.ConsumeBool() ? std::max<std::int64_t>(batch, 1) : in.ConsumeIntegralInRange<std::int64_t>(1, 3);
       mamba_states.push_back(std::make_unique<Mamba3State>(model.model().mamba3(0).allocate_state(b)));
       Mamba3State& m = *mamba_states.back();
-      for (int p = 0; p < Mamba3State::kPieceCount; ++p) fill(in, m.piece(p), m.piece_elements(p));
+      for (int p = 0; p < Mamba3State::kPieceCount; ++p) fill(in, m.pin(p).data(), m.piece_elements(p));
       m.buffered_tokens = count(in, 0, 64);
       borrowed[i].mamba3 = &m;
     }

@@ -1,8 +1,6 @@
 """Mamba1BlockInference / Mamba2BlockInference and their states: forward-only Mamba-1 and Mamba-2 (SSD)
 blocks on the CPU, bit-exact with mojolearn's identical fp32 profiles."""
 
-import weakref
-
 import numpy as np
 
 from ._blocks import PACKAGE, float32_strict, ordered_weights, ragged_forward, state_piece
@@ -25,19 +23,6 @@ def _piece_property(name, shape_of, what):
         np.copyto(getattr(self._native, name), state_piece(value, what, name, shape_of(self)), casting="no")
 
     return property(getter, setter, doc=f"The {name} piece: a writable view of the engine's memory.")
-
-
-def _tracked_piece_property(name, shape_of, what):
-    """A piece property that remembers each view it hands out (weakly), so that a call can tell whether
-    any view that could write the state is still alive."""
-    plain = _piece_property(name, shape_of, what)
-
-    def getter(self):
-        view = getattr(self._native, name)
-        self._views.append(weakref.ref(view))
-        return view
-
-    return property(getter, plain.fset, doc=plain.__doc__)
 
 
 def _batch_size(block, batch_size):
@@ -203,7 +188,6 @@ class Mamba2State:
             )
         batch, d_model = int(window.shape[0]), (cd - 256) // 2
         self._native = native().Mamba2StateEngine(batch, d_model)
-        self._views = []
         for name, value in (("conv_window", window), ("h", h), ("buffer_xbc", buffer_xbc),
                             ("buffer_dtraw", buffer_dtraw)):
             target = getattr(self._native, name)
@@ -214,7 +198,6 @@ class Mamba2State:
     def _adopt(cls, engine_state):
         state = cls.__new__(cls)
         state._native = engine_state
-        state._views = []  # weak references to the piece views handed out
         return state
 
     @property
@@ -234,22 +217,18 @@ class Mamba2State:
         """An independent state with the same bits."""
         return Mamba2State._adopt(self._native.clone())
 
-    def _views_alive(self):
-        self._views = [ref for ref in self._views if ref() is not None]
-        return bool(self._views)
-
     def __repr__(self):
         return (f"Mamba2State(batch_size={self.batch_size}, nheads={self._native.nheads}, "
                 f"buffered_tokens={self.buffered_tokens})")
 
 
-Mamba2State.conv_window = _tracked_piece_property(
+Mamba2State.conv_window = _piece_property(
     "conv_window", lambda s: (s.batch_size, s._native.conv_dim, _CONV), "Mamba2State")
-Mamba2State.h = _tracked_piece_property(
+Mamba2State.h = _piece_property(
     "h", lambda s: (s.batch_size, s._native.nheads, _HEAD_DIM, _M2_STATE), "Mamba2State")
-Mamba2State.buffer_xbc = _tracked_piece_property(
+Mamba2State.buffer_xbc = _piece_property(
     "buffer_xbc", lambda s: (s.batch_size, _CHUNK, s._native.conv_dim), "Mamba2State")
-Mamba2State.buffer_dtraw = _tracked_piece_property(
+Mamba2State.buffer_dtraw = _piece_property(
     "buffer_dtraw", lambda s: (s.batch_size, _CHUNK, s._native.nheads), "Mamba2State")
 
 
@@ -289,8 +268,6 @@ class Mamba2BlockInference(_MambaInference):
 
     def _call(self, x, state, step):
         x, engine_state = self._checked(x, state, step)
-        if state is not None and not state._views_alive():
-            engine_state.forget_handouts()  # no view can write the state: the engine's own checks hold
         # The previous report is dropped once this call succeeds; unread, it is never evaluated.
         superseded = self._report if self._h_last is None else None
         y, report = (self._engine.step if step else self._engine.forward)(x, engine_state, False, superseded)

@@ -32,6 +32,20 @@ FloatView view_over(Owner& owner, float* data, std::vector<std::size_t> shape) {
   return FloatView(data, shape.size(), shape.data(), nb::find(&owner));
 }
 
+// A writable view of one Mamba-2 array. Its owner is a capsule holding a pin and the state's Python
+// object, so the state stays alive, and untrusted (scanned by every call), while any array derived from it
+// lives.
+struct PinnedArray {
+  nb::object state;
+  Mamba2State::Pin pin;
+};
+FloatView pinned_view(Mamba2State& state, Mamba2State::Piece piece, std::vector<std::size_t> shape) {
+  state.settle_pending_report();  // edits through the view cannot reach the last call's report
+  auto* owner = new PinnedArray{nb::find(&state), state.pin(piece)};
+  nb::capsule capsule(owner, [](void* p) noexcept { delete static_cast<PinnedArray*>(p); });
+  return FloatView(owner->pin.data(), shape.size(), shape.data(), capsule);
+}
+
 std::vector<std::size_t> shape_of(const TensorView& view) {
   std::vector<std::size_t> shape;
   for (auto d : view.shape) shape.push_back(static_cast<std::size_t>(d));
@@ -132,32 +146,34 @@ void bind_mamba(nb::module_& m) {
       .def_prop_ro("d_model", [](const Mamba2State& s) { return s.dims().d_model; })
       .def_prop_ro("nheads", [](const Mamba2State& s) { return s.dims().nheads; })
       .def_prop_ro("conv_dim", [](const Mamba2State& s) { return s.dims().conv_dim; })
-      // Handing out a view settles a pending h_last report first, so edits through it cannot reach it.
       .def_prop_ro(
           "conv_window",
           [](Mamba2State& s) {
-            s.settle_pending_report();
-            return view_over(s, s.conv_window(), sizes({s.batch(), s.dims().conv_dim, Mamba2Dims::kConv}));
-          })
-      .def_prop_ro("h",
-                   [](Mamba2State& s) {
-                     s.settle_pending_report();
-                     return view_over(
-                         s, s.h(),
-                         sizes({s.batch(), s.dims().nheads, Mamba2Dims::kHeadDim, Mamba2Dims::kState}));
-                   })
+            return pinned_view(s, Mamba2State::kConvWindow,
+                               sizes({s.batch(), s.dims().conv_dim, Mamba2Dims::kConv}));
+          },
+          nb::rv_policy::automatic)
+      .def_prop_ro(
+          "h",
+          [](Mamba2State& s) {
+            return pinned_view(s, Mamba2State::kH,
+                               sizes({s.batch(), s.dims().nheads, Mamba2Dims::kHeadDim, Mamba2Dims::kState}));
+          },
+          nb::rv_policy::automatic)
       .def_prop_ro(
           "buffer_xbc",
           [](Mamba2State& s) {
-            s.settle_pending_report();
-            return view_over(s, s.buffer_xbc(), sizes({s.batch(), Mamba2Dims::kChunk, s.dims().conv_dim}));
-          })
+            return pinned_view(s, Mamba2State::kBufferXbc,
+                               sizes({s.batch(), Mamba2Dims::kChunk, s.dims().conv_dim}));
+          },
+          nb::rv_policy::automatic)
       .def_prop_ro(
           "buffer_dtraw",
           [](Mamba2State& s) {
-            s.settle_pending_report();
-            return view_over(s, s.buffer_dtraw(), sizes({s.batch(), Mamba2Dims::kChunk, s.dims().nheads}));
-          })
+            return pinned_view(s, Mamba2State::kBufferDtraw,
+                               sizes({s.batch(), Mamba2Dims::kChunk, s.dims().nheads}));
+          },
+          nb::rv_policy::automatic)
       .def_prop_rw(
           "buffered_tokens", [](const Mamba2State& s) { return s.buffered_tokens(); },
           [](Mamba2State& s, std::int64_t value) {
@@ -166,9 +182,9 @@ void bind_mamba(nb::module_& m) {
           })
       .def("settle", &Mamba2State::settle_pending_report)
       .def("clone", &Mamba2State::clone)
-      // The Python wrapper's word that no view of this state is alive any more (see Mamba2State::trusted).
-      .def("forget_handouts", &Mamba2State::forget_handouts)
-      .def_prop_ro("trusted", &Mamba2State::trusted);
+      // Diagnostics: whether a call may skip its scan, and whether a view of an array is alive.
+      .def_prop_ro("trusted", &Mamba2State::trusted)
+      .def_prop_ro("pinned", &Mamba2State::pinned);
 
   nb::class_<Mamba2ReportHandle>(m, "Mamba2ReportEngine")
       .def("h_last",

@@ -31,12 +31,14 @@ std::vector<SambaLayerRef> layer_refs(const SambaInference& self, const nb::list
       continue;
     }
     const auto index = static_cast<std::int64_t>(i);
-    const bool attention =
-        index < self.model().layer_count() && self.model().layer_kind(index) == models::SambaLayerKind::Attention;
-    TransformerState* kv = nb::isinstance<TransformerState>(layer) ? &nb::cast<TransformerState&>(layer) : nullptr;
+    const bool attention = index < self.model().layer_count() &&
+                           self.model().layer_kind(index) == models::SambaLayerKind::Attention;
+    TransformerState* kv =
+        nb::isinstance<TransformerState>(layer) ? &nb::cast<TransformerState&>(layer) : nullptr;
     // A cache of other sizes than the stack's would be misread.
-    if (kv == nullptr || !attention || kv->batch_size() < 1 || kv->max_tokens() < 1 || kv->cached_tokens() < 0 ||
-        kv->window() != 0 || kv->n_kv_heads() != self.model().attention(index).dims().n_kv_heads ||
+    if (kv == nullptr || !attention || kv->batch_size() < 1 || kv->max_tokens() < 1 ||
+        kv->cached_tokens() < 0 || kv->window() != 0 ||
+        kv->n_kv_heads() != self.model().attention(index).dims().n_kv_heads ||
         kv->head_dim() != self.model().attention(index).dims().head_dim)
       throw_value_error("samebits SambaInference: layer " + std::to_string(i) +
                         " of the state does not match the stack (allocate_state makes a matching one)");

@@ -48,9 +48,9 @@ FloatArrayOut used_region(TransformerState& state, bool keys) {
 }
 
 // A state over caller buffers (kept alive by the returned object): always packed, scanned by every call.
-TransformerState borrow(FloatArrayInOut k, FloatArrayInOut v, std::int64_t batch_size, std::int64_t n_kv_heads,
-                        std::int64_t head_dim, std::int64_t max_tokens, std::int64_t cached_tokens,
-                        std::int64_t window) {
+TransformerState borrow(FloatArrayInOut k, FloatArrayInOut v, std::int64_t batch_size,
+                        std::int64_t n_kv_heads, std::int64_t head_dim, std::int64_t max_tokens,
+                        std::int64_t cached_tokens, std::int64_t window) {
   std::int64_t floats = 0;
   if (batch_size < 1 || n_kv_heads < 1 || head_dim < 1 || (window > 0 ? window : max_tokens) < 1 ||
       __builtin_mul_overflow(batch_size, n_kv_heads, &floats) ||
@@ -78,9 +78,9 @@ void bind_transformer(nb::module_& m) {
 
   // The one owner of a KV cache (samebits/_transformer.py's TransformerState wraps it).
   nb::class_<TransformerState>(m, "TransformerStateEngine")
-      .def_static("borrow", &borrow, nb::arg("k").noconvert(), nb::arg("v").noconvert(), nb::arg("batch_size"),
-                  nb::arg("n_kv_heads"), nb::arg("head_dim"), nb::arg("max_tokens"), nb::arg("cached_tokens"),
-                  nb::arg("window"), nb::keep_alive<0, 1>(), nb::keep_alive<0, 2>())
+      .def_static("borrow", &borrow, nb::arg("k").noconvert(), nb::arg("v").noconvert(),
+                  nb::arg("batch_size"), nb::arg("n_kv_heads"), nb::arg("head_dim"), nb::arg("max_tokens"),
+                  nb::arg("cached_tokens"), nb::arg("window"), nb::keep_alive<0, 1>(), nb::keep_alive<0, 2>())
       .def_prop_ro("batch_size", &TransformerState::batch_size)
       .def_prop_ro("n_kv_heads", &TransformerState::n_kv_heads)
       .def_prop_ro("head_dim", &TransformerState::head_dim)
@@ -88,10 +88,12 @@ void bind_transformer(nb::module_& m) {
       .def_prop_ro("window", &TransformerState::window)
       .def_prop_rw("cached_tokens", &TransformerState::cached_tokens, &TransformerState::set_cached_tokens)
       .def_prop_ro(
-          "k_cache", [](TransformerState& s) { return pinned_view(s, true, {std::size_t(s.cache_floats())}); },
+          "k_cache",
+          [](TransformerState& s) { return pinned_view(s, true, {std::size_t(s.cache_floats())}); },
           nb::rv_policy::automatic)
       .def_prop_ro(
-          "v_cache", [](TransformerState& s) { return pinned_view(s, false, {std::size_t(s.cache_floats())}); },
+          "v_cache",
+          [](TransformerState& s) { return pinned_view(s, false, {std::size_t(s.cache_floats())}); },
           nb::rv_policy::automatic)
       .def("keys", [](TransformerState& s) { return used_region(s, true); })
       .def("values", [](TransformerState& s) { return used_region(s, false); })

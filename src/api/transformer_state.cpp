@@ -28,7 +28,8 @@ TransformerState TransformerState::borrowing(std::int64_t batch_size, std::int64
                                              std::int64_t head_dim, std::int64_t max_tokens,
                                              std::int64_t window, float* k_cache, float* v_cache,
                                              std::int64_t cached_tokens) {
-  if (k_cache == nullptr || v_cache == nullptr) throw_value_error("TransformerState: the state has no buffers");
+  if (k_cache == nullptr || v_cache == nullptr)
+    throw_value_error("TransformerState: the state has no buffers");
   TransformerState state;
   state.batch_size_ = batch_size;
   state.n_kv_heads_ = n_kv_heads;

@@ -108,8 +108,16 @@ Mamba2State Mamba2State::clone() const {
   copy->open.kept_generation = data_->open.kept_generation == data_->generation
                                    ? copy->generation
                                    : Mamba2OpenChunkRows::kNoGeneration;
-  copy->trusted = trusted();  // the same bits; nobody holds a pointer into the copy
+  copy->trusted = trusted();  // the same bits; nobody holds a pin of the copy
   return Mamba2State(std::move(copy));
+}
+
+Mamba2State::Pin Mamba2State::pin(Piece piece) {
+  AlignedBuffer<float>* const buffers[] = {&data_->conv_window, &data_->h, &data_->buffer_xbc,
+                                           &data_->buffer_dtraw};
+  if (piece < kConvWindow || piece > kBufferDtraw) throw_value_error("Mamba2State: no piece");
+  data_->trusted = false;  // what is written through it is scanned by the next call after the last pin
+  return Pin(data_.get(), buffers[piece]->data());
 }
 
 std::vector<Mamba2State::Span> Mamba2State::spans_written_by(std::int64_t length) const {
@@ -569,7 +577,7 @@ std::shared_ptr<Mamba2Report> Mamba2Block::forward(const float* x, std::int64_t 
   gemm::gemm_packed({gated.data(), di, 1}, M, out_proj_, out.data());
   for (std::int64_t i = 0; i < M * dm; ++i) y[i] = F(F(x[i]) + out[i]);
 
-  data.trusted = spans_finite(written) && !data.exposed;
+  data.trusted = spans_finite(written) && data.pins == 0;
   ++data.generation;
   data.open.kept_generation = data.generation;  // ssd_fast kept h_t and xd equal to what they copy
   auto report = std::make_shared<Mamba2Report>(state.data(), A_, weights_[kM2DtBias], dt_lo_, dt_hi_);

@@ -92,8 +92,8 @@ struct Mamba2StateData {
   // before it reads it.
   AlignedBuffer<float> open_xd;
   std::weak_ptr<Mamba2Report> pending_report;
-  bool trusted = true;   // see Mamba2State::trusted
-  bool exposed = false;  // a mutable accessor handed memory out since the last forget_handouts
+  bool trusted = true;    // see Mamba2State::trusted
+  std::int64_t pins = 0;  // writable views alive (Mamba2State::Pin)
 };
 
 class Mamba2State {
@@ -103,23 +103,38 @@ class Mamba2State {
 
   std::int64_t batch() const { return data_->batch; }
   const Mamba2Dims& dims() const { return data_->dims; }
-  // Every mutable accessor hands memory to an outside writer: it marks the state exposed (see trusted()).
-  float* conv_window() { return exposed(data_->conv_window); }
+  // Read-only views of the four arrays.
   const float* conv_window() const { return data_->conv_window.data(); }
-  float* h() { return exposed(data_->h); }
   const float* h() const { return data_->h.data(); }
-  float* buffer_xbc() { return exposed(data_->buffer_xbc); }
   const float* buffer_xbc() const { return data_->buffer_xbc.data(); }
-  float* buffer_dtraw() { return exposed(data_->buffer_dtraw); }
   const float* buffer_dtraw() const { return data_->buffer_dtraw.data(); }
+
+  // A writable view of one array. While any pin is alive every call scans the state; what was written
+  // through a pin is scanned by the next call after the last one is gone (then the state may be trusted).
+  enum Piece : int { kConvWindow, kH, kBufferXbc, kBufferDtraw };
+  class Pin {
+   public:
+    Pin(Pin&& other) noexcept : data_(other.data_), at_(other.at_) { other.data_ = nullptr; }
+    Pin& operator=(Pin&&) = delete;
+    ~Pin() {
+      if (data_ != nullptr) --data_->pins;
+    }
+    float* data() const { return at_; }
+
+   private:
+    friend class Mamba2State;
+    Pin(Mamba2StateData* data, float* at) : data_(data), at_(at) { ++data->pins; }
+    Mamba2StateData* data_;
+    float* at_;
+  };
+  Pin pin(Piece piece);
 
   // Whether every array is known finite without a scan, so that a call may skip its non-finite scan of
   // the state (blocks.md 2.3 step 1 then has nothing to find): after the engine's own calls, which check
-  // what they write, while no outside writer can reach the memory. A mutable accessor ends it until
-  // forget_handouts() declares every pointer handed out gone (the Python binding says so when no view of
-  // the state is alive) and a call has checked the state again. A fresh state (all zeros) is trusted.
-  bool trusted() const { return data_->trusted && !data_->exposed; }
-  void forget_handouts() { data_->exposed = false; }
+  // what they write, while no pin is alive and nothing was written through one since a call checked the
+  // state. A fresh state (all zeros) is trusted.
+  bool trusted() const { return data_->trusted && data_->pins == 0; }
+  bool pinned() const { return data_->pins > 0; }
   // What a call of `length` new tokens writes, judged before it: the conv window; the open chunk's new
   // rows [q0, q0 + length) of buffer_xbc and buffer_dtraw; and when the call completes a chunk, h and both
   // buffers whole.
@@ -146,11 +161,6 @@ class Mamba2State {
 
  private:
   explicit Mamba2State(std::shared_ptr<Mamba2StateData> data) : data_(std::move(data)) {}
-  float* exposed(AlignedBuffer<float>& buffer) {
-    data_->exposed = true;
-    data_->trusted = false;  // what is written through it before forget_handouts() is scanned next call
-    return buffer.data();
-  }
   std::shared_ptr<Mamba2StateData> data_;
 };
 

@@ -218,7 +218,8 @@ std::vector<Mamba3State::Span> Mamba3State::spans_written_by(std::int64_t length
   for (int piece = kQrot; piece <= kAdt; ++piece) {  // buffers [B, 64, H, width]
     const std::int64_t width = piece_elements(piece) / (batch_ * kChunk * heads_);
     for (std::int64_t b = 0; b < batch_; ++b)
-      spans.push_back({buffer_of(piece)->data() + (b * kChunk + lo) * heads_ * width, (hi - lo) * heads_ * width});
+      spans.push_back(
+          {buffer_of(piece)->data() + (b * kChunk + lo) * heads_ * width, (hi - lo) * heads_ * width});
   }
   return spans;
 }

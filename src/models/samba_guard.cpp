@@ -43,7 +43,8 @@ void StackUndo::save(const SambaModel& model, std::int64_t layer, const SambaLay
     record.mamba3 = s;
     record.buffered_tokens = s->buffered_tokens;
     record.pending = s->pending;
-    for (const blocks::Mamba3State::Span& span : blocks::Mamba3State::EngineAccess(*s).spans_written_by(length)) {
+    for (const blocks::Mamba3State::Span& span :
+         blocks::Mamba3State::EngineAccess(*s).spans_written_by(length)) {
       record.spans.push_back({span.at, {}});
       save_span(record.spans.back().values, span.at, span.count);
     }

@@ -208,9 +208,8 @@ TEST(KvLayout, WritesFromOutsideAndOverflowingRowsAreRefusedAsTheTwinRefusesThem
   EXPECT_FALSE(burnt.trusted());
   TransformerState burnt_twin = burnt.clone();
   const std::string spread_refusal = testing::error_of([&] { hot.forward(prompt, burnt); }, ErrorKind::Value);
-  const std::string twin_refusal = testing::error_of(
-      [&] { hot.forward_reference(prompt, burnt_twin, false); },
-      ErrorKind::Value);
+  const std::string twin_refusal =
+      testing::error_of([&] { hot.forward_reference(prompt, burnt_twin, false); }, ErrorKind::Value);
   EXPECT_NE(spread_refusal.find(" in k_cache at flat index"), std::string::npos) << spread_refusal;
   EXPECT_EQ(spread_refusal, twin_refusal);
   EXPECT_EQ(burnt.cached_tokens(), 4);

@@ -123,7 +123,8 @@ TEST(Mamba2Bits, InitialStatesAndEditedBuffersFollowTheTwin) {
   Rng rng(5);
   // A non-zero h on a fresh state is upstream's initial_states.
   Mamba2State fresh = block.allocate_state(1);
-  for (std::int64_t i = 0; i < fresh.h_size(); ++i) fresh.h()[i] = rng.uniform() * 0.5f;
+  for (std::int64_t i = 0; i < fresh.h_size(); ++i)
+    fresh.pin(Mamba2State::kH).data()[i] = rng.uniform() * 0.5f;
   const std::vector<float> x = rng.uniform_vector(static_cast<std::size_t>(40 * dm), 2.0f);
   Mamba2State twin = fresh.clone();
   std::vector<float> twin_h_last;
@@ -134,15 +135,15 @@ TEST(Mamba2Bits, InitialStatesAndEditedBuffersFollowTheTwin) {
 
   // Editing a buffered raw dt row (as a caller may through the writable views) must be honoured: the
   // kept derived rows no longer match the buffer and are rebuilt.
-  fresh.buffer_dtraw()[17] += 0.25f;
-  twin.buffer_dtraw()[17] += 0.25f;
-  fresh.buffer_xbc()[3 * 320 + 5] = 0.125f;
-  twin.buffer_xbc()[3 * 320 + 5] = 0.125f;
+  fresh.pin(Mamba2State::kBufferDtraw).data()[17] += 0.25f;
+  twin.pin(Mamba2State::kBufferDtraw).data()[17] += 0.25f;
+  fresh.pin(Mamba2State::kBufferXbc).data()[3 * 320 + 5] = 0.125f;
+  twin.pin(Mamba2State::kBufferXbc).data()[3 * 320 + 5] = 0.125f;
   // So must an edit of h between calls: a decode step reads each head's h through a transposed copy
   // that it keeps only while nobody else can have written h.
   for (std::int64_t i : {std::int64_t{0}, std::int64_t{129}, fresh.h_size() - 1}) {
-    fresh.h()[i] = 0.75f;
-    twin.h()[i] = 0.75f;
+    fresh.pin(Mamba2State::kH).data()[i] = 0.75f;
+    twin.pin(Mamba2State::kH).data()[i] = 0.75f;
   }
   const std::vector<float> x2 = rng.uniform_vector(static_cast<std::size_t>(dm), 2.0f);
   std::vector<float> twin2;
@@ -281,7 +282,7 @@ TEST(Mamba2Refusals, WithUpstreamWording) {
                 ErrorKind::Value),
             "mamba2_forward: buf_len must be in [0, 256) (the rows of the open chunk), got -1");
   state.set_buffered_tokens(3);
-  state.buffer_xbc()[1000] = std::numeric_limits<float>::quiet_NaN();
+  state.pin(Mamba2State::kBufferXbc).data()[1000] = std::numeric_limits<float>::quiet_NaN();
   EXPECT_EQ(error_of(
                 [&] {
                   block.forward({x.data(), {2, 1, dm}}, &state);
@@ -331,20 +332,22 @@ TEST(Mamba2Trust, OnlyAStateTheEngineAloneWroteIsTrusted) {
   block.step({x.data(), {1, dm}}, &state);
   EXPECT_TRUE(state.trusted());
   EXPECT_TRUE(state.clone().trusted());
-  float* h = state.h();
-  EXPECT_FALSE(state.trusted());
-  block.step({x.data(), {1, dm}}, &state);  // scanned: clean
-  EXPECT_FALSE(state.trusted()) << "the pointer may still be held";
-  h[17] = kInf;  // written after that call
-  state.forget_handouts();
+  float* h = nullptr;
+  {
+    const Mamba2State::Pin held = state.pin(Mamba2State::kH);
+    h = held.data();
+    EXPECT_FALSE(state.trusted());
+    block.step({x.data(), {1, dm}}, &state);  // scanned: clean
+    EXPECT_FALSE(state.trusted()) << "the view may still be written";
+    h[17] = kInf;  // written after that call
+  }
   auto refusal = [&] { return error_of([&] { block.step({x.data(), {1, dm}}, &state); }, ErrorKind::Value); };
   EXPECT_EQ(refusal(), "mamba2_decode_step: infinity in h at flat index 17 REFUSED");
   h[17] = 0.0f;
   block.step({x.data(), {1, dm}}, &state);
   EXPECT_TRUE(state.trusted());
-  float* window = state.conv_window();  // written before the next call, then forgotten
+  float* window = state.pin(Mamba2State::kConvWindow).data();  // pinned, then written before the next call
   window[2] = std::numeric_limits<float>::quiet_NaN();
-  state.forget_handouts();
   EXPECT_EQ(refusal(), "mamba2_decode_step: NaN in conv_window at flat index 2 REFUSED");
   window[2] = 0.0f;
   block.step_reference({x.data(), {1, dm}}, &state);
@@ -396,8 +399,8 @@ TEST(Mamba2Trust, KeptCopiesGiveWayToEditsAndOtherBlocks) {
   step_both(other, continued, "another block's second step");
 
   const std::int64_t cd = state.dims().conv_dim;
-  state.buffer_xbc()[(1 * 256 + 5) * cd + 70] += 0.5f;  // batch row 1, open row 5, head 1's x
-  state.forget_handouts();
+  state.pin(Mamba2State::kBufferXbc).data()[(1 * 256 + 5) * cd + 70] +=
+      0.5f;  // row 1, open row 5, head 1's x
   step_both(block, state, "after an edit of one buffered x value");
   step_both(block, state, "the step after it");
   ASSERT_TRUE(state.trusted());

@@ -611,7 +611,7 @@ TEST(Mamba3Trust, TheKeysCopyFollowsTheBufferAndOutsideEdits) {
   // buffered_tokens is settable without an accessor: raised over slots the copy has not taken since it was
   // last rebuilt, the next step reads those slots from the buffer (here one edited while outside the rows).
   Mamba3State raised = block.allocate_state(B);
-  for (std::int64_t t = 0; t < 66; ++t) step(t, raised, y, false);   // sealed: two rows of the new chunk
+  for (std::int64_t t = 0; t < 66; ++t) step(t, raised, y, false);  // sealed: two rows of the new chunk
   raised.pin(Mamba3State::kKrot).data()[(38 * raised.heads() + 1) * 128 + 3] = 2.5f;  // slot 38, unbuffered
   step(66, raised, y, false);   // rebuilds the copy for slots [0, 3) only
   raised.buffered_tokens = 40;  // slots 3..39 now count, slot 38 edited

@@ -206,9 +206,9 @@ std::vector<float> kv_call(const TransformerBlockInference& block, KvPath path, 
   const TransformerState::Pin k = state.pin_k_cache(), v = state.pin_v_cache();
   Borrowed given{k.data(), v.data(), state.cached_tokens()};
   if (edit) edit(given);
-  TransformerState view = TransformerState::borrowing(state.batch_size(), state.n_kv_heads(), state.head_dim(),
-                                                      state.max_tokens(), state.window(), given.k, given.v,
-                                                      given.cached_tokens);
+  TransformerState view =
+      TransformerState::borrowing(state.batch_size(), state.n_kv_heads(), state.head_dim(),
+                                  state.max_tokens(), state.window(), given.k, given.v, given.cached_tokens);
   try {
     std::vector<float> y;
     if (path == KvPath::ViewForward) y = block.forward(x, view);
@@ -297,7 +297,9 @@ std::vector<KvFault> kv_faults() {
       float* buffer = k ? s->state.pin_k_cache().data() : s->state.pin_v_cache().data();
       const float saved = buffer[index];
       buffer[index] = value;
-      subject.repair = [=] { (k ? s->state.pin_k_cache().data() : s->state.pin_v_cache().data())[index] = saved; };
+      subject.repair = [=] {
+        (k ? s->state.pin_k_cache().data() : s->state.pin_v_cache().data())[index] = saved;
+      };
       auto x = std::make_shared<Tokens>(tokens(path, 2));
       return [=] { kv_call(kv_block(which), path, x->view(), s->state); };
     };
@@ -310,8 +312,7 @@ std::vector<KvFault> kv_faults() {
       auto x = std::make_shared<Tokens>(tokens(path, 2));
       if (is_view(path))
         return [=] {
-          kv_call(kv_block(0), path, x->view(), s->state,
-                  [=](Borrowed& v) { v.cached_tokens = value; });
+          kv_call(kv_block(0), path, x->view(), s->state, [=](Borrowed& v) { v.cached_tokens = value; });
         };
       s->state.set_cached_tokens(value);
       subject.repair = [=] { s->state.set_cached_tokens(saved); };
@@ -374,8 +375,7 @@ std::vector<KvFault> kv_faults() {
                       auto s = standard(subject, path);
                       auto x = std::make_shared<Tokens>(tokens(path, 2));
                       return [=] {
-                        kv_call(kv_block(0), path, x->view(), s->state,
-                                [](Borrowed& v) { v.v = nullptr; });
+                        kv_call(kv_block(0), path, x->view(), s->state, [](Borrowed& v) { v.v = nullptr; });
                       };
                     }});
   faults.push_back({"cached_tokens_negative", "cached_tokens must be in [0, 8]", all, cached(-1)});
@@ -686,14 +686,17 @@ std::vector<Case> mamba1_cases() {
 
 std::vector<Case> mamba2_cases() {
   auto f = common_mamba_faults<M2>("B and L must be positive");
-  f.push_back({"conv_window_nan", "NaN in conv_window at flat index 9 REFUSED", kMambaPaths,
-               plant_piece<M2>([](Mamba2State& s) { return s.conv_window(); }, 9, kNaN)});
+  f.push_back(
+      {"conv_window_nan", "NaN in conv_window at flat index 9 REFUSED", kMambaPaths,
+       plant_piece<M2>([](Mamba2State& s) { return s.pin(Mamba2State::kConvWindow).data(); }, 9, kNaN)});
   f.push_back({"h_infinity", "infinity in h at flat index 100 REFUSED", kMambaPaths,
-               plant_piece<M2>([](Mamba2State& s) { return s.h(); }, 100, -kInf)});
-  f.push_back({"buffer_xbc_nan", "NaN in buffer_xbc at flat index 2 REFUSED", kMambaPaths,
-               plant_piece<M2>([](Mamba2State& s) { return s.buffer_xbc(); }, 2, kNaN)});
-  f.push_back({"buffer_dtraw_nan_past_the_open_rows", "NaN in buffer_dtraw at flat index 250 REFUSED",
-               kMambaPaths, plant_piece<M2>([](Mamba2State& s) { return s.buffer_dtraw(); }, 250, kNaN)});
+               plant_piece<M2>([](Mamba2State& s) { return s.pin(Mamba2State::kH).data(); }, 100, -kInf)});
+  f.push_back(
+      {"buffer_xbc_nan", "NaN in buffer_xbc at flat index 2 REFUSED", kMambaPaths,
+       plant_piece<M2>([](Mamba2State& s) { return s.pin(Mamba2State::kBufferXbc).data(); }, 2, kNaN)});
+  f.push_back(
+      {"buffer_dtraw_nan_past_the_open_rows", "NaN in buffer_dtraw at flat index 250 REFUSED", kMambaPaths,
+       plant_piece<M2>([](Mamba2State& s) { return s.pin(Mamba2State::kBufferDtraw).data(); }, 250, kNaN)});
   f.push_back({"buffered_tokens_negative", "buf_len must be in [0, 256)", kMambaPaths,
                plant_scalar<M2>([](Mamba2State& s, bool bad) { s.set_buffered_tokens(bad ? -1 : 5); })});
   f.push_back({"buffered_tokens_256", "buf_len must be in [0, 256)", kMambaPaths,
@@ -828,8 +831,8 @@ std::vector<float> borrowed_call(
       layers[static_cast<std::size_t>(i)].mamba3 = state.mamba3(i);
     } else {
       TransformerState* t = state.attention(i);
-      caches[static_cast<std::size_t>(i)] = {t->pin_k_cache().data(), t->pin_v_cache().data(), t->batch_size(), t->max_tokens(),
-                                             t->cached_tokens()};
+      caches[static_cast<std::size_t>(i)] = {t->pin_k_cache().data(), t->pin_v_cache().data(),
+                                             t->batch_size(), t->max_tokens(), t->cached_tokens()};
       layers[static_cast<std::size_t>(i)].kv = &caches[static_cast<std::size_t>(i)];
     }
   }

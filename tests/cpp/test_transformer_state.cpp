@@ -99,7 +99,8 @@ TEST(TransformerState, ARefusalFoundWhileRestridingLeavesTheCacheAsItWas) {
     block.forward(TensorView{prefix.data(), {batch, cached, dm}}, prepared);
     const std::int64_t used = batch * kv * cached * hd;
     for (std::int64_t i = used; i < prepared.cache_floats(); ++i) {
-      prepared.pin_k_cache().data()[i] = static_cast<float>(i);  // capacity sentinels: not state, but not to be moved
+      prepared.pin_k_cache().data()[i] =
+          static_cast<float>(i);  // capacity sentinels: not state, but not to be moved
       prepared.pin_v_cache().data()[i] = -static_cast<float>(i);
     }
     // Every block's first and last cell, one inside, and both sides of the rows the blocks below land on.
@@ -158,8 +159,12 @@ TEST(TransformerState, ARefusalFoundWhileRestridingLeavesTheCacheAsItWas) {
         const std::vector<float> want =
             block.forward_reference(TensorView{x.data(), {batch, length, dm}}, twin_state, false);
         EXPECT_EQ(testing::first_difference(y.data(), want.data(), static_cast<std::int64_t>(y.size())), -1);
-        EXPECT_EQ(std::memcmp(state.pin_k_cache().data(), twin_state.pin_k_cache().data(), state.cache_floats() * 4), 0);
-        EXPECT_EQ(std::memcmp(state.pin_v_cache().data(), twin_state.pin_v_cache().data(), state.cache_floats() * 4), 0);
+        EXPECT_EQ(std::memcmp(state.pin_k_cache().data(), twin_state.pin_k_cache().data(),
+                              state.cache_floats() * 4),
+                  0);
+        EXPECT_EQ(std::memcmp(state.pin_v_cache().data(), twin_state.pin_v_cache().data(),
+                              state.cache_floats() * 4),
+                  0);
       }
     }
   }
@@ -236,7 +241,8 @@ TEST(TransformerState, OneUlpInTheCacheMovesTheExpectedPosition) {
   EXPECT_GE(moved, 6);
   EXPECT_LT(moved, length);
   for (int cell = 0; cell < 32; ++cell) {
-    const std::int64_t moved = first_moved([cell](TransformerState& s) { return s.pin_k_cache().data() + cell; });
+    const std::int64_t moved =
+        first_moved([cell](TransformerState& s) { return s.pin_k_cache().data() + cell; });
     EXPECT_GE(moved, 6) << cell;
   }
 }
