@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <set>
 
 #include "io/samba_checkpoint.hpp"
@@ -187,13 +188,12 @@ std::vector<float> SambaInference::run_borrowed(const IdsView& ids,
 std::vector<float> SambaInference::run_layers(const IdsView& ids, const std::vector<SambaLayerRef>& layers,
                                               const std::string& what, bool reference) const {
   // Each attention layer through its state's engine access, which commits the cache when the call returns.
-  std::vector<std::unique_ptr<TransformerState::EngineAccess>> access(layers.size());
+  std::vector<std::optional<TransformerState::EngineAccess>> access(layers.size());
   std::vector<models::SambaLayerState> borrowed(layers.size());
   for (std::size_t i = 0; i < layers.size(); ++i) {
     borrowed[i].mamba3 = layers[i].mamba3;
     if (layers[i].attention != nullptr) {
-      access[i] = std::make_unique<TransformerState::EngineAccess>(*layers[i].attention, reference);
-      borrowed[i].kv = &access[i]->cache();
+      borrowed[i].kv = &access[i].emplace(*layers[i].attention, reference).cache();
     }
   }
   return run_borrowed(ids, borrowed, what, reference);
