@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -213,6 +214,91 @@ TEST(KvLayout, WritesFromOutsideAndOverflowingRowsAreRefusedAsTheTwinRefusesThem
   EXPECT_NE(spread_refusal.find(" in k_cache at flat index"), std::string::npos) << spread_refusal;
   EXPECT_EQ(spread_refusal, twin_refusal);
   EXPECT_EQ(burnt.cached_tokens(), 4);
+}
+
+// Pins count: the state stays packed and untrusted while any pin lives, whichever dies first; once the last
+// is gone one call scans the state (and trusts it again) and the next one spreads it.
+TEST(KvLayout, AStateStaysPackedUntilItsLastPinIsGone) {
+  const BlockShape shape{16, 2, 2, 24, 0};
+  const TransformerBlockInference block = make_block(shape, 31);
+  const std::int64_t batch = 1, dm = 16;
+  const std::vector<float> x = random_tokens(batch, 8, dm, 32);
+  auto token = [&](std::int64_t t) { return TensorView{x.data() + t * dm, {batch, 1, dm}}; };
+  TransformerState state = block.allocate_state(batch, 8);
+  block.step(token(0), state);
+  ASSERT_TRUE(state.spread() && state.trusted());
+  std::optional<TransformerState::Pin> k(state.pin_k_cache());
+  std::optional<TransformerState::Pin> v(state.pin_v_cache());
+  EXPECT_FALSE(state.spread());
+  EXPECT_TRUE(state.pinned());
+  block.step(token(1), state);
+  EXPECT_FALSE(state.spread() || state.trusted());
+  k.reset();
+  EXPECT_TRUE(state.pinned()) << "one pin is still alive";
+  block.step(token(2), state);
+  EXPECT_FALSE(state.spread() || state.trusted());
+  v.reset();
+  EXPECT_FALSE(state.pinned());
+  EXPECT_FALSE(state.trusted()) << "nothing has checked what the pins may have written";
+  block.step(token(3), state);  // scanned, packed
+  EXPECT_TRUE(state.trusted() && !state.spread());
+  block.step(token(4), state);  // trusted: spread
+  EXPECT_TRUE(state.spread() && state.trusted());
+}
+
+// A state borrowing caller buffers is always packed and never trusted: what the caller writes between
+// calls is read (or refused) by the next call, and the buffers hold the packed layout after every call.
+TEST(KvLayout, ABorrowingStateIsPackedAndScannedOnEveryCall) {
+  const BlockShape shape{16, 2, 2, 24, 0};
+  const TransformerBlockInference block = make_block(shape, 33);
+  const std::int64_t batch = 2, dm = 16;
+  const std::vector<float> x = random_tokens(batch, 6, dm, 34);
+  TransformerState owned = block.allocate_state(batch, 6);
+  std::vector<float> k(static_cast<std::size_t>(owned.cache_floats())), v(k.size());
+  TransformerState borrowed =
+      TransformerState::borrowing(batch, shape.n_kv_heads, owned.head_dim(), 6, 0, k.data(), v.data(), 0);
+  for (std::int64_t t = 0; t < 4; ++t) {
+    const std::vector<float> one = tokens_at(x, batch, 6, dm, t);
+    const TensorView view{one.data(), {batch, 1, dm}};
+    ASSERT_TRUE(same_bits(block.step(view, owned), block.step(view, borrowed))) << t;
+    EXPECT_FALSE(borrowed.spread() || borrowed.trusted()) << t;
+    EXPECT_TRUE(same_bits(k, owned.k_cache_copy())) << t;
+    EXPECT_TRUE(same_bits(v, owned.v_cache_copy())) << t;
+  }
+  EXPECT_EQ(borrowed.cached_tokens(), 4);
+  v[5] = fp::quiet_nan();
+  const std::vector<float> one = tokens_at(x, batch, 6, dm, 4);
+  const std::string refusal = testing::error_of(
+      [&] {
+        block.step(TensorView{one.data(), {batch, 1, dm}}, borrowed);
+      },
+      ErrorKind::Value);
+  EXPECT_NE(refusal.find("NaN in v_cache at flat index 5"), std::string::npos) << refusal;
+  EXPECT_EQ(borrowed.cached_tokens(), 4) << "a refused call commits nothing";
+  const TransformerState copy = borrowed.clone();  // an owned copy, untrusted: it was never checked
+  EXPECT_FALSE(copy.trusted());
+  EXPECT_TRUE(same_bits(copy.v_cache_copy(), v));
+}
+
+// A refused call commits nothing: a state refused for a non-finite value it holds keeps its count and
+// stays untrusted, so the next call scans it and refuses it again.
+TEST(KvLayout, ARefusedCallCommitsNothing) {
+  const BlockShape shape{16, 2, 2, 24, 0};
+  const TransformerBlockInference block = make_block(shape, 35);
+  const std::int64_t batch = 1, dm = 16;
+  const std::vector<float> x = random_tokens(batch, 4, dm, 36);
+  auto token = [&](std::int64_t t) { return TensorView{x.data() + t * dm, {batch, 1, dm}}; };
+  TransformerState state = block.allocate_state(batch, 8);
+  block.step(token(0), state);
+  block.step(token(1), state);
+  ASSERT_TRUE(state.spread() && state.trusted());
+  state.pin_k_cache().data()[3] = fp::quiet_nan();
+  auto refusal = [&] { return testing::error_of([&] { block.step(token(2), state); }, ErrorKind::Value); };
+  const std::string first = refusal();
+  EXPECT_NE(first.find("NaN in k_cache at flat index 3"), std::string::npos) << first;
+  EXPECT_EQ(state.cached_tokens(), 2);
+  EXPECT_FALSE(state.trusted());
+  EXPECT_EQ(refusal(), first);
 }
 
 }  // namespace
