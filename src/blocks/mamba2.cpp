@@ -532,10 +532,10 @@ std::shared_ptr<Mamba2Report> Mamba2Block::forward(const float* x, std::int64_t 
   const std::int64_t M = batch * length;
   refuse_inputs(x, M * dm, state, entry);
   state.settle_pending_report(superseded);
-  Mamba2StateData& data = *state.data();
+  Mamba2StateData& data = Mamba2State::EngineAccess(state).data();
   // Every array is finite here (trusted, or just scanned); the call's own writes are checked at its end,
   // and until then (an exception mid-call included) the state is not trusted.
-  const std::vector<Mamba2State::Span> written = state.spans_written_by(length);
+  const std::vector<Mamba2State::Span> written = Mamba2State::EngineAccess(state).spans_written_by(length);
   const bool copies_kept = state.trusted() && data.open.kept_generation == data.generation;
   data.trusted = false;
 
@@ -580,7 +580,8 @@ std::shared_ptr<Mamba2Report> Mamba2Block::forward(const float* x, std::int64_t 
   data.trusted = spans_finite(written) && data.pins == 0;
   ++data.generation;
   data.open.kept_generation = data.generation;  // ssd_fast kept h_t and xd equal to what they copy
-  auto report = std::make_shared<Mamba2Report>(state.data(), A_, weights_[kM2DtBias], dt_lo_, dt_hi_);
+  auto report = std::make_shared<Mamba2Report>(Mamba2State::EngineAccess(state).shared(), A_,
+                                               weights_[kM2DtBias], dt_lo_, dt_hi_);
   data.pending_report = report;
   return report;
 }

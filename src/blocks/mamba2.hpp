@@ -135,14 +135,10 @@ class Mamba2State {
   // state. A fresh state (all zeros) is trusted.
   bool trusted() const { return data_->trusted && data_->pins == 0; }
   bool pinned() const { return data_->pins > 0; }
-  // What a call of `length` new tokens writes, judged before it: the conv window; the open chunk's new
-  // rows [q0, q0 + length) of buffer_xbc and buffer_dtraw; and when the call completes a chunk, h and both
-  // buffers whole.
   struct Span {
     const float* at;
     std::int64_t count;
   };
-  std::vector<Span> spans_written_by(std::int64_t length) const;
   std::int64_t buffered_tokens() const { return data_->buffered_tokens; }
   // Any value is stored; a block call refuses one outside [0, 256).
   void set_buffered_tokens(std::int64_t value) { data_->buffered_tokens = value; }
@@ -157,9 +153,24 @@ class Mamba2State {
   // declares `superseded` (it will drop it unread) is left unevaluated.
   void settle_pending_report(const Mamba2Report* superseded = nullptr);
 
-  const std::shared_ptr<Mamba2StateData>& data() const { return data_; }
+  // The engine's access (the block's calls and tests that check them): the arrays and their bookkeeping
+  // without a pin, and what a call writes.
+  class EngineAccess {
+   public:
+    explicit EngineAccess(const Mamba2State& state) : s_(state) {}
+    Mamba2StateData& data() const { return *s_.data_; }
+    const std::shared_ptr<Mamba2StateData>& shared() const { return s_.data_; }
+    // What a call of `length` new tokens writes, judged before it: the conv window; the open chunk's new
+    // rows [q0, q0 + length) of buffer_xbc and buffer_dtraw; and when the call completes a chunk, h and
+    // both buffers whole.
+    std::vector<Span> spans_written_by(std::int64_t length) const { return s_.spans_written_by(length); }
+
+   private:
+    const Mamba2State& s_;
+  };
 
  private:
+  std::vector<Span> spans_written_by(std::int64_t length) const;
   explicit Mamba2State(std::shared_ptr<Mamba2StateData> data) : data_(std::move(data)) {}
   std::shared_ptr<Mamba2StateData> data_;
 };

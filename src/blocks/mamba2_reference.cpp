@@ -31,7 +31,7 @@ void Mamba2Block::forward_reference(const float* x, std::int64_t batch, std::int
   const std::int64_t M = batch * length;
   refuse_inputs(x, M * dm, state, entry);
   state.settle_pending_report();
-  Mamba2StateData& data = *state.data();
+  Mamba2StateData& data = Mamba2State::EngineAccess(state).data();
   data.trusted = false;  // the twin does not check what it writes: the next call scans
   const Mamba2Weights& w = weights_;
 

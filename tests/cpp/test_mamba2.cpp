@@ -417,7 +417,7 @@ TEST(Mamba2Trust, ACallWritesOnlyTheSpansItDeclares) {
       if (q0 > 0) block.forward({x.data(), {B, q0, dm}}, &state);
       ASSERT_EQ(state.buffered_tokens(), q0);
       const Mamba2State before = state.clone();
-      const auto spans = state.spans_written_by(length);
+      const auto spans = Mamba2State::EngineAccess(state).spans_written_by(length);
       block.forward({x.data() + B * q0 * dm, {B, length, dm}}, &state);
       const Mamba2State& after = state;
       auto check = [&](const float* old_values, const float* new_values, std::int64_t count,
