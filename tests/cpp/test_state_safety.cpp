@@ -2,7 +2,7 @@
 // for byte as it was, and the state still works: the next valid call gives the bits (and the state) a
 // never-refused clone gives. One case per refusal and per call path, on TransformerBlockInference
 // (TransformerState, owned and borrowing), the Mamba-1/2/3 blocks and SambaInference (forward, step,
-// the scalar twin and run_borrowed, the Python binding's path).
+// the scalar twin and run_borrowed, the raw-cache entry under run_layers).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -819,7 +819,7 @@ const char* samba_path_name(SambaPath p) {
 bool is_step(SambaPath p) { return p == SambaPath::Step || p == SambaPath::BorrowedStep; }
 bool is_borrowed(SambaPath p) { return p >= SambaPath::BorrowedForward; }
 
-// run_borrowed over a SambaState's layers, as the binding does; KV scalars are synced back only after a
+// run_borrowed over a SambaState's layers, as run_layers does; KV scalars are synced back only after a
 // successful call, and a refusal must leave the borrowed caches' scalars as they were too.
 std::vector<float> borrowed_call(
     const SambaInference& model, SambaPath path, const IdsView& ids, SambaState& state,
