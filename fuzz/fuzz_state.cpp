@@ -364,9 +364,17 @@ void samba_borrowed(FuzzedDataProvider& in) {
   const std::size_t layers =
       in.ConsumeIntegralInRange<int>(0, 7) == 0 ? in.ConsumeIntegralInRange<std::size_t>(0, 3) : 2;
   std::vector<std::unique_ptr<Mamba3State>> mamba_states;
-  std::vector<std::unique_ptr<blocks::KvCache>> caches;
+  // An attention layer: a state borrowing fuzzed buffers (what the binding makes for a caller's), its
+  // fields fuzzed as a caller may set them.
+  struct Borrowed {
+    std::int64_t batch = 0, max_tokens = 0, cached_tokens = 0;
+    float* k = nullptr;
+    float* v = nullptr;
+  };
+  std::vector<std::unique_ptr<Borrowed>> caches;
   std::vector<std::vector<float>> buffers;
-  std::vector<models::SambaLayerState> borrowed(layers);
+  std::vector<SambaLayerRef> borrowed(layers);
+  std::vector<std::pair<std::size_t, Borrowed*>> attention_layers;
   for (std::size_t i = 0; i < layers; ++i) {
     const int kind =
         in.ConsumeIntegralInRange<int>(0, 15) == 0 ? in.ConsumeIntegralInRange<int>(0, 3) : (i == 0 ? 1 : 2);
@@ -380,7 +388,7 @@ void samba_borrowed(FuzzedDataProvider& in) {
       borrowed[i].mamba3 = &m;
     }
     if (kind & 2) {
-      auto cache = std::make_unique<blocks::KvCache>();
+      auto cache = std::make_unique<Borrowed>();
       cache->batch = in.ConsumeBool() ? batch : count(in, -1, 3);
       cache->max_tokens = count(in, -1, 8);
       cache->cached_tokens = count(in, -2, 8);
@@ -395,7 +403,7 @@ void samba_borrowed(FuzzedDataProvider& in) {
       cache->k = buffers.back().data();
       buffers.emplace_back(static_cast<std::size_t>(floats));
       cache->v = buffers.back().data();
-      borrowed[i].kv = cache.get();
+      attention_layers.emplace_back(i, cache.get());
       caches.push_back(std::move(cache));
     }
   }
@@ -404,14 +412,23 @@ void samba_borrowed(FuzzedDataProvider& in) {
   const std::vector<std::vector<float>> buffers_before = buffers;
   std::vector<Mamba3State> mamba_before;
   for (const auto& m : mamba_states) mamba_before.push_back(m->clone());
+  const bool reference = in.ConsumeBool();
+  std::vector<std::unique_ptr<TransformerState>> kv_states;
   const bool ok = fuzz::accepted([&] {
-    model.run_borrowed(IdsView{ids.data(), batch, length}, borrowed, "fuzz run_borrowed", in.ConsumeBool());
+    for (const auto& [i, c] : attention_layers) {
+      kv_states.push_back(std::make_unique<TransformerState>(
+          TransformerState::borrowing(c->batch, attention.n_kv_heads, attention.head_dim, c->max_tokens, 0,
+                                      c->k, c->v, c->cached_tokens)));
+      borrowed[i].attention = kv_states.back().get();
+    }
+    model.run_layers(IdsView{ids.data(), batch, length}, borrowed, "fuzz run_layers", reference);
   });
   if (ok) return;
   bool same = buffers.size() == buffers_before.size();
   for (std::size_t i = 0; same && i < buffers.size(); ++i)
     same = fuzz::same_bits(buffers[i], buffers_before[i]);
-  for (std::size_t i = 0; i < caches.size(); ++i) same = same && caches[i]->cached_tokens == cached_before[i];
+  for (std::size_t i = 0; i < kv_states.size(); ++i)
+    same = same && kv_states[i]->cached_tokens() == cached_before[i];
   for (std::size_t i = 0; i < mamba_states.size(); ++i) {
     same = same && mamba_states[i]->buffered_tokens == mamba_before[i].buffered_tokens;
     for (int p = 0; p < Mamba3State::kPieceCount; ++p)

@@ -113,10 +113,6 @@ class SambaInference {
   // has the layers below put back (models/samba_guard.hpp).
   std::vector<float> run_layers(const IdsView& ids, const std::vector<SambaLayerRef>& layers,
                                 const std::string& what, bool reference) const;
-  // The same on the blocks' raw caches (no layout policy: the caller keeps each KvCache's layout and
-  // trust). run_layers calls it with the caches its states' engine access hands out.
-  std::vector<float> run_borrowed(const IdsView& ids, std::vector<models::SambaLayerState>& layers,
-                                  const std::string& what, bool reference) const;
 
   // Shape and id-range refusals of a call ("B and L must be positive", "inputs must be in [0, vocab)").
   void check_ids(const IdsView& ids, const std::string& what) const;
@@ -126,6 +122,9 @@ class SambaInference {
  private:
   std::vector<float> run(const IdsView& ids, SambaState* state, const std::string& what,
                          bool reference) const;
+  // run_layers on the blocks' raw caches, as its states' engine access hands them out.
+  std::vector<float> run_borrowed(const IdsView& ids, std::vector<models::SambaLayerState>& layers,
+                                  const std::string& what, bool reference) const;
 
   std::shared_ptr<const models::SambaModel> model_;
   std::string weight_format_;

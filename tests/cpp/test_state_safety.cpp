@@ -2,7 +2,7 @@
 // for byte as it was, and the state still works: the next valid call gives the bits (and the state) a
 // never-refused clone gives. One case per refusal and per call path, on TransformerBlockInference
 // (TransformerState, owned and borrowing), the Mamba-1/2/3 blocks and SambaInference (forward, step,
-// the scalar twin and run_borrowed, the raw-cache entry under run_layers).
+// the scalar twin and run_layers on borrowing states, the Python binding's path).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -819,35 +819,43 @@ const char* samba_path_name(SambaPath p) {
 bool is_step(SambaPath p) { return p == SambaPath::Step || p == SambaPath::BorrowedStep; }
 bool is_borrowed(SambaPath p) { return p >= SambaPath::BorrowedForward; }
 
-// run_borrowed over a SambaState's layers, as run_layers does; KV scalars are synced back only after a
-// successful call, and a refusal must leave the borrowed caches' scalars as they were too.
-std::vector<float> borrowed_call(
-    const SambaInference& model, SambaPath path, const IdsView& ids, SambaState& state,
-    const std::function<void(std::vector<models::SambaLayerState>&)>& edit = {}) {
-  std::vector<blocks::KvCache> caches(static_cast<std::size_t>(state.layer_count()));
-  std::vector<models::SambaLayerState> layers(caches.size());
-  for (std::int64_t i = 0; i < state.layer_count(); ++i) {
-    if (state.mamba3(i)) {
-      layers[static_cast<std::size_t>(i)].mamba3 = state.mamba3(i);
+// run_layers over a SambaState's Mamba-3 states and, for its attention layers, states borrowing their
+// buffers (as the binding passes a caller's); KV positions are synced back only after a successful call,
+// and a refusal must leave the borrowing states' positions as they were too. `edit` may change them first.
+using LayerEdit =
+    std::function<void(std::vector<SambaLayerRef>&, std::vector<std::optional<TransformerState>>&)>;
+std::vector<float> borrowed_call(const SambaInference& model, SambaPath path, const IdsView& ids,
+                                 SambaState& state, const LayerEdit& edit = {}) {
+  const auto count = static_cast<std::size_t>(state.layer_count());
+  std::vector<std::optional<TransformerState>> kv(count);
+  std::vector<SambaLayerRef> layers(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    const auto layer = static_cast<std::int64_t>(i);
+    if (state.mamba3(layer)) {
+      layers[i].mamba3 = state.mamba3(layer);
     } else {
-      TransformerState* t = state.attention(i);
-      caches[static_cast<std::size_t>(i)] = {t->pin_k_cache().data(), t->pin_v_cache().data(),
-                                             t->batch_size(), t->max_tokens(), t->cached_tokens()};
-      layers[static_cast<std::size_t>(i)].kv = &caches[static_cast<std::size_t>(i)];
+      TransformerState* t = state.attention(layer);
+      kv[i].emplace(TransformerState::borrowing(t->batch_size(), t->n_kv_heads(), t->head_dim(),
+                                                t->max_tokens(), t->window(), t->pin_k_cache().data(),
+                                                t->pin_v_cache().data(), t->cached_tokens()));
+      layers[i].attention = &*kv[i];
     }
   }
-  if (edit) edit(layers);
-  const std::vector<blocks::KvCache> before = caches;
+  if (edit) edit(layers, kv);
+  std::vector<std::int64_t> before(count, 0);
+  for (std::size_t i = 0; i < count; ++i)
+    if (kv[i]) before[i] = kv[i]->cached_tokens();
   const std::string what = std::string("samebits SambaInference.") + (is_step(path) ? "step" : "forward");
   try {
-    auto logits = model.run_borrowed(ids, layers, what, path == SambaPath::BorrowedReference);
-    for (std::int64_t i = 0; i < state.layer_count(); ++i)
-      if (state.attention(i))
-        state.attention(i)->set_cached_tokens(caches[static_cast<std::size_t>(i)].cached_tokens);
+    auto logits = model.run_layers(ids, layers, what, path == SambaPath::BorrowedReference);
+    for (std::size_t i = 0; i < count; ++i)
+      if (kv[i]) state.attention(static_cast<std::int64_t>(i))->set_cached_tokens(kv[i]->cached_tokens());
     return logits;
   } catch (...) {
-    for (std::size_t i = 0; i < caches.size(); ++i)
-      EXPECT_EQ(caches[i].cached_tokens, before[i].cached_tokens) << "the refused call moved layer " << i;
+    for (std::size_t i = 0; i < count; ++i)
+      if (kv[i]) {
+        EXPECT_EQ(kv[i]->cached_tokens(), before[i]) << "the refused call moved layer " << i;
+      }
     throw;
   }
 }
@@ -1069,7 +1077,9 @@ std::vector<SambaFault> samba_faults() {
                  return [=] {
                    borrowed_call(
                        samba(0), path, {ids->data(), 2, len(path)}, s->state,
-                       [](std::vector<models::SambaLayerState>& l) { l[3].kv->cached_tokens = -1; });
+                       [](std::vector<SambaLayerRef>&, std::vector<std::optional<TransformerState>>& kv) {
+                         kv[3]->set_cached_tokens(-1);
+                       });
                  };
                }});
   f.push_back({"borrowed_missing_layer", "layer 3 of the state is not a TransformerState", borrowed,
@@ -1077,8 +1087,11 @@ std::vector<SambaFault> samba_faults() {
                  auto s = standard(subject, path);
                  auto ids = std::make_shared<std::vector<std::int32_t>>(some_ids(2 * len(path), 5));
                  return [=] {
-                   borrowed_call(samba(0), path, {ids->data(), 2, len(path)}, s->state,
-                                 [](std::vector<models::SambaLayerState>& l) { l[3].kv = nullptr; });
+                   borrowed_call(
+                       samba(0), path, {ids->data(), 2, len(path)}, s->state,
+                       [](std::vector<SambaLayerRef>& l, std::vector<std::optional<TransformerState>>&) {
+                         l[3].attention = nullptr;
+                       });
                  };
                }});
   f.push_back({"hidden_overflow_in_first_chunk", "in x at flat index", all, overflow(3, 2)});
