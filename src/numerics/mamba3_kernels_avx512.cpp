@@ -3,11 +3,6 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 
-// GCC 12 reports its own _mm512_undefined_* placeholders inside the gather intrinsics as "maybe
-// uninitialized" (a false positive: those lanes are fully overwritten).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
 #include <immintrin.h>
 
 #include <cstdint>

@@ -146,7 +146,7 @@ std::int64_t vector_blocks(std::int64_t n, const Run& run) {
 template <int G, bool Flush, bool Partial = false>
 void transposed_chain_groups(const float* a, const float* b_t, std::int64_t stride, const float* b_scale,
                              std::int64_t r0, std::int64_t len, float* out, int valid = kLanes) {
-  auto load = [valid](const float* at) {
+  auto load = [=](const float* at) {  // [=]: `valid` is captured only where Partial reads it
     if constexpr (Partial) return Isa::load_first(at, valid);
     return Isa::load(at);
   };

@@ -3,9 +3,6 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
 #include <immintrin.h>
 
 #include <cstddef>

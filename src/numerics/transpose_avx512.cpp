@@ -3,9 +3,6 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // the in-register transpose's temporaries
-#endif
 #include <immintrin.h>
 
 #include <cstdint>
