@@ -9,25 +9,12 @@
 #include "numerics/fp.hpp"
 #include "numerics/gemm_kernels.hpp"
 #include "numerics/mxcsr_flags.hpp"
-#include "numerics/simd_target.hpp"
+#include "numerics/simd_kernels.hpp"
 
 namespace samebits::gemm {
 namespace {
 
 using detail::KernelSet;
-
-const KernelSet& kernels_for(simd::Target target) {
-  switch (target) {
-#if defined(SAMEBITS_HAVE_SIMD)
-    case simd::Target::Avx512:
-      return detail::avx512_kernels();
-    case simd::Target::Avx2:
-      return detail::avx2_kernels();
-#endif
-    default:
-      return detail::scalar_kernels();
-  }
-}
 
 struct Problem {
   LhsView a;
@@ -221,7 +208,7 @@ void gemm_packed(LhsView A, std::int64_t m, const PackedRhs& rhs, float* C) {
     std::fill(C, C + m * n, 0.0f);  // no leaves: every cell is +0.0
     return;
   }
-  Problem pb{A, m, &rhs, C, leaf_length(k), 0, &kernels_for(simd::active_target())};
+  Problem pb{A, m, &rhs, C, leaf_length(k), 0, simd::kernels().gemm};
   pb.leaves = (k + pb.leaf - 1) / pb.leaf;
   const KernelSet& ks = *pb.kernels;
   const std::int64_t panels = rhs.panel_count();
@@ -269,7 +256,7 @@ void gemm_packed_panels(LhsView A, std::int64_t m, const PackedRhs& rhs, std::in
     for (std::int64_t i = 0; i < m; ++i) std::fill(C + i * n + col0, C + i * n + col1, 0.0f);
     return;
   }
-  Problem pb{A, m, &rhs, C, leaf_length(k), 0, &kernels_for(simd::active_target())};
+  Problem pb{A, m, &rhs, C, leaf_length(k), 0, simd::kernels().gemm};
   pb.leaves = (k + pb.leaf - 1) / pb.leaf;
   const KernelSet& ks = *pb.kernels;
   const std::int64_t tiles = (m + ks.tile_rows - 1) / ks.tile_rows;

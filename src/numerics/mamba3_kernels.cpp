@@ -5,7 +5,7 @@
 
 #include "numerics/fp.hpp"
 #include "numerics/primitives.hpp"
-#include "numerics/simd_target.hpp"
+#include "numerics/simd_kernels.hpp"
 
 namespace samebits::mamba3_kernels {
 
@@ -15,19 +15,7 @@ namespace {
 
 constexpr float kTwoPi = std::bit_cast<float>(0x40C90FDBu);
 
-const detail::Kernels& active() {
-#if defined(SAMEBITS_HAVE_SIMD) && (defined(__x86_64__) || defined(__i386__))
-  switch (simd::active_target()) {
-    case simd::Target::Avx512:
-      return detail::avx512_kernels();
-    case simd::Target::Avx2:
-      return detail::avx2_kernels();
-    case simd::Target::Scalar:
-      break;
-  }
-#endif
-  return detail::scalar_kernels();
-}
+const detail::Kernels& active() { return *simd::kernels().mamba3; }
 
 }  // namespace
 
