@@ -98,11 +98,12 @@ bool sabotage_build() {
 #endif
 }
 
+PackedRhs::PackedRhs(std::int64_t n, std::int64_t k, Placement placement) : n_(n), k_(k) {
+  data_.assign_zero(static_cast<std::size_t>(panel_count() * k * kPanelWidth), placement);
+}
+
 PackedRhs PackedRhs::from_transposed(const float* W, std::int64_t n, std::int64_t k, Placement placement) {
-  PackedRhs packed;
-  packed.n_ = n;
-  packed.k_ = k;
-  packed.data_.assign_zero(static_cast<std::size_t>(packed.panel_count() * k * kPanelWidth), placement);
+  PackedRhs packed(n, k, placement);
   for (std::int64_t j = 0; j < n; ++j) {
     float* column = packed.data_.data() + (j / kPanelWidth) * k * kPanelWidth + j % kPanelWidth;
     const float* row = W + j * k;
@@ -115,10 +116,7 @@ PackedRhs PackedRhs::from_transposed(const float* W, std::int64_t n, std::int64_
 }
 
 PackedRhs PackedRhs::from_row_major(const float* B, std::int64_t k, std::int64_t n, Placement placement) {
-  PackedRhs packed;
-  packed.n_ = n;
-  packed.k_ = k;
-  packed.data_.assign_zero(static_cast<std::size_t>(packed.panel_count() * k * kPanelWidth), placement);
+  PackedRhs packed(n, k, placement);
   // Each row's run of a panel is contiguous on both sides: a plain loop the compiler vectorizes, with the
   // (rare) flushed cells recorded in a second pass only where the run had one.
   for (std::int64_t p = 0; p < k; ++p) {
