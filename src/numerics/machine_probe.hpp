@@ -31,8 +31,8 @@ namespace detail {
 // depends on every operation, so nothing is elided.
 inline constexpr int kFmaChains = 12;
 struct ProbeLoops {
-  int fma_lanes;                                // floats per FMA of fma_rounds
-  float (*fma_rounds)(long long rounds);         // fma_lanes lanes
+  int fma_lanes;                                   // floats per FMA of fma_rounds
+  float (*fma_rounds)(long long rounds);           // fma_lanes lanes
   float (*fma_rounds_one_lane)(long long rounds);  // 1 lane (vfmadd231ss where the target has FMA)
   unsigned long long (*or_reduce)(const unsigned long long* data, std::size_t words);
 };

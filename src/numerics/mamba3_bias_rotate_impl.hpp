@@ -3,8 +3,9 @@
 // (no chain), so the compiler's vectorization keeps every lane's operations and order. Include inside an
 // anonymous namespace, after numerics/fp.hpp.
 
-inline void bias_rotate_loops(const float* normed, const float* bias, const float* cosines, const float* sines,
-                              std::int64_t pairs, std::int64_t n, float* biased, float* rotated) {
+inline void bias_rotate_loops(const float* normed, const float* bias, const float* cosines,
+                              const float* sines, std::int64_t pairs, std::int64_t n, float* biased,
+                              float* rotated) {
   using fp::F;
   for (std::int64_t i = 0; i < n; ++i) biased[i] = F(F(normed[i]) + F(bias[i]));
   for (std::int64_t j = 0; j < pairs; ++j) {
