@@ -26,8 +26,8 @@ struct KernelTable {
   const ssd::detail::SsdKernels* ssd;
   norm::detail::RmsnormKernels rmsnorm;
   attention::detail::AttendFn attend;
-  // For units of 5 to 8 query rows, when it differs from `attend`: on AVX-512 the 8-lane kernel, whose
-  // row block such a unit wastes less of.
+  // For units of 5 to 8 query rows: on AVX-512 the 8-lane kernel, whose row block such a unit wastes less
+  // of; `attend` on the other targets.
   attention::detail::AttendFn attend_5_to_8_rows;
   finite::detail::FiniteFn all_finite;
   transpose::detail::TransposeFn transpose;
