@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sanitizer gate for CI: the whole C++ suite and the CLI under ASan+UBSan, then the shared-model
-# concurrency test under ThreadSanitizer. Any sanitizer report or test failure fails the script (nothing
-# is suppressed); every stage still runs so one CI log shows all of them.
+# concurrency test under ThreadSanitizer, then a -Werror clang build of everything (a clang-only warning fails
+# CI too). Any sanitizer report, warning or test failure fails the script (nothing is suppressed); every
+# stage still runs so one CI log shows all of them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=${JOBS:-$(nproc)}
@@ -42,6 +43,18 @@ cmake --preset tsan >/dev/null
 cmake --build --preset tsan -j"$JOBS"
 stage "TSan: one shared model and four caller threads; the pool; the KV restride on 1-3 threads"
 ctest --preset tsan || failed+=("TSan concurrency tests")
+
+stage "clang -Werror: configure and build build-clang-werror (library, CLI, tests, benches)"
+# build.sh's gcc build has -Werror under CI; this is the same tree with clang. -O0 with the release
+# defines (NDEBUG): clang's warnings come from its front end, so optimising would only cost time.
+if command -v clang++ >/dev/null; then
+  cmake -S . -B build-clang-werror -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_CXX_FLAGS_RELEASE="-O0 -DNDEBUG" -DSAMEBITS_WERROR=ON -DSAMEBITS_BUILD_TESTS=ON \
+    -DSAMEBITS_BUILD_CLI=ON -DSAMEBITS_BUILD_BENCH=ON >/dev/null &&
+    cmake --build build-clang-werror -j"$JOBS" || failed+=("clang -Werror build")
+else
+  failed+=("clang -Werror build (clang++ missing: bash scripts/install_deps.sh --fuzz)")
+fi
 
 if ((${#failed[@]})); then
   printf 'sanitize.sh: FAILED: %s\n' "${failed[@]}"

@@ -86,7 +86,7 @@ nb::object to_python(const Value& value) {
     case json::Type::Array: {
       nb::list items;
       for (const Value& item : value.as_array()) items.append(to_python(item));
-      return std::move(items);
+      return items;
     }
     case json::Type::Object: {
       nb::dict members;
@@ -94,7 +94,7 @@ nb::object to_python(const Value& value) {
         members[steal_or_throw(PyUnicode_FromKindAndData(
             PyUnicode_4BYTE_KIND, key.data(), static_cast<Py_ssize_t>(key.size())))] = to_python(item);
       }
-      return std::move(members);
+      return members;
     }
   }
   return nb::none();

@@ -6,7 +6,7 @@
 #include "numerics/fp.hpp"
 #include "numerics/gemm.hpp"
 #include "numerics/primitives.hpp"
-#include "numerics/simd_target.hpp"
+#include "numerics/simd_kernels.hpp"
 
 namespace samebits::attention {
 
@@ -77,22 +77,11 @@ void attend_reference_rows(const Unit& u, std::int64_t row_begin, std::int64_t r
 void attend_reference(const Unit& u) { detail::attend_reference_rows(u, 0, u.queries * u.heads); }
 
 void attend(const Unit& u) {
-  detail::AttendFn kernel = nullptr;
-#if defined(SAMEBITS_HAVE_SIMD)
-  switch (simd::active_target()) {
-    case simd::Target::Avx512:
-      // Up to 4 rows (a decode step's query heads per kv head) run with the keys across the lanes, where
-      // 16 lanes take twice the keys per chain step; 5 to 8 rows waste less of an 8-lane row block.
-      kernel = u.queries * u.heads > 4 && u.queries * u.heads <= 8 ? detail::attend_avx2()
-                                                                   : detail::attend_avx512();
-      break;
-    case simd::Target::Avx2:
-      kernel = detail::attend_avx2();
-      break;
-    default:
-      break;
-  }
-#endif
+  // Up to 4 rows (a decode step's query heads per kv head) run with the keys across the lanes, where 16
+  // lanes take twice the keys per chain step; 5 to 8 rows may prefer a narrower row block.
+  const simd::KernelTable& kernels = simd::kernels();
+  const std::int64_t rows = u.queries * u.heads;
+  const detail::AttendFn kernel = rows > 4 && rows <= 8 ? kernels.attend_5_to_8_rows : kernels.attend;
   if (kernel == nullptr) {
     attend_reference(u);
     return;

@@ -2,7 +2,7 @@
 #include "numerics/finite_scan.hpp"
 
 #include "numerics/fp.hpp"
-#include "numerics/simd_target.hpp"
+#include "numerics/simd_kernels.hpp"
 
 namespace samebits::finite {
 
@@ -13,19 +13,7 @@ bool all_finite_reference(const float* data, std::int64_t count) {
 }
 
 bool all_finite(const float* data, std::int64_t count) {
-  detail::FiniteFn kernel = nullptr;
-#if defined(SAMEBITS_HAVE_SIMD)
-  switch (simd::active_target()) {
-    case simd::Target::Avx512:
-      kernel = detail::all_finite_avx512();
-      break;
-    case simd::Target::Avx2:
-      kernel = detail::all_finite_avx2();
-      break;
-    default:
-      break;
-  }
-#endif
+  const detail::FiniteFn kernel = simd::kernels().all_finite;
   return kernel != nullptr ? kernel(data, count) : all_finite_reference(data, count);
 }
 

@@ -9,25 +9,12 @@
 #include "numerics/fp.hpp"
 #include "numerics/gemm_kernels.hpp"
 #include "numerics/mxcsr_flags.hpp"
-#include "numerics/simd_target.hpp"
+#include "numerics/simd_kernels.hpp"
 
 namespace samebits::gemm {
 namespace {
 
 using detail::KernelSet;
-
-const KernelSet& kernels_for(simd::Target target) {
-  switch (target) {
-#if defined(SAMEBITS_HAVE_SIMD)
-    case simd::Target::Avx512:
-      return detail::avx512_kernels();
-    case simd::Target::Avx2:
-      return detail::avx2_kernels();
-#endif
-    default:
-      return detail::scalar_kernels();
-  }
-}
 
 struct Problem {
   LhsView a;
@@ -111,11 +98,12 @@ bool sabotage_build() {
 #endif
 }
 
+PackedRhs::PackedRhs(std::int64_t n, std::int64_t k, Placement placement) : n_(n), k_(k) {
+  data_.assign_zero(static_cast<std::size_t>(panel_count() * k * kPanelWidth), placement);
+}
+
 PackedRhs PackedRhs::from_transposed(const float* W, std::int64_t n, std::int64_t k, Placement placement) {
-  PackedRhs packed;
-  packed.n_ = n;
-  packed.k_ = k;
-  packed.data_.assign_zero(static_cast<std::size_t>(packed.panel_count() * k * kPanelWidth), placement);
+  PackedRhs packed(n, k, placement);
   for (std::int64_t j = 0; j < n; ++j) {
     float* column = packed.data_.data() + (j / kPanelWidth) * k * kPanelWidth + j % kPanelWidth;
     const float* row = W + j * k;
@@ -128,10 +116,7 @@ PackedRhs PackedRhs::from_transposed(const float* W, std::int64_t n, std::int64_
 }
 
 PackedRhs PackedRhs::from_row_major(const float* B, std::int64_t k, std::int64_t n, Placement placement) {
-  PackedRhs packed;
-  packed.n_ = n;
-  packed.k_ = k;
-  packed.data_.assign_zero(static_cast<std::size_t>(packed.panel_count() * k * kPanelWidth), placement);
+  PackedRhs packed(n, k, placement);
   // Each row's run of a panel is contiguous on both sides: a plain loop the compiler vectorizes, with the
   // (rare) flushed cells recorded in a second pass only where the run had one.
   for (std::int64_t p = 0; p < k; ++p) {
@@ -221,7 +206,7 @@ void gemm_packed(LhsView A, std::int64_t m, const PackedRhs& rhs, float* C) {
     std::fill(C, C + m * n, 0.0f);  // no leaves: every cell is +0.0
     return;
   }
-  Problem pb{A, m, &rhs, C, leaf_length(k), 0, &kernels_for(simd::active_target())};
+  Problem pb{A, m, &rhs, C, leaf_length(k), 0, simd::kernels().gemm};
   pb.leaves = (k + pb.leaf - 1) / pb.leaf;
   const KernelSet& ks = *pb.kernels;
   const std::int64_t panels = rhs.panel_count();
@@ -269,7 +254,7 @@ void gemm_packed_panels(LhsView A, std::int64_t m, const PackedRhs& rhs, std::in
     for (std::int64_t i = 0; i < m; ++i) std::fill(C + i * n + col0, C + i * n + col1, 0.0f);
     return;
   }
-  Problem pb{A, m, &rhs, C, leaf_length(k), 0, &kernels_for(simd::active_target())};
+  Problem pb{A, m, &rhs, C, leaf_length(k), 0, simd::kernels().gemm};
   pb.leaves = (k + pb.leaf - 1) / pb.leaf;
   const KernelSet& ks = *pb.kernels;
   const std::int64_t tiles = (m + ks.tile_rows - 1) / ks.tile_rows;

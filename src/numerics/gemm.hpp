@@ -69,6 +69,8 @@ class PackedRhs {
   std::size_t bytes() const;
 
  private:
+  // n x k of zero panels in `placement`.
+  PackedRhs(std::int64_t n, std::int64_t k, Placement placement);
   void remember_flushed(std::int64_t p, std::int64_t j, float original);
   void restore_flushed(std::int64_t first, std::int64_t count, float* W_out) const;
 

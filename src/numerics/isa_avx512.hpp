@@ -8,6 +8,12 @@ struct Isa {
   using I = __m512i;
   using M = __mmask16;
   static constexpr int kLanes = 16;
+  // GCC 12's unmasked forms of several intrinsics (shifts, conversions, sqrt, roundscale, gather,
+  // unpack, shuffle) merge into _mm512_undefined_*(), a self-initialised local that -Wuninitialized
+  // reports once inlined (GCC PR 105593). Their all-lanes masked forms name a real merge source and
+  // compile to the same instruction, so this vocabulary uses those.
+  static constexpr M kAll = static_cast<M>(0xFFFF);
+  static constexpr __mmask8 kAll8 = static_cast<__mmask8>(0xFF);  // the 8 double lanes
 
   static V load(const float* p) { return _mm512_loadu_ps(p); }
   // The first `count` lanes from p (0 < count <= kLanes), +0.0 in the rest; nothing past them is read.
@@ -23,8 +29,10 @@ struct Isa {
   static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
   static V div(V a, V b) { return _mm512_div_ps(a, b); }
   static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
-  static V sqrt(V a) { return _mm512_sqrt_ps(a); }
-  static V floor(V a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC); }
+  static V sqrt(V a) { return _mm512_mask_sqrt_ps(a, kAll, a); }
+  static V floor(V a) {
+    return _mm512_mask_roundscale_ps(a, kAll, a, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+  }
 
   // Ordered quiet compares behave like the scalar C++ operators (false with a NaN operand).
   static M lt(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
@@ -52,20 +60,21 @@ struct Isa {
   static I sub_i(I a, I b) { return _mm512_sub_epi32(a, b); }
   template <int N>
   static I srai(I a) {
-    return _mm512_srai_epi32(a, N);
+    return _mm512_mask_srai_epi32(a, kAll, a, N);
   }
   template <int N>
   static I srli(I a) {
-    return _mm512_srli_epi32(a, N);
+    return _mm512_mask_srli_epi32(a, kAll, a, N);
   }
   template <int N>
   static I slli(I a) {
-    return _mm512_slli_epi32(a, N);
+    return _mm512_mask_slli_epi32(a, kAll, a, N);
   }
   static M ieq(I a, I b) { return _mm512_cmpeq_epi32_mask(a, b); }
   static M igt(I a, I b) { return _mm512_cmpgt_epi32_mask(a, b); }
-  static V cvt_f(I a) { return _mm512_cvtepi32_ps(a); }
-  static I cvtt_i(V a) { return _mm512_cvttps_epi32(a); }  // 0x80000000 when out of range
+  static V cvt_f(I a) { return _mm512_mask_cvtepi32_ps(_mm512_castsi512_ps(a), kAll, a); }
+  // 0x80000000 when out of range
+  static I cvtt_i(V a) { return _mm512_mask_cvttps_epi32(_mm512_castps_si512(a), kAll, a); }
 
   // Additions used by the GEMM and RMSNorm kernels.
   static V zero() { return _mm512_setzero_ps(); }
@@ -80,33 +89,35 @@ struct Isa {
     return _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                               _mm512_set1_epi32(static_cast<int>(stride)));
   }
-  static V gather(const float* base, I offsets) { return _mm512_i32gather_ps(offsets, base, 4); }
+  static V gather(const float* base, I offsets) {
+    return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), kAll, offsets, base, 4);
+  }
 
   // In-place 16x16 transpose: afterwards r[j] lane l holds what r[l] lane j held.
   static void transpose(__m512 r[16]) {
     __m512 t[16], u[16];
     for (int k = 0; k < 8; ++k) {
-      t[2 * k] = _mm512_unpacklo_ps(r[2 * k], r[2 * k + 1]);
-      t[2 * k + 1] = _mm512_unpackhi_ps(r[2 * k], r[2 * k + 1]);
+      t[2 * k] = _mm512_mask_unpacklo_ps(r[2 * k], kAll, r[2 * k], r[2 * k + 1]);
+      t[2 * k + 1] = _mm512_mask_unpackhi_ps(r[2 * k], kAll, r[2 * k], r[2 * k + 1]);
     }
     // u[4k + j], 128-bit lane L: column 4L + j of rows 4k..4k+3.
     for (int k = 0; k < 4; ++k) {
       const __m512d t0 = _mm512_castps_pd(t[4 * k]), t1 = _mm512_castps_pd(t[4 * k + 1]);
       const __m512d t2 = _mm512_castps_pd(t[4 * k + 2]), t3 = _mm512_castps_pd(t[4 * k + 3]);
-      u[4 * k] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
-      u[4 * k + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
-      u[4 * k + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
-      u[4 * k + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
+      u[4 * k] = _mm512_castpd_ps(_mm512_mask_unpacklo_pd(t0, kAll8, t0, t2));
+      u[4 * k + 1] = _mm512_castpd_ps(_mm512_mask_unpackhi_pd(t0, kAll8, t0, t2));
+      u[4 * k + 2] = _mm512_castpd_ps(_mm512_mask_unpacklo_pd(t1, kAll8, t1, t3));
+      u[4 * k + 3] = _mm512_castpd_ps(_mm512_mask_unpackhi_pd(t1, kAll8, t1, t3));
     }
     for (int j = 0; j < 4; ++j) {
-      const __m512 x0 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0x88),
-                   y0 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0xDD);
-      const __m512 x1 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0x88);
-      const __m512 y1 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0xDD);
-      r[j] = _mm512_shuffle_f32x4(x0, x1, 0x88);
-      r[4 + j] = _mm512_shuffle_f32x4(y0, y1, 0x88);
-      r[8 + j] = _mm512_shuffle_f32x4(x0, x1, 0xDD);
-      r[12 + j] = _mm512_shuffle_f32x4(y0, y1, 0xDD);
+      const __m512 x0 = _mm512_mask_shuffle_f32x4(u[j], kAll, u[j], u[4 + j], 0x88),
+                   y0 = _mm512_mask_shuffle_f32x4(u[j], kAll, u[j], u[4 + j], 0xDD);
+      const __m512 x1 = _mm512_mask_shuffle_f32x4(u[8 + j], kAll, u[8 + j], u[12 + j], 0x88);
+      const __m512 y1 = _mm512_mask_shuffle_f32x4(u[8 + j], kAll, u[8 + j], u[12 + j], 0xDD);
+      r[j] = _mm512_mask_shuffle_f32x4(x0, kAll, x0, x1, 0x88);
+      r[4 + j] = _mm512_mask_shuffle_f32x4(y0, kAll, y0, y1, 0x88);
+      r[8 + j] = _mm512_mask_shuffle_f32x4(x0, kAll, x0, x1, 0xDD);
+      r[12 + j] = _mm512_mask_shuffle_f32x4(y0, kAll, y0, y1, 0xDD);
     }
   }
 };

@@ -7,6 +7,7 @@
 
 #include "core/aligned_buffer.hpp"
 #include "core/thread_pool.hpp"
+#include "numerics/simd_kernels.hpp"
 
 namespace samebits::probe {
 namespace {
@@ -21,9 +22,11 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+}  // namespace
+
 // Baseline x86-64 has no FMA instruction: a multiply then an add (kept apart by -ffp-contract=off)
 // per chain step, still 2 flops.
-float mul_add_rounds_baseline(long long rounds) {
+float detail::mul_add_rounds_baseline(long long rounds) {
   float acc[detail::kFmaChains];
   for (int c = 0; c < detail::kFmaChains; ++c) acc[c] = 1.0f + 0.01f * static_cast<float>(c);
   for (long long r = 0; r < rounds; ++r)
@@ -33,7 +36,7 @@ float mul_add_rounds_baseline(long long rounds) {
   return total;
 }
 
-unsigned long long or_reduce_baseline(const unsigned long long* data, std::size_t words) {
+unsigned long long detail::or_reduce_baseline(const unsigned long long* data, std::size_t words) {
   unsigned long long acc0 = 0, acc1 = 0, acc2 = 0, acc3 = 0;
   std::size_t i = 0;
   for (; i + 4 <= words; i += 4) {
@@ -46,48 +49,25 @@ unsigned long long or_reduce_baseline(const unsigned long long* data, std::size_
   return acc0 | acc1 | acc2 | acc3;
 }
 
-simd::Target usable_target(simd::Target wanted) {
-  simd::Target best = simd::Target::Scalar;
-  for (simd::Target t : simd::available_targets())
-    if (static_cast<int>(t) <= static_cast<int>(wanted)) best = t;
-  return best;
-}
+namespace {
 
-// The FMA loop for `target` (capped to what runs here); sets `lanes` to its floats per FMA.
+// The FMA loop for `target` (capped to what runs here); sets `lanes` to its floats per FMA. The scalar
+// target measures the scalar FMA instruction where the CPU has one (the best table's one-lane loop).
 using FmaLoop = float (*)(long long);
 FmaLoop fma_loop_for(simd::Target target, int& lanes) {
-  lanes = 1;
-#if defined(SAMEBITS_HAVE_SIMD)
-  switch (usable_target(target)) {
-    case simd::Target::Avx512:
-      lanes = 16;
-      return &detail::fma_rounds_avx512;
-    case simd::Target::Avx2:
-      lanes = 8;
-      return &detail::fma_rounds_avx2;
-    case simd::Target::Scalar:
-      if (usable_target(simd::Target::Avx2) == simd::Target::Avx2) return &detail::fma_rounds_scalar_fma;
-      break;
+  const simd::Target usable = simd::best_available(target);
+  if (usable == simd::Target::Scalar) {
+    lanes = 1;
+    return simd::kernels_for(simd::best_available(simd::Target::Avx512)).probe.fma_rounds_one_lane;
   }
-#else
-  (void)target;
-#endif
-  return &mul_add_rounds_baseline;
+  const detail::ProbeLoops& loops = simd::kernels_for(usable).probe;
+  lanes = loops.fma_lanes;
+  return loops.fma_rounds;
 }
 
 using OrLoop = unsigned long long (*)(const unsigned long long*, std::size_t);
 OrLoop best_or_loop() {
-#if defined(SAMEBITS_HAVE_SIMD)
-  switch (usable_target(simd::Target::Avx512)) {
-    case simd::Target::Avx512:
-      return &detail::or_reduce_avx512;
-    case simd::Target::Avx2:
-      return &detail::or_reduce_avx2;
-    case simd::Target::Scalar:
-      break;
-  }
-#endif
-  return &or_reduce_baseline;
+  return simd::kernels_for(simd::best_available(simd::Target::Avx512)).probe.or_reduce;
 }
 
 }  // namespace

@@ -26,14 +26,19 @@ double measure_read_bandwidth(std::size_t bytes, double seconds);
 double measure_read_bandwidth(std::size_t bytes, double seconds, int threads);
 
 namespace detail {
-// Per-ISA loops. Each runs `rounds` rounds of kFmaChains independent FMAs (or one full pass over
-// `words` 64-bit words) and returns a value that depends on every operation, so nothing is elided.
+// A target's probe loops (numerics/simd_kernels.hpp holds one set per target). Each runs `rounds` rounds
+// of kFmaChains independent FMAs (or one full pass over `words` 64-bit words) and returns a value that
+// depends on every operation, so nothing is elided.
 inline constexpr int kFmaChains = 12;
-float fma_rounds_scalar_fma(long long rounds);  // AVX2 TU: vfmadd231ss, 1 lane
-float fma_rounds_avx2(long long rounds);        // 8 lanes
-float fma_rounds_avx512(long long rounds);      // 16 lanes
-unsigned long long or_reduce_avx2(const unsigned long long* data, std::size_t words);
-unsigned long long or_reduce_avx512(const unsigned long long* data, std::size_t words);
+struct ProbeLoops {
+  int fma_lanes;                                   // floats per FMA of fma_rounds
+  float (*fma_rounds)(long long rounds);           // fma_lanes lanes
+  float (*fma_rounds_one_lane)(long long rounds);  // 1 lane (vfmadd231ss where the target has FMA)
+  unsigned long long (*or_reduce)(const unsigned long long* data, std::size_t words);
+};
+// The scalar target's loops (baseline x86-64 has no FMA: a multiply then an add, still 2 flops).
+float mul_add_rounds_baseline(long long rounds);
+unsigned long long or_reduce_baseline(const unsigned long long* data, std::size_t words);
 }  // namespace detail
 
 }  // namespace samebits::probe

@@ -5,7 +5,7 @@
 
 #include "numerics/fp.hpp"
 #include "numerics/primitives.hpp"
-#include "numerics/simd_target.hpp"
+#include "numerics/simd_kernels.hpp"
 
 namespace samebits::mamba3_kernels {
 
@@ -15,19 +15,9 @@ namespace {
 
 constexpr float kTwoPi = std::bit_cast<float>(0x40C90FDBu);
 
-const detail::Kernels& active() {
-#if defined(SAMEBITS_HAVE_SIMD) && (defined(__x86_64__) || defined(__i386__))
-  switch (simd::active_target()) {
-    case simd::Target::Avx512:
-      return detail::avx512_kernels();
-    case simd::Target::Avx2:
-      return detail::avx2_kernels();
-    case simd::Target::Scalar:
-      break;
-  }
-#endif
-  return detail::scalar_kernels();
-}
+const detail::Kernels& active() { return *simd::kernels().mamba3; }
+
+#include "numerics/mamba3_bias_rotate_impl.hpp"
 
 }  // namespace
 
@@ -102,14 +92,7 @@ void gate_row_reference(const float* y_state, const float* y_intra, float e, flo
 
 void bias_rotate_reference(const float* normed, const float* bias, const float* cosines, const float* sines,
                            std::int64_t pairs, std::int64_t n, float* biased, float* rotated) {
-  for (std::int64_t i = 0; i < n; ++i) biased[i] = F(F(normed[i]) + F(bias[i]));
-  for (std::int64_t j = 0; j < pairs; ++j) {
-    const float c = F(cosines[j]), s = F(sines[j]);
-    const float v0 = biased[2 * j], v1 = biased[2 * j + 1];
-    rotated[2 * j] = F(F(fp::MUL(v0, c)) - F(fp::MUL(v1, s)));
-    rotated[2 * j + 1] = F(F(fp::MUL(v0, s)) + F(fp::MUL(v1, c)));
-  }
-  for (std::int64_t i = 2 * pairs; i < n; ++i) rotated[i] = biased[i];
+  bias_rotate_loops(normed, bias, cosines, sines, pairs, n, biased, rotated);
 }
 
 void decay_accumulate_reference(float* h, float decay, const float* inc, std::int64_t n) {

@@ -80,7 +80,7 @@ void decay_accumulate_reference(float* h, float decay, const float* inc, std::in
 
 namespace detail {
 
-// The per-target kernel tables behind the dispatch (defined in mamba3_kernels_*.cpp).
+// A target's kernel table behind the dispatch (the SIMD ones: numerics/simd_kernels.hpp).
 struct Kernels {
   void (*dot_chains)(const float* a, std::int64_t a_stride, const float* b, std::int64_t b_stride,
                      std::int64_t rows, std::int64_t len, float* out);

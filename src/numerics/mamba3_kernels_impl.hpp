@@ -146,7 +146,7 @@ std::int64_t vector_blocks(std::int64_t n, const Run& run) {
 template <int G, bool Flush, bool Partial = false>
 void transposed_chain_groups(const float* a, const float* b_t, std::int64_t stride, const float* b_scale,
                              std::int64_t r0, std::int64_t len, float* out, int valid = kLanes) {
-  auto load = [valid](const float* at) {
+  auto load = [=](const float* at) {  // [=]: `valid` is captured only where Partial reads it
     if constexpr (Partial) return Isa::load_first(at, valid);
     return Isa::load(at);
   };
@@ -285,20 +285,8 @@ void gate_row_simd(const float* y_state, const float* y_intra, float e, float tv
   }
 }
 
-// The twin's loops, compiled for this ISA: they are elementwise (no chain), so the compiler's vectorization
-// keeps every lane's operations and order.
-void bias_rotate_simd(const float* normed, const float* bias, const float* cosines, const float* sines,
-                      std::int64_t pairs, std::int64_t n, float* biased, float* rotated) {
-  using fp::F;
-  for (std::int64_t i = 0; i < n; ++i) biased[i] = F(F(normed[i]) + F(bias[i]));
-  for (std::int64_t j = 0; j < pairs; ++j) {
-    const float c = F(cosines[j]), s = F(sines[j]);
-    const float v0 = biased[2 * j], v1 = biased[2 * j + 1];
-    rotated[2 * j] = F(F(fp::MUL(v0, c)) - F(fp::MUL(v1, s)));
-    rotated[2 * j + 1] = F(F(fp::MUL(v0, s)) + F(fp::MUL(v1, c)));
-  }
-  for (std::int64_t i = 2 * pairs; i < n; ++i) rotated[i] = biased[i];
-}
+// The twin's bias-and-rotate loops, compiled for this ISA (bias_rotate_loops).
+#include "numerics/mamba3_bias_rotate_impl.hpp"
 
 void decay_accumulate_simd(float* h, float decay, const float* inc, std::int64_t n) {
   const V scale = Isa::set1(decay);
@@ -312,4 +300,4 @@ void decay_accumulate_simd(float* h, float decay, const float* inc, std::int64_t
 const detail::Kernels kIsaKernels{
     &dot_chains_simd,  &scaled_dot_chains_simd, &scaled_dot_chains_transposed_simd,
     &axpy_chains_simd, &angle_scan_simd,        &scaled_copy_simd,
-    &gate_row_simd,    &bias_rotate_simd,       &decay_accumulate_simd};
+    &gate_row_simd,    &bias_rotate_loops,      &decay_accumulate_simd};

@@ -4,7 +4,7 @@
 #include "core/thread_pool.hpp"
 #include "numerics/fp.hpp"
 #include "numerics/primitives.hpp"
-#include "numerics/simd_target.hpp"
+#include "numerics/simd_kernels.hpp"
 #include "numerics/vector_math.hpp"
 
 namespace samebits::norm {
@@ -38,19 +38,6 @@ void rmsnorm_rows_scalar(const float* x, const float* w, float* y, std::int64_t 
   }
 }
 
-detail::RmsnormKernels kernels_for(simd::Target target) {
-  switch (target) {
-#if defined(SAMEBITS_HAVE_SIMD)
-    case simd::Target::Avx512:
-      return detail::rmsnorm_avx512();
-    case simd::Target::Avx2:
-      return detail::rmsnorm_avx2();
-#endif
-    default:
-      return {1, nullptr, nullptr};
-  }
-}
-
 }  // namespace
 
 void rmsnorm_reference(const float* x, const float* w, float* y, std::int64_t rows, std::int64_t d,
@@ -59,7 +46,7 @@ void rmsnorm_reference(const float* x, const float* w, float* y, std::int64_t ro
 }
 
 void rmsnorm(const float* x, const float* w, float* y, std::int64_t rows, std::int64_t d, float eps) {
-  const detail::RmsnormKernels kernels = kernels_for(simd::active_target());
+  const detail::RmsnormKernels kernels = simd::kernels().rmsnorm;
   const std::int64_t lanes = kernels.block ? kernels.lanes : 1;
   const std::int64_t blocks = (rows + lanes - 1) / lanes;
   parallel_for(blocks, [&](std::int64_t begin, std::int64_t end) {

@@ -3,7 +3,7 @@
 
 #include "numerics/fp.hpp"
 #include "numerics/primitives.hpp"
-#include "numerics/simd_target.hpp"
+#include "numerics/simd_kernels.hpp"
 
 namespace samebits::sscan {
 
@@ -13,19 +13,7 @@ using fp::MUL;
 
 namespace {
 
-const detail::ScanKernels* active_kernels() {
-#if defined(SAMEBITS_HAVE_SIMD)
-  switch (simd::active_target()) {
-    case simd::Target::Avx512:
-      return detail::scan_kernels_avx512();
-    case simd::Target::Avx2:
-      return detail::scan_kernels_avx2();
-    case simd::Target::Scalar:
-      break;
-  }
-#endif
-  return nullptr;
-}
+const detail::ScanKernels* active_kernels() { return simd::kernels().selective_scan; }
 
 }  // namespace
 

@@ -27,19 +27,12 @@ bool cpu_supports(Target target) {
 #endif
 }
 
-Target cap_to_available(Target wanted) {
-  Target best = Target::Scalar;
-  for (Target t : available_targets())
-    if (static_cast<int>(t) <= static_cast<int>(wanted)) best = t;
-  return best;
-}
-
 Target automatic_target() {
   Target best = available_targets().back();
   if (const char* text = std::getenv("SAMEBITS_SIMD")) {
     if (std::strcmp(text, "scalar") == 0) return Target::Scalar;
-    if (std::strcmp(text, "avx2") == 0) return cap_to_available(Target::Avx2);
-    if (std::strcmp(text, "avx512") == 0) return cap_to_available(Target::Avx512);
+    if (std::strcmp(text, "avx2") == 0) return best_available(Target::Avx2);
+    if (std::strcmp(text, "avx512") == 0) return best_available(Target::Avx512);
   }
   return best;
 }
@@ -58,6 +51,13 @@ const std::vector<Target>& available_targets() {
   return targets;
 }
 
+Target best_available(Target wanted) {
+  Target best = Target::Scalar;
+  for (Target t : available_targets())
+    if (static_cast<int>(t) <= static_cast<int>(wanted)) best = t;
+  return best;
+}
+
 Target active_target() {
   int forced = g_override.load(std::memory_order_relaxed);
   if (forced >= 0) return static_cast<Target>(forced);
@@ -65,7 +65,7 @@ Target active_target() {
   return automatic;
 }
 
-void set_target(Target target) { g_override.store(static_cast<int>(cap_to_available(target))); }
+void set_target(Target target) { g_override.store(static_cast<int>(best_available(target))); }
 
 void reset_target() { g_override.store(-1); }
 

@@ -13,6 +13,8 @@ const std::vector<Target>& available_targets();
 // The target fast paths dispatch to now: the override if set, else SAMEBITS_SIMD
 // (scalar|avx2|avx512, capped by availability), else the best available.
 Target active_target();
+// The best available target at or below `wanted`.
+Target best_available(Target wanted);
 // Forces a target (must be available; otherwise the best available one below it is used).
 void set_target(Target target);
 // Back to automatic selection.

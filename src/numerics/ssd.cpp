@@ -7,7 +7,7 @@
 #include "numerics/fp.hpp"
 #include "numerics/gemm.hpp"
 #include "numerics/primitives.hpp"
-#include "numerics/simd_target.hpp"
+#include "numerics/simd_kernels.hpp"
 
 namespace samebits::ssd {
 
@@ -17,19 +17,7 @@ using fp::MUL;
 
 namespace {
 
-const detail::SsdKernels* active_kernels() {
-#if defined(SAMEBITS_HAVE_SIMD)
-  switch (simd::active_target()) {
-    case simd::Target::Avx512:
-      return detail::ssd_kernels_avx512();
-    case simd::Target::Avx2:
-      return detail::ssd_kernels_avx2();
-    case simd::Target::Scalar:
-      break;
-  }
-#endif
-  return nullptr;
-}
+const detail::SsdKernels* active_kernels() { return simd::kernels().ssd; }
 
 // One cell of the GEMM profile, with B_eff read through `at(p)`.
 template <typename At>

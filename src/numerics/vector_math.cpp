@@ -3,11 +3,7 @@
 
 #include "numerics/fp.hpp"
 #include "numerics/primitives.hpp"
-#include "numerics/simd_target.hpp"
-
-#if defined(SAMEBITS_HAVE_SIMD) && (defined(__x86_64__) || defined(__i386__))
-#define SAMEBITS_VMATH_HAVE_X86_KERNELS 1
-#endif
+#include "numerics/simd_kernels.hpp"
 
 namespace samebits::vmath {
 namespace detail {
@@ -36,19 +32,7 @@ const ArrayKernels& scalar_kernels() {
 
 namespace {
 
-const detail::ArrayKernels& active_kernels() {
-#if defined(SAMEBITS_VMATH_HAVE_X86_KERNELS)
-  switch (simd::active_target()) {
-    case simd::Target::Avx512:
-      return detail::avx512_kernels();
-    case simd::Target::Avx2:
-      return detail::avx2_kernels();
-    case simd::Target::Scalar:
-      break;
-  }
-#endif
-  return detail::scalar_kernels();
-}
+const detail::ArrayKernels& active_kernels() { return *simd::kernels().vector_math; }
 
 }  // namespace
 

@@ -22,7 +22,7 @@ void cos(const float* x, float* y, std::size_t n);
 // y[i] = F(x[i]): subnormals become the zero of their sign, everything else is copied.
 void flush(const float* x, float* y, std::size_t n);
 
-// Internal: the per-target kernel tables behind the dispatch (defined in vector_math_*.cpp).
+// Internal: a target's kernel table behind the dispatch (the SIMD ones: numerics/simd_kernels.hpp).
 namespace detail {
 
 using ArrayFn = void (*)(const float* x, float* y, std::size_t n);

@@ -225,7 +225,7 @@ TEST(Mamba3Block, EverySplitEqualsTheWholeSequence) {
       {129, 11},   {65, 64, 11}, {139, 1},    {30, 3, 4, 2, 101}, {62, 3, 60, 4, 11}};
   for (const auto& split : splits) {
     std::string what = "split";
-    for (auto s : split) what += " " + std::to_string(s);
+    for (auto s : split) what += ' ' + std::to_string(s);
     const SequenceRun got = run_splits(block, kFast, x, B, T, split);
     EXPECT_TRUE(same_bits(whole.y, got.y)) << what;
     expect_same_live_state(whole.state, got.state, what);

@@ -291,7 +291,9 @@ TEST(SsdKernels, RowsGemmRunsThePaddingRows) {
 TEST(SsdKernels, RowsGemmSkipsOnlyInertPadding) {
   const std::int64_t n = 32;
   // k = 128 is one leaf, so the chain's own sign is the result (a fold with a +0.0 leaf would lift it).
-  for (auto [k, real] : {std::pair<std::int64_t, std::int64_t>{128, 1}, {128, 100}, {256, 100}, {256, 129}}) {
+  for (const auto& [k_, real_] :
+       {std::pair<std::int64_t, std::int64_t>{128, 1}, {128, 100}, {256, 100}, {256, 129}}) {
+    const std::int64_t k = k_, real = real_;  // clang 14 lambdas cannot capture structured bindings
     const std::vector<float> x(static_cast<std::size_t>(real * n), 1e-20f);
     for (int tail = 0; tail < 4; ++tail) {
       std::vector<float> a(static_cast<std::size_t>(k), -2.0f);  // all-negative tail: -0.0 stays

@@ -14,7 +14,7 @@
 #include "core/thread_pool.hpp"
 #include "numerics/fp.hpp"
 #include "numerics/primitives.hpp"
-#include "numerics/simd_target.hpp"
+#include "numerics/simd_kernels.hpp"
 #include "numerics/vector_math.hpp"
 
 namespace samebits {
@@ -101,15 +101,7 @@ TEST(SqrtExhaustive, LiteralAlgorithmEqualsHardwareSqrtForEveryInput) {
 }
 
 const vmath::detail::ArrayKernels& kernels_of(simd::Target target) {
-  switch (target) {
-    case simd::Target::Avx512:
-      return vmath::detail::avx512_kernels();
-    case simd::Target::Avx2:
-      return vmath::detail::avx2_kernels();
-    case simd::Target::Scalar:
-      break;
-  }
-  return vmath::detail::scalar_kernels();
+  return *simd::kernels_for(target).vector_math;
 }
 
 // The targets' kernel tables are called directly (instead of switching the process-wide target) so
