@@ -31,6 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import mlp_checkpoint_writer as mlp_writer  # noqa: E402
 import samba_checkpoint_writer as samba_writer  # noqa: E402
+from block_weights import mamba1_weights, mamba2_weights, normal_weights, transformer_weights  # noqa: E402
 import samebits  # noqa: E402
 from samebits import lowbit  # noqa: E402
 from samebits._mamba3 import _PIECES as MAMBA3_PIECES, _piece_shapes as mamba3_piece_shapes  # noqa: E402
@@ -69,47 +70,11 @@ class Row:
 # ------------------------------------------------------------------------------------ fixtures
 
 D = 32  # d_model of every block fixture
-TRANSFORMER_NAMES = (
-    "input_layernorm.weight", "post_attention_layernorm.weight", "q_proj.weight", "k_proj.weight",
-    "v_proj.weight", "o_proj.weight", "gate_proj.weight", "up_proj.weight", "down_proj.weight",
-)
-MAMBA1_SHAPES = (
-    ("norm.weight", (32,)), ("in_proj.weight", (128, 32)), ("conv1d.weight", (64, 1, 4)), ("conv1d.bias", (64,)),
-    ("x_proj.weight", (34, 64)), ("dt_proj.weight", (64, 2)), ("dt_proj.bias", (64,)), ("A_log", (64, 16)),
-    ("D", (64,)), ("out_proj.weight", (32, 64)),
-)
-MAMBA2_SHAPES = (
-    ("block_norm.weight", (32,)), ("in_proj.weight", (385, 32)), ("conv1d.weight", (320, 1, 4)),
-    ("conv1d.bias", (320,)), ("dt_bias", (1,)), ("A_log", (1,)), ("D", (1,)), ("norm.weight", (64,)),
-    ("out_proj.weight", (32, 64)),
-)
-
-
-def _normal(shapes, seed, ones=()):
-    rng = np.random.default_rng(seed)
-    out = {name: (rng.standard_normal(shape) * 0.1).astype(np.float32) for name, shape in shapes}
-    for name in ones:
-        out[name] = np.ones(out[name].shape, np.float32)
-    return out
-
-
-def transformer_weights(dm=D, nh=2, nkv=1, it=64, seed=1):
-    hd = dm // nh
-    shapes = ((dm,), (dm,), (nh * hd, dm), (nkv * hd, dm), (nkv * hd, dm), (dm, nh * hd), (it, dm), (it, dm), (dm, it))
-    return _normal(zip(TRANSFORMER_NAMES, shapes), seed)
-
-
-def mamba1_weights():
-    return _normal(MAMBA1_SHAPES, 21, ones=("norm.weight",))
-
-
-def mamba2_weights():
-    return _normal(MAMBA2_SHAPES, 22, ones=("block_norm.weight", "norm.weight"))
 
 
 def mamba3_weights(dm=D):
     cfg = samba_writer.config_dict(256, dm, ["mamba3"])
-    return _normal(samba_writer.block_shapes(cfg, "mamba3"), 23, ones=("block_norm.weight",))
+    return normal_weights(samba_writer.block_shapes(cfg, "mamba3"), 23, ones=("block_norm.weight",))
 
 
 def tokens(shape, seed=3):

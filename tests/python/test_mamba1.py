@@ -10,33 +10,20 @@ import pytest
 
 import samebits
 from samebits import lowbit
+from block_checks import expect_ragged_equals_rows_alone, expect_rows_alone_and_prefix
+from block_weights import MAMBA1_SHAPES, mamba1_weights
 from goldens import digest, lane_weights, slab
 
 D_MODEL = 32
-TENSORS = [
-    ("norm.weight", (32,)),
-    ("in_proj.weight", (128, 32)),
-    ("conv1d.weight", (64, 1, 4)),
-    ("conv1d.bias", (64,)),
-    ("x_proj.weight", (34, 64)),
-    ("dt_proj.weight", (64, 2)),
-    ("dt_proj.bias", (64,)),
-    ("A_log", (64, 16)),
-    ("D", (64,)),
-    ("out_proj.weight", (32, 64)),
-]
 
 
 def golden_block():
-    return samebits.Mamba1BlockInference(lane_weights("mamba1", TENSORS, ones=("norm.weight",)))
+    return samebits.Mamba1BlockInference(lane_weights("mamba1", MAMBA1_SHAPES, ones=("norm.weight",)))
 
 
 def normal_weights(seed=21, scale=0.1):
     """step_vs_full_check style weights: normal * 0.1, norms ones."""
-    rng = np.random.default_rng(seed)
-    out = {name: (rng.standard_normal(shape) * scale).astype(np.float32) for name, shape in TENSORS}
-    out["norm.weight"] = np.ones(32, np.float32)
-    return out
+    return mamba1_weights(seed, scale)
 
 
 def x_normal(shape=(2, 16, 32), seed=3):
@@ -92,18 +79,8 @@ def test_state_layout_digest_goldens_4a():
 def test_rows_prefix_ragged_backward_and_state_required():
     block = samebits.Mamba1BlockInference(normal_weights())
     x = x_normal((4, 16, 32), seed=9)
-    full = block.forward(x)
-    for i in range(4):
-        assert block.forward(x[i : i + 1]).tobytes() == full[i : i + 1].tobytes()
-    assert block(x[:, :7]).tobytes() == full[:, :7].tobytes()
-    lengths = [16, 7, 1, 12]
-    junk = x.copy()
-    for i, n in enumerate(lengths):
-        junk[i, n:] = np.nan  # junk in the padding is replaced before any refusal
-    ragged = block.forward(junk, lengths=lengths)
-    for i, n in enumerate(lengths):
-        assert ragged[i, :n].tobytes() == block.forward(x[i : i + 1, :n])[0].tobytes()
-        assert not ragged[i, n:].view(np.uint32).any()  # exactly +0.0 bits
+    expect_rows_alone_and_prefix(block, x, prefix=7)
+    expect_ragged_equals_rows_alone(block.forward, x, [16, 7, 1, 12])  # the NaN padding is replaced before any refusal
     with pytest.raises(NotImplementedError, match="inference is forward only"):
         block.backward(x, x)
     with pytest.raises(ValueError, match="state is required"):
@@ -203,16 +180,12 @@ def test_packed_weights_equal_materialized_fp32():
         assert block.forward(x).tobytes() != samebits.Mamba1BlockInference(weights).forward(x).tobytes()
 
 
-def test_bits_do_not_depend_on_threads_or_simd_target(thread_count, simd_targets):
+def test_bits_do_not_depend_on_threads_or_simd_target(targets_and_threads):
     block = samebits.Mamba1BlockInference(normal_weights(seed=7))
     x = x_normal((3, 21, 32), seed=8)
     want = block._reference(x).tobytes()
-    core = samebits._native()
-    for target in simd_targets:
-        core.set_simd_target(target)
-        for threads in (1, 2, 3):
-            thread_count(threads)
-            assert block.forward(x).tobytes() == want, (target, threads)
+    for case in targets_and_threads:
+        assert block.forward(x).tobytes() == want, case
 
 
 def test_weights_are_copied():

@@ -11,25 +11,8 @@ import pytest
 import samebits
 from samebits import lowbit
 
-NAMES = (
-    "input_layernorm.weight",
-    "post_attention_layernorm.weight",
-    "q_proj.weight",
-    "k_proj.weight",
-    "v_proj.weight",
-    "o_proj.weight",
-    "gate_proj.weight",
-    "up_proj.weight",
-    "down_proj.weight",
-)
-
-
-def block_weights(dm=32, nh=2, nkv=1, it=64, seed=1):
-    """Upstream's test fixture: every tensor standard normal * 0.1 (norms included), in name order."""
-    hd = dm // nh
-    shapes = ((dm,), (dm,), (nh * hd, dm), (nkv * hd, dm), (nkv * hd, dm), (dm, nh * hd), (it, dm), (it, dm), (dm, it))
-    rng = np.random.default_rng(seed)
-    return {n: (rng.standard_normal(s) * 0.1).astype(np.float32) for n, s in zip(NAMES, shapes)}
+from block_checks import expect_ragged_equals_rows_alone
+from block_weights import transformer_weights as block_weights  # upstream's test fixture
 
 
 def tokens(shape, seed):
@@ -54,14 +37,8 @@ def test_rows_alone_prefix_and_ragged(window):
     for i in range(4):
         assert blk.forward(x[i : i + 1]).tobytes() == y[i : i + 1].tobytes(), i
     assert blk(np.ascontiguousarray(x[:, :7])).tobytes() == np.ascontiguousarray(y[:, :7]).tobytes()
-    lengths = [16, 7, 1, 12]
-    junk = x.copy()
-    for i, n in enumerate(lengths):
-        junk[i, n:] = np.nan  # padding junk is replaced before anything is judged
-    yr = blk.forward(junk, lengths=lengths)
-    for i, n in enumerate(lengths):
-        assert yr[i : i + 1, :n].tobytes() == blk.forward(np.ascontiguousarray(x[i : i + 1, :n])).tobytes()
-        assert (yr[i, n:].view(np.uint32) == 0).all()  # +0.0 bits, not merely zero values
+    # The NaN padding junk is replaced before anything is judged.
+    expect_ragged_equals_rows_alone(blk.forward, x, [16, 7, 1, 12], contiguous_rows=True)
 
 
 @pytest.mark.parametrize("window", [0, 8])
@@ -158,18 +135,14 @@ def test_long_sequence_300(window):
     assert (ragged[1, 129:].view(np.uint32) == 0).all()
 
 
-def test_threads_and_simd_targets_agree(thread_count, simd_targets):
+def test_threads_and_simd_targets_agree(targets_and_threads):
     blk = samebits.TransformerBlockInference(block_weights(nh=4, nkv=2), n_heads=4, n_kv_heads=2, window=8)
     x = tokens((2, 40, 32), 13)
     want = blk._forward_reference(x).tobytes()
-    core = samebits._native()
-    for target in simd_targets:
-        core.set_simd_target(target)
-        for threads in (1, 2, 3):
-            thread_count(threads)
-            assert blk.forward(x).tobytes() == want, (target, threads)
-            steps, _ = decode(blk, x)
-            assert steps.tobytes() == want, (target, threads)
+    for case in targets_and_threads:
+        assert blk.forward(x).tobytes() == want, case
+        steps, _ = decode(blk, x)
+        assert steps.tobytes() == want, case
 
 
 # ------------------------------------------------------------------ state object
