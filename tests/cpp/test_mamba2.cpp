@@ -59,17 +59,7 @@ bool same_state(Mamba2State& a, Mamba2State& b, std::string* where) {
 TEST(Mamba2Golden, HashedHeldOutForwardFastTwinAndDecode) {
   const Mamba2BlockInference block(golden_weights().views());
   const std::vector<float> x = testing::hashed_slab(1, 1024);
-  const TensorView xv{x.data(), {2, 16, 32}};
-  const std::vector<float> y = block.forward(xv);
-  EXPECT_EQ(digest(y, {2, 16, 32}), "fa5cdfa7a8028ea4");
-  EXPECT_TRUE(testing::same_bits(block.forward_reference(xv), y));
-  Mamba2State state = block.allocate_state(2);
-  std::vector<float> decoded(y.size());
-  for (std::int64_t t = 0; t < 16; ++t) {
-    const std::vector<float> xt = testing::time_slice(x, 2, 16, 32, t, 1);
-    testing::put_time_slice(decoded, block.step({xt.data(), {2, 1, 32}}, &state), 2, 16, 32, t, 1);
-  }
-  EXPECT_TRUE(testing::same_bits(decoded, y));
+  const Mamba2State state = testing::expect_forward_twin_and_decode(block, x, "fa5cdfa7a8028ea4");
   EXPECT_EQ(state.buffered_tokens(), 16);
 }
 
