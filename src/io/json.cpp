@@ -23,6 +23,13 @@ namespace {
   throw_runtime_error(std::string("json::Value accessed as ") + wanted + " but holds another type");
 }
 
+// The accessors: `member` when the value holds type `want`, the refusal naming `wanted` otherwise.
+template <typename T>
+const T& of_type(Type holds, Type want, const char* wanted, const T& member) {
+  if (holds != want) wrong_type(wanted);
+  return member;
+}
+
 // "-?[0-9]+" with leading zeros removed and "-0" folded to "0".
 std::string normalize_decimal(std::string_view decimal) {
   bool negative = !decimal.empty() && decimal.front() == '-';
@@ -99,14 +106,10 @@ Value Value::make_object(Object members) {
   return value;
 }
 
-bool Value::as_bool() const {
-  if (type_ != Type::Bool) wrong_type("bool");
-  return bool_;
-}
+bool Value::as_bool() const { return of_type(type_, Type::Bool, "bool", bool_); }
 
 const std::string& Value::integer_decimal() const {
-  if (type_ != Type::Integer) wrong_type("integer");
-  return integer_;
+  return of_type(type_, Type::Integer, "integer", integer_);
 }
 
 std::optional<std::int64_t> Value::as_int64() const {
@@ -117,25 +120,13 @@ std::optional<std::int64_t> Value::as_int64() const {
   return number;
 }
 
-double Value::as_float() const {
-  if (type_ != Type::Float) wrong_type("float");
-  return float_;
-}
+double Value::as_float() const { return of_type(type_, Type::Float, "float", float_); }
 
-const std::u32string& Value::as_string() const {
-  if (type_ != Type::String) wrong_type("string");
-  return string_;
-}
+const std::u32string& Value::as_string() const { return of_type(type_, Type::String, "string", string_); }
 
-const Value::Array& Value::as_array() const {
-  if (type_ != Type::Array) wrong_type("array");
-  return array_;
-}
+const Value::Array& Value::as_array() const { return of_type(type_, Type::Array, "array", array_); }
 
-const Value::Object& Value::as_object() const {
-  if (type_ != Type::Object) wrong_type("object");
-  return object_;
-}
+const Value::Object& Value::as_object() const { return of_type(type_, Type::Object, "object", object_); }
 
 const Value* Value::find(std::u32string_view key) const {
   if (type_ != Type::Object) return nullptr;
