@@ -192,11 +192,16 @@ def _kv_x(transform):
     return setup
 
 
-def _kv_plant_x(value):
+def planted(value):
+    """A transform of x that writes `value` at flat index 5 (in place) and returns x."""
     def transform(x):
         x.reshape(-1)[5] = value
         return x
-    return _kv_x(transform)
+    return transform
+
+
+def _kv_plant_x(value):
+    return _kv_x(planted(value))
 
 
 def _kv_foreign(which):
@@ -427,10 +432,7 @@ def mamba_faults(kind):
         return setup
 
     def planted_x(value):
-        def transform(x):
-            x.reshape(-1)[5] = value
-            return x
-        return x_made(transform)
+        return x_made(planted(value))
 
     def foreign(variant, batch=2, call_variant=0):
         def setup(path):
