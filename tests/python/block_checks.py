@@ -2,6 +2,7 @@
 prefix, and a ragged batch with junk in its padding. Each asserts; the callers keep their own inputs."""
 
 import numpy as np
+import pytest
 
 
 def expect_rows_alone_and_prefix(block, x, prefix=None):
@@ -30,3 +31,9 @@ def expect_ragged_equals_rows_alone(forward, x, lengths, junk=np.nan, contiguous
         assert ragged[i : i + 1, :n].tobytes() == alone.tobytes(), (i, n)
         assert not ragged[i, n:].view(np.uint32).any(), (i, n)  # exactly +0.0 bits, not merely zero values
     return ragged
+
+
+def refuses(exc_type, pattern, call):
+    """call() raises exc_type with a message in which re.search finds `pattern` (pytest.raises(match=))."""
+    with pytest.raises(exc_type, match=pattern):
+        call()

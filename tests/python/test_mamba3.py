@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import samebits
-from block_checks import expect_ragged_equals_rows_alone, expect_rows_alone_and_prefix
+from block_checks import expect_ragged_equals_rows_alone, expect_rows_alone_and_prefix, refuses
 from goldens import digest, lane_weights, slab
 from samebits import lowbit
 
@@ -399,16 +399,12 @@ def test_input_refusals():
 def test_state_refusals():
     block = model("ones")
     x = slab("base", 1)
-    with pytest.raises(ValueError, match=r"state buffer theta has shape \(3, 1, 32\), want \(2, 1, 32\)"):
-        block.forward(x, block.allocate_state(3))
-    with pytest.raises(TypeError, match="state must be a Mamba3State"):
-        block.forward(x, object())
-    with pytest.raises(ValueError, match="batch_size must be positive, got 0"):
-        block.allocate_state(0)
-    with pytest.raises(ValueError, match="cannot carry a state"):
-        block.forward(x, block.allocate_state(2), lengths=[16, 3])
-    with pytest.raises(ValueError, match=r"lengths\[1\] = 17 is outside \[1, L = 16\]"):
-        block.forward(x, lengths=[16, 17])
+    refuses(ValueError, r"state buffer theta has shape \(3, 1, 32\), want \(2, 1, 32\)",
+            lambda: block.forward(x, block.allocate_state(3)))
+    refuses(TypeError, "state must be a Mamba3State", lambda: block.forward(x, object()))
+    refuses(ValueError, "batch_size must be positive, got 0", lambda: block.allocate_state(0))
+    refuses(ValueError, "cannot carry a state", lambda: block.forward(x, block.allocate_state(2), lengths=[16, 3]))
+    refuses(ValueError, r"lengths\[1\] = 17 is outside \[1, L = 16\]", lambda: block.forward(x, lengths=[16, 17]))
 
 
 # ------------------------------------------------------------------ reports (computed when first read)
