@@ -241,58 +241,49 @@ TEST(Mamba2Report, IsTheStateAfterTheCallEvenWhenReadLater) {
 
 TEST(Mamba2Refusals, WithUpstreamWording) {
   using testing::error_of;
+  using testing::value_error_of;
   const std::int64_t dm = 32;
   WeightSet w = mamba2_weights(dm, 27);
   NamedTensors bad = w.views();
   bad[0].second.shape = {48};
-  EXPECT_EQ(error_of([&] { Mamba2BlockInference b(bad); }, ErrorKind::Value),
+  EXPECT_EQ(value_error_of([&] { Mamba2BlockInference b(bad); }),
             "samebits Mamba2Block: d_model must be a multiple of 32 so that nheads = 2*d_model/64 is whole "
             "(profile "
             "constants headdim 64, expand 2); got 48");
   bad = w.views();
   bad[5].second.shape = {2};
-  EXPECT_EQ(error_of([&] { Mamba2BlockInference b(bad); }, ErrorKind::Value),
+  EXPECT_EQ(value_error_of([&] { Mamba2BlockInference b(bad); }),
             "samebits Mamba2Block: A_log has shape (2,), want (1,)");
   const Mamba2BlockInference block(w.views());
   std::vector<float> x(2 * dm, 0.5f);
   Mamba2State state = block.allocate_state(2);
   state.set_buffered_tokens(256);
-  EXPECT_EQ(error_of(
-                [&] {
-                  block.step({x.data(), {2, dm}}, &state);
-                },
-                ErrorKind::Value),
+  EXPECT_EQ(value_error_of([&] {
+              block.step({x.data(), {2, dm}}, &state);
+            }),
             "mamba2_decode_step: buf_len must be in [0, 256) (the rows of the open chunk), got 256");
   state.set_buffered_tokens(-1);
-  EXPECT_EQ(error_of(
-                [&] {
-                  block.forward({x.data(), {2, 1, dm}}, &state);
-                },
-                ErrorKind::Value),
+  EXPECT_EQ(value_error_of([&] {
+              block.forward({x.data(), {2, 1, dm}}, &state);
+            }),
             "mamba2_forward: buf_len must be in [0, 256) (the rows of the open chunk), got -1");
   state.set_buffered_tokens(3);
   state.buffer_xbc()[1000] = std::numeric_limits<float>::quiet_NaN();
-  EXPECT_EQ(error_of(
-                [&] {
-                  block.forward({x.data(), {2, 1, dm}}, &state);
-                },
-                ErrorKind::Value),
+  EXPECT_EQ(value_error_of([&] {
+              block.forward({x.data(), {2, 1, dm}}, &state);
+            }),
             "mamba2_forward: NaN in buffer_xbc at flat index 1000 REFUSED");
   EXPECT_EQ(state.buffered_tokens(), 3);
-  EXPECT_EQ(error_of(
-                [&] {
-                  block.step({x.data(), {2, 1, dm}}, nullptr);
-                },
-                ErrorKind::Value),
+  EXPECT_EQ(value_error_of([&] {
+              block.step({x.data(), {2, 1, dm}}, nullptr);
+            }),
             "samebits Mamba2Block.step: state is required (a decode step continues a sequence; "
             "allocate_state(B) makes "
             "the fresh one)");
   Mamba2State one = block.allocate_state(1);
-  EXPECT_EQ(error_of(
-                [&] {
-                  block.forward({x.data(), {2, 1, dm}}, &one);
-                },
-                ErrorKind::Value),
+  EXPECT_EQ(value_error_of([&] {
+              block.forward({x.data(), {2, 1, dm}}, &one);
+            }),
             "samebits Mamba2Block.forward: state buffer conv_window has shape (1, 320, 4), want (2, 320, 4)");
   EXPECT_EQ(
       error_of([&] { block.backward(); }, ErrorKind::NotImplemented),
@@ -301,18 +292,16 @@ TEST(Mamba2Refusals, WithUpstreamWording) {
   WeightSet nan_weights = w;
   nan_weights["norm.weight"][7] = std::numeric_limits<float>::quiet_NaN();
   const Mamba2BlockInference nan_block(nan_weights.views());
-  EXPECT_EQ(error_of(
-                [&] {
-                  nan_block.forward({x.data(), {2, 1, dm}});
-                },
-                ErrorKind::Value),
+  EXPECT_EQ(value_error_of([&] {
+              nan_block.forward({x.data(), {2, 1, dm}});
+            }),
             "mamba2_forward: NaN in norm.weight at flat index 7 REFUSED");
 }
 
 // Trust: a call skips its state scan only for a state nobody outside the engine could have written since
 // the engine checked it (see Mamba2State::trusted).
 TEST(Mamba2Trust, OnlyAStateTheEngineAloneWroteIsTrusted) {
-  using testing::error_of;
+  using testing::value_error_of;
   const std::int64_t dm = 32;
   const Mamba2BlockInference block(mamba2_weights(dm, 60).views());
   std::vector<float> x(dm, 0.5f);
@@ -327,7 +316,7 @@ TEST(Mamba2Trust, OnlyAStateTheEngineAloneWroteIsTrusted) {
   EXPECT_FALSE(state.trusted()) << "the pointer may still be held";
   h[17] = kInf;  // written after that call
   state.forget_handouts();
-  auto refusal = [&] { return error_of([&] { block.step({x.data(), {1, dm}}, &state); }, ErrorKind::Value); };
+  auto refusal = [&] { return value_error_of([&] { block.step({x.data(), {1, dm}}, &state); }); };
   EXPECT_EQ(refusal(), "mamba2_decode_step: infinity in h at flat index 17 REFUSED");
   h[17] = 0.0f;
   block.step({x.data(), {1, dm}}, &state);
@@ -342,7 +331,7 @@ TEST(Mamba2Trust, OnlyAStateTheEngineAloneWroteIsTrusted) {
 }
 
 TEST(Mamba2Trust, AStateTheEngineFilledWithOverflowIsScannedAndRefused) {
-  using testing::error_of;
+  using testing::value_error_of;
   const std::int64_t dm = 32;
   WeightSet w = mamba2_weights(dm, 61);
   for (float& v : w["in_proj.weight"]) v = v < 0.0f ? -3e38f : 3e38f;  // finite, but the products overflow
@@ -351,7 +340,7 @@ TEST(Mamba2Trust, AStateTheEngineFilledWithOverflowIsScannedAndRefused) {
   Mamba2State state = block.allocate_state(1);
   block.step({x.data(), {1, dm}}, &state);
   EXPECT_FALSE(state.trusted());
-  const std::string refusal = error_of([&] { block.step({x.data(), {1, dm}}, &state); }, ErrorKind::Value);
+  const std::string refusal = value_error_of([&] { block.step({x.data(), {1, dm}}, &state); });
   EXPECT_EQ(refusal.rfind("mamba2_decode_step: ", 0), 0u) << refusal;
   EXPECT_NE(refusal.find(" REFUSED"), std::string::npos) << refusal;
 }
