@@ -59,51 +59,35 @@ bool has_duplicate_keys(const Value::Object& members) {
 
 }  // namespace
 
-Value Value::make_bool(bool flag) {
+template <typename T>
+Value Value::holding(Type type, T Value::*member, T content) {
   Value value;
-  value.type_ = Type::Bool;
-  value.bool_ = flag;
+  value.type_ = type;
+  value.*member = std::move(content);
   return value;
 }
 
+Value Value::make_bool(bool flag) { return holding(Type::Bool, &Value::bool_, flag); }
+
 Value Value::make_integer(std::string_view decimal) {
-  Value value;
-  value.type_ = Type::Integer;
-  value.integer_ = normalize_decimal(decimal);
-  return value;
+  return holding(Type::Integer, &Value::integer_, normalize_decimal(decimal));
 }
 
 Value Value::make_integer(std::int64_t number) { return make_integer(std::to_string(number)); }
 
-Value Value::make_float(double number) {
-  Value value;
-  value.type_ = Type::Float;
-  value.float_ = number;
-  return value;
-}
+Value Value::make_float(double number) { return holding(Type::Float, &Value::float_, number); }
 
 Value Value::make_string(std::u32string text) {
-  Value value;
-  value.type_ = Type::String;
-  value.string_ = std::move(text);
-  return value;
+  return holding(Type::String, &Value::string_, std::move(text));
 }
 
 Value Value::make_string_ascii(std::string_view ascii) { return make_string(from_ascii(ascii)); }
 
-Value Value::make_array(Array items) {
-  Value value;
-  value.type_ = Type::Array;
-  value.array_ = std::move(items);
-  return value;
-}
+Value Value::make_array(Array items) { return holding(Type::Array, &Value::array_, std::move(items)); }
 
 Value Value::make_object(Object members) {
   if (has_duplicate_keys(members)) throw ParseError("duplicate object key", 0);
-  Value value;
-  value.type_ = Type::Object;
-  value.object_ = std::move(members);
-  return value;
+  return holding(Type::Object, &Value::object_, std::move(members));
 }
 
 bool Value::as_bool() const { return of_type(type_, Type::Bool, "bool", bool_); }
