@@ -1,8 +1,16 @@
-"""Checks that several block and model test files make in the same words: rows of a batch run alone, a
-prefix, and a ragged batch with junk in its padding. Each asserts; the callers keep their own inputs."""
+"""What several block and model test files do in the same words: token-by-token decoding, the checks on rows
+of a batch run alone, a prefix and a ragged batch with junk in its padding, and a refusal with its type and
+wording. The checks assert; the callers keep their own inputs."""
 
 import numpy as np
 import pytest
+
+
+def decode(block, x, state=None):
+    """x (B, L, d) decoded token by token from `state` (a fresh one when None), reassembled as (B, L, d);
+    returns (output, state)."""
+    state = block.allocate_state(x.shape[0]) if state is None else state
+    return np.concatenate([block.step(x[:, t : t + 1], state) for t in range(x.shape[1])], axis=1), state
 
 
 def expect_rows_alone_and_prefix(block, x, prefix=None):

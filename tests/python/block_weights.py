@@ -1,6 +1,6 @@
-"""Weight dicts for the block tests: the d_model-32 fixtures' (name, shape) tables and standard-normal
-weights drawn over them (the upstream test fixtures' recipe: normal * scale in name order, named norms
-set to ones)."""
+"""Weight dicts and inputs for the block tests: the d_model-32 fixtures' (name, shape) tables, standard-normal
+weights drawn over them (the upstream test fixtures' recipe: normal * scale in name order, named norms set
+to ones) and standard-normal inputs."""
 
 import numpy as np
 
@@ -26,6 +26,11 @@ def normal_weights(shapes, seed, ones=(), scale=0.1):
     for name in ones:
         out[name] = np.ones(out[name].shape, np.float32)
     return out
+
+
+def normal_x(shape=(2, 16, 32), seed=3):
+    """A float32 input of standard-normal values."""
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
 
 
 def transformer_weights(dm=32, nh=2, nkv=1, it=64, seed=1):

@@ -32,6 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mlp_checkpoint_writer as mlp_writer  # noqa: E402
 import samba_checkpoint_writer as samba_writer  # noqa: E402
 from block_weights import mamba1_weights, mamba2_weights, normal_weights, transformer_weights  # noqa: E402
+from block_weights import normal_x as tokens  # noqa: E402
 import samebits  # noqa: E402
 from samebits import lowbit  # noqa: E402
 from samebits._mamba3 import _PIECES as MAMBA3_PIECES, _piece_shapes as mamba3_piece_shapes  # noqa: E402
@@ -75,10 +76,6 @@ D = 32  # d_model of every block fixture
 def mamba3_weights(dm=D):
     cfg = samba_writer.config_dict(256, dm, ["mamba3"])
     return normal_weights(samba_writer.block_shapes(cfg, "mamba3"), 23, ones=("block_norm.weight",))
-
-
-def tokens(shape, seed=3):
-    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
 
 
 def ids(shape, vocab=256, seed=5):

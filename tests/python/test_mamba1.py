@@ -10,8 +10,8 @@ import pytest
 
 import samebits
 from samebits import lowbit
-from block_checks import expect_ragged_equals_rows_alone, expect_rows_alone_and_prefix, refuses
-from block_weights import MAMBA1_SHAPES, mamba1_weights
+from block_checks import decode, expect_ragged_equals_rows_alone, expect_rows_alone_and_prefix, refuses
+from block_weights import MAMBA1_SHAPES, mamba1_weights, normal_x as x_normal
 from goldens import digest, lane_weights, slab
 
 D_MODEL = 32
@@ -24,15 +24,6 @@ def golden_block():
 def normal_weights(seed=21, scale=0.1):
     """step_vs_full_check style weights: normal * 0.1, norms ones."""
     return mamba1_weights(seed, scale)
-
-
-def x_normal(shape=(2, 16, 32), seed=3):
-    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
-
-
-def decode(block, x, state=None):
-    state = block.allocate_state(x.shape[0]) if state is None else state
-    return np.concatenate([block.step(x[:, t : t + 1], state) for t in range(x.shape[1])], axis=1), state
 
 
 @pytest.mark.parametrize("kind,want", [("base", "97e86b9db80719a7"), ("hashed", "b2e6c1006bf3a5ce")])

@@ -9,7 +9,7 @@ import pytest
 import samebits
 from samebits import lowbit
 from block_checks import expect_ragged_equals_rows_alone, expect_rows_alone_and_prefix
-from block_weights import MAMBA2_SHAPES, mamba2_weights
+from block_weights import MAMBA2_SHAPES, mamba2_weights, normal_x as x_normal
 from goldens import digest, lane_weights, slab
 
 
@@ -23,10 +23,6 @@ def normal_weights(seed=21, scale=0.1):
     out["A_log"] = np.array([-1.0], np.float32)  # A about -0.37: decays stay visible across a chunk
     out["dt_bias"] = np.array([-2.5], np.float32)
     return out
-
-
-def x_normal(shape, seed=3):
-    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
 
 
 @pytest.mark.parametrize("kind,want", [("base", "b0084ee171c0720f"), ("hashed", "fa5cdfa7a8028ea4")])

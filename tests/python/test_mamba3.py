@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import samebits
-from block_checks import expect_ragged_equals_rows_alone, expect_rows_alone_and_prefix, refuses
+from block_checks import decode, expect_ragged_equals_rows_alone, expect_rows_alone_and_prefix, refuses
 from goldens import digest, lane_weights, slab
 from samebits import lowbit
 
@@ -52,12 +52,6 @@ def random_weights(d_model=32, seed=0):
     for name in NORMS:
         out[name] += np.float32(1)
     return out
-
-
-def decode(block, x):
-    """Token-by-token decode of x (B, L, d) from a fresh state, reassembled as (B, L, d)."""
-    state = block.allocate_state(x.shape[0])
-    return np.concatenate([block.step(x[:, t : t + 1], state) for t in range(x.shape[1])], axis=1), state
 
 
 # ------------------------------------------------------------------ goldens.md 4 and 4a

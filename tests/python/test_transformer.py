@@ -12,11 +12,7 @@ import samebits
 from samebits import lowbit
 
 from block_checks import expect_ragged_equals_rows_alone, refuses
-from block_weights import transformer_weights as block_weights  # upstream's test fixture
-
-
-def tokens(shape, seed):
-    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+from block_weights import normal_x as tokens, transformer_weights as block_weights  # upstream's test fixture
 
 
 def decode(blk, x, max_tokens=None):
