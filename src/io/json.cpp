@@ -238,17 +238,35 @@ class Parser {
     }
   }
 
-  Value parse_object(std::size_t depth) {
+  // Past a container's opening bracket (after the depth check) and the whitespace that follows it; true,
+  // with `close` consumed too, when the container is empty.
+  bool open_is_empty(std::size_t depth, char close) {
     if (depth > kMaxNestingDepth) fail("nesting is too deep");
-    ++pos_;  // '{'
-    Value::Object members;
+    ++pos_;  // '{' or '['
     skip_whitespace();
-    if (peek() == '}') {
+    if (peek() != close) return false;
+    ++pos_;
+    return true;
+  }
+
+  // After a member or an item: true past a ',' (another one follows), false past `close`; anything else is
+  // refused as `expected`.
+  bool another(char close, const char* expected) {
+    skip_whitespace();
+    if (peek() == ',') {
       ++pos_;
-      return Value::make_object(std::move(members));
+      return true;
     }
+    if (peek() != close) fail(expected);
+    ++pos_;
+    return false;
+  }
+
+  Value parse_object(std::size_t depth) {
+    Value::Object members;
+    if (open_is_empty(depth, '}')) return Value::make_object(std::move(members));
     std::size_t start = pos_;
-    while (true) {
+    do {
       skip_whitespace();
       if (peek() != '"') fail("object keys must be strings");
       std::u32string key = parse_string();
@@ -257,15 +275,7 @@ class Parser {
       ++pos_;
       skip_whitespace();
       members.emplace_back(std::move(key), parse_value(depth));
-      skip_whitespace();
-      if (peek() == ',') {
-        ++pos_;
-        continue;
-      }
-      if (peek() != '}') fail("expected ',' or '}' in an object");
-      ++pos_;
-      break;
-    }
+    } while (another('}', "expected ',' or '}' in an object"));
     try {
       return Value::make_object(std::move(members));
     } catch (const ParseError&) {
@@ -274,26 +284,13 @@ class Parser {
   }
 
   Value parse_array(std::size_t depth) {
-    if (depth > kMaxNestingDepth) fail("nesting is too deep");
-    ++pos_;  // '['
     Value::Array items;
-    skip_whitespace();
-    if (peek() == ']') {
-      ++pos_;
-      return Value::make_array(std::move(items));
-    }
-    while (true) {
+    if (open_is_empty(depth, ']')) return Value::make_array(std::move(items));
+    do {
       skip_whitespace();
       items.push_back(parse_value(depth));
-      skip_whitespace();
-      if (peek() == ',') {
-        ++pos_;
-        continue;
-      }
-      if (peek() != ']') fail("expected ',' or ']' in an array");
-      ++pos_;
-      return Value::make_array(std::move(items));
-    }
+    } while (another(']', "expected ',' or ']' in an array"));
+    return Value::make_array(std::move(items));
   }
 
   Value parse_number() {
@@ -408,27 +405,14 @@ class Parser {
       }
       if (at_end()) fail("unterminated string");
       char escape = text_[pos_++];
+      // The one-character escapes: \" \\ \/ \b \f \n \r \t stand for the character at the same place.
+      constexpr std::string_view kEscapes = "\"\\/bfnrt";
+      constexpr std::u32string_view kEscaped = U"\"\\/\b\f\n\r\t";
+      if (const std::size_t i = kEscapes.find(escape); i != std::string_view::npos) {
+        text.push_back(kEscaped[i]);
+        continue;
+      }
       switch (escape) {
-        case '"':
-        case '\\':
-        case '/':
-          text.push_back(static_cast<char32_t>(escape));
-          break;
-        case 'b':
-          text.push_back(U'\b');
-          break;
-        case 'f':
-          text.push_back(U'\f');
-          break;
-        case 'n':
-          text.push_back(U'\n');
-          break;
-        case 'r':
-          text.push_back(U'\r');
-          break;
-        case 't':
-          text.push_back(U'\t');
-          break;
         case 'u': {
           char32_t code = parse_hex4();
           // A high surrogate escape directly followed by a low one is one code point; otherwise
