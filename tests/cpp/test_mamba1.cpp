@@ -22,9 +22,7 @@ WeightSet golden_weights() {
   return testing::golden_lane("mamba1", blocks::mamba1_tensors(dims_of(32)), {"norm.weight"});
 }
 
-std::string digest(const std::vector<float>& v, std::vector<std::size_t> shape) {
-  return testing::golden_digest({{v.data(), std::move(shape)}});
-}
+using testing::digest;
 
 TEST(Mamba1Golden, LaneWeightsMatchTheRecordedDigest) {
   WeightSet w = golden_weights();

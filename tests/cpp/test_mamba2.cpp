@@ -25,9 +25,7 @@ WeightSet golden_weights() {
                               {"block_norm.weight", "norm.weight"});
 }
 
-std::string digest(const std::vector<float>& v, std::vector<std::size_t> shape) {
-  return testing::golden_digest({{v.data(), std::move(shape)}});
-}
+using testing::digest;
 
 // Random weights whose dt spans small and large steps and whose A decays moderately, so segment sums
 // and decays cover a wide range over a 256-row chunk.
