@@ -98,6 +98,12 @@ def with_nan(array, index=0):
     return with_value(array, index, np.nan)
 
 
+def planted(state, piece, index, value):
+    """`state` with element `index` of its buffer `piece` set to `value` (in place, through the view)."""
+    getattr(state, piece)[index] = value
+    return state
+
+
 def readonly(array):
     array = np.array(array, copy=True)
     array.setflags(write=False)
@@ -574,29 +580,22 @@ def _state_rows(cat):
              ("dt_proj.bias", (128,)), ("A_log", (128, 16)), ("D", (128,)), ("out_proj.weight", (64, 128)))}
     refuse(m1f, "the state of a d_model-64 block (this one is 32)", m1.forward,
            samebits.Mamba1BlockInference(wide).allocate_state(1), x1)
-    s = m1.allocate_state(1)
-    s.h[0, 3, 2] = np.inf
-    refuse(m1f, "an +inf planted in h", m1.forward, s, x1)
+    refuse(m1f, "an +inf planted in h", m1.forward, planted(m1.allocate_state(1), "h", (0, 3, 2), np.inf), x1)
     cat.add(category, "Mamba1BlockInference.step", "state None", lambda: m1.step(x1[:, :1].copy(), None))
 
     m2f = "Mamba2BlockInference.forward(x, state)"
     refuse(m2f, "a state for batch 2, x of batch 1", m2.forward, m2.allocate_state(2), x1)
     refuse(m2f, "a Mamba3State", m2.forward, m3.allocate_state(1), x1)
-    s = m2.allocate_state(1)
-    s.buffer_xbc[0, 0, 0] = np.nan
-    refuse(m2f, "a NaN planted in buffer_xbc", m2.forward, s, x1)
-    s = m2.allocate_state(1)
-    s.conv_window[0, 1, 2] = -np.inf
-    refuse("Mamba2BlockInference.step", "a -inf planted in conv_window", m2.step, s,
-           x1[:, :1].copy())
+    refuse(m2f, "a NaN planted in buffer_xbc", m2.forward,
+           planted(m2.allocate_state(1), "buffer_xbc", (0, 0, 0), np.nan), x1)
+    refuse("Mamba2BlockInference.step", "a -inf planted in conv_window", m2.step,
+           planted(m2.allocate_state(1), "conv_window", (0, 1, 2), -np.inf), x1[:, :1].copy())
 
     m3wide = samebits.Mamba3BlockInference(mamba3_weights(64))
     m3f = "Mamba3BlockInference.forward(x, state)"
     refuse(m3f, "a state for batch 2, x of batch 1", m3.forward, m3.allocate_state(2), x1)
     refuse(m3f, "the state of a d_model-64 block (2 heads; this one has 1)", m3.forward, m3wide.allocate_state(1), x1)
-    s = m3.allocate_state(1)
-    s.theta[0, 0, 4] = np.nan
-    refuse(m3f, "a NaN planted in theta", m3.forward, s, x1)
+    refuse(m3f, "a NaN planted in theta", m3.forward, planted(m3.allocate_state(1), "theta", (0, 0, 4), np.nan), x1)
     s = m3.allocate_state(1)
     m3.forward(x1, s)
     s.set_input_states(np.zeros((1, 1, 32), np.float32), np.zeros((1, 1, 64, 128), np.float32),
