@@ -17,27 +17,16 @@ using namespace samebits;
 
 constexpr std::int64_t kDModel = 768;
 
-struct Weights {
-  std::vector<std::string> names;
-  std::vector<std::vector<std::int64_t>> shapes;
-  std::vector<std::vector<float>> values;
-  NamedTensors views() const {
-    NamedTensors out;
-    for (std::size_t i = 0; i < names.size(); ++i)
-      out.push_back({names[i], TensorView{values[i].data(), shapes[i]}});
-    return out;
-  }
-};
-
-template <typename Table>
-Weights make_weights(const Table& table, std::uint32_t seed) {
+// A block over deterministic weights for every tensor of `table` (the block keeps its own copy of them).
+template <typename Block, typename Table>
+Block make_block(const Table& table, std::uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, 0.02f);
-  Weights w;
+  std::vector<std::vector<float>> values;
+  values.reserve(table.size());  // the views below point into these vectors
+  NamedTensors views;
   for (const auto& t : table) {
-    w.names.emplace_back(t.name);
-    w.shapes.push_back(t.shape);
-    std::vector<float> v(static_cast<std::size_t>(t.elements()));
+    std::vector<float>& v = values.emplace_back(static_cast<std::size_t>(t.elements()));
     for (float& e : v) e = normal(rng);
     const std::string name = t.name;
     if (name.find("norm") != std::string::npos)
@@ -46,9 +35,9 @@ Weights make_weights(const Table& table, std::uint32_t seed) {
       for (float& e : v) e = std::log(1.0f + static_cast<float>(rng() % 16));
     if (name == "dt_proj.bias" || name == "dt_bias")
       for (float& e : v) e = -4.0f + static_cast<float>(rng() % 100) * 0.04f;
-    w.values.push_back(std::move(v));
+    views.push_back({name, TensorView{v.data(), t.shape}});
   }
-  return w;
+  return Block(views);
 }
 
 std::vector<float> tokens(std::int64_t count, std::uint32_t seed) {
@@ -60,24 +49,28 @@ std::vector<float> tokens(std::int64_t count, std::uint32_t seed) {
 }
 
 const Mamba1BlockInference& mamba1() {
-  static const Weights w = make_weights(blocks::mamba1_tensors(blocks::Mamba1Dims::for_d_model(kDModel)), 1);
-  static const Mamba1BlockInference block(w.views());
+  static const Mamba1BlockInference block =
+      make_block<Mamba1BlockInference>(blocks::mamba1_tensors(blocks::Mamba1Dims::for_d_model(kDModel)), 1);
   return block;
 }
 
 const Mamba2BlockInference& mamba2() {
-  static const Weights w = make_weights(blocks::mamba2_tensors(blocks::Mamba2Dims::for_d_model(kDModel)), 2);
-  static const Mamba2BlockInference block(w.views());
+  static const Mamba2BlockInference block =
+      make_block<Mamba2BlockInference>(blocks::mamba2_tensors(blocks::Mamba2Dims::for_d_model(kDModel)), 2);
   return block;
 }
 
-void BM_Mamba1Prefill(benchmark::State& s) {
+// A prefill of s.range(0) tokens (drawn from `seed`) from a zero state, with its token rate.
+template <typename Block>
+void prefill(benchmark::State& s, const Block& block, std::uint32_t seed) {
   const std::int64_t L = s.range(0);
-  const std::vector<float> x = tokens(L, 3);
-  for (auto _ : s) benchmark::DoNotOptimize(mamba1().forward({x.data(), {1, L, kDModel}}));
+  const std::vector<float> x = tokens(L, seed);
+  for (auto _ : s) benchmark::DoNotOptimize(block.forward({x.data(), {1, L, kDModel}}));
   s.counters["tokens/s"] =
       benchmark::Counter(static_cast<double>(L), benchmark::Counter::kIsIterationInvariantRate);
 }
+
+void BM_Mamba1Prefill(benchmark::State& s) { prefill(s, mamba1(), 3); }
 BENCHMARK(BM_Mamba1Prefill)->Arg(1024)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_Mamba1Step(benchmark::State& s) {
@@ -87,13 +80,7 @@ void BM_Mamba1Step(benchmark::State& s) {
 }
 BENCHMARK(BM_Mamba1Step)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
-void BM_Mamba2Prefill(benchmark::State& s) {
-  const std::int64_t L = s.range(0);
-  const std::vector<float> x = tokens(L, 5);
-  for (auto _ : s) benchmark::DoNotOptimize(mamba2().forward({x.data(), {1, L, kDModel}}));
-  s.counters["tokens/s"] =
-      benchmark::Counter(static_cast<double>(L), benchmark::Counter::kIsIterationInvariantRate);
-}
+void BM_Mamba2Prefill(benchmark::State& s) { prefill(s, mamba2(), 5); }
 BENCHMARK(BM_Mamba2Prefill)->Arg(1024)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // One decode step at absolute position p (p tokens already in the state), from a copy of that state.

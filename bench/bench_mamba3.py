@@ -22,6 +22,7 @@ bench_mamba3.cpp (Google Benchmark) times the C++ engine alone, single steps and
 import argparse
 import os
 import statistics
+import sys
 import time
 
 import numpy as np
@@ -29,26 +30,13 @@ import torch
 
 import samebits
 
+# weights_for(d_model, seed): the golden fixtures' weight ranges (projections uniform in [-1/8, 1/8), norms
+# near one), from the fixture writer.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+from make_mamba3_fixtures import weights_for  # noqa: E402
+
 HEAD_DIM, STATE_DIM, ANGLES, CHUNK, EPS = 64, 128, 32, 64, 1e-5
 POSITIONS = (1, 63, 64, 65, 1000, 4000)
-
-
-def weights_for(d_model, seed=0):
-    rng = np.random.default_rng(seed)
-    di, h = 2 * d_model, 2 * d_model // HEAD_DIM
-    dip = 2 * di + 2 * STATE_DIM + 3 * h + ANGLES
-    u = lambda shape, lo, hi: rng.uniform(lo, hi, shape).astype(np.float32)  # noqa: E731
-    return {
-        "block_norm.weight": u((d_model,), 0.9, 1.1),
-        "in_proj.weight": u((dip, d_model), -0.125, 0.125),
-        "dt_bias": u((h,), -0.5, 0.5),
-        "B_norm.weight": u((STATE_DIM,), 0.9, 1.1),
-        "C_norm.weight": u((STATE_DIM,), 0.9, 1.1),
-        "B_bias": u((h, STATE_DIM), -0.5, 0.5),
-        "C_bias": u((h, STATE_DIM), -0.5, 0.5),
-        "D": u((h,), -1.0, 1.0),
-        "out_proj.weight": u((d_model, di), -0.125, 0.125),
-    }
 
 
 class TorchMamba3:
@@ -214,7 +202,7 @@ def main():
         torch.set_num_threads(threads)
         samebits.set_num_threads(threads)
         for d_model in args.d_model:
-            weights = weights_for(d_model)
+            weights = weights_for(d_model, seed=0)
             ours, theirs = samebits.Mamba3BlockInference(weights), TorchMamba3(weights)
             x = np.random.default_rng(1).standard_normal((1, args.length, d_model)).astype(np.float32)
             xt = torch.from_numpy(x)

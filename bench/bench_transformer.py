@@ -69,17 +69,30 @@ class TorchBlock:
         shape = (batch, KV_HEADS, max_tokens, HEAD_DIM)
         return {"k": torch.zeros(shape), "v": torch.zeros(shape), "len": 0}
 
-    def forward(self, x, cache):
+    def rotated_qkv(self, x, pos0, n_heads, n_kv_heads, head_dim):
+        """q, k, v of x (B, L, d_model) as (B, heads, L, head_dim), q and k rotated for positions pos0 on."""
         w, F = self.w, torch.nn.functional
         b, length, _ = x.shape
-        pos0 = cache["len"]
         h = self.norm(x, w["input_layernorm.weight"])
-        q = F.linear(h, w["q_proj.weight"]).view(b, length, HEADS, HEAD_DIM).transpose(1, 2)
-        k = F.linear(h, w["k_proj.weight"]).view(b, length, KV_HEADS, HEAD_DIM).transpose(1, 2)
-        v = F.linear(h, w["v_proj.weight"]).view(b, length, KV_HEADS, HEAD_DIM).transpose(1, 2)
+        q = F.linear(h, w["q_proj.weight"]).view(b, length, n_heads, head_dim).transpose(1, 2)
+        k = F.linear(h, w["k_proj.weight"]).view(b, length, n_kv_heads, head_dim).transpose(1, 2)
+        v = F.linear(h, w["v_proj.weight"]).view(b, length, n_kv_heads, head_dim).transpose(1, 2)
         cos, sin = self.cos[pos0 : pos0 + length], self.sin[pos0 : pos0 + length]
-        q = q * cos + self.rotate_half(q) * sin
-        k = k * cos + self.rotate_half(k) * sin
+        return q * cos + self.rotate_half(q) * sin, k * cos + self.rotate_half(k) * sin, v
+
+    def output(self, x, ctx):
+        """The block's output from x and the attention context ctx (B, L, heads * head_dim): o_proj and the
+        first residual, then RMSNorm, the SwiGLU MLP and the second residual."""
+        w, F = self.w, torch.nn.functional
+        r1 = x + F.linear(ctx, w["o_proj.weight"])
+        h2 = self.norm(r1, w["post_attention_layernorm.weight"])
+        mlp = F.silu(F.linear(h2, w["gate_proj.weight"])) * F.linear(h2, w["up_proj.weight"])
+        return r1 + F.linear(mlp, w["down_proj.weight"])
+
+    def forward(self, x, cache):
+        b, length, _ = x.shape
+        pos0 = cache["len"]
+        q, k, v = self.rotated_qkv(x, pos0, HEADS, KV_HEADS, HEAD_DIM)
         cache["k"][:, :, pos0 : pos0 + length] = k
         cache["v"][:, :, pos0 : pos0 + length] = v
         total = pos0 + length
@@ -93,10 +106,7 @@ class TorchBlock:
             scores = scores + torch.where(key_pos > query_pos, torch.finfo(torch.float32).min, 0.0)
         probs = torch.softmax(scores, dim=-1)
         ctx = torch.matmul(probs, values).transpose(1, 2).reshape(b, length, HEADS * HEAD_DIM)
-        r1 = x + F.linear(ctx, w["o_proj.weight"])
-        h2 = self.norm(r1, w["post_attention_layernorm.weight"])
-        mlp = F.silu(F.linear(h2, w["gate_proj.weight"])) * F.linear(h2, w["up_proj.weight"])
-        return r1 + F.linear(mlp, w["down_proj.weight"])
+        return self.output(x, ctx)
 
 
 def best_of(repeats, fn):

@@ -64,17 +64,11 @@ class TorchAttention(TorchBlock):
         return {"k": torch.zeros(shape), "v": torch.zeros(shape), "len": 0}
 
     def forward(self, x, cache):
-        w, nh, nkv, hd = self.w, self.n_heads, self.n_kv_heads, self.head_dim
+        nh, nkv, hd = self.n_heads, self.n_kv_heads, self.head_dim
         b, length, _ = x.shape
         pos0 = cache["len"]
         assert length == 1 or pos0 == 0, "a multi-token call must start at position 0"
-        h = self.norm(x, w["input_layernorm.weight"])
-        q = F.linear(h, w["q_proj.weight"]).view(b, length, nh, hd).transpose(1, 2)
-        k = F.linear(h, w["k_proj.weight"]).view(b, length, nkv, hd).transpose(1, 2)
-        v = F.linear(h, w["v_proj.weight"]).view(b, length, nkv, hd).transpose(1, 2)
-        cos, sin = self.cos[pos0 : pos0 + length], self.sin[pos0 : pos0 + length]
-        q = q * cos + self.rotate_half(q) * sin
-        k = k * cos + self.rotate_half(k) * sin
+        q, k, v = self.rotated_qkv(x, pos0, nh, nkv, hd)
         total = pos0 + length
         cache["k"][:, :, pos0:total] = k
         cache["v"][:, :, pos0:total] = v
@@ -84,10 +78,7 @@ class TorchAttention(TorchBlock):
             keys = keys.repeat_interleave(nh // nkv, dim=1)
             values = values.repeat_interleave(nh // nkv, dim=1)
         ctx = F.scaled_dot_product_attention(q, keys, values, is_causal=length > 1)
-        r1 = x + F.linear(ctx.transpose(1, 2).reshape(b, length, nh * hd), w["o_proj.weight"])
-        h2 = self.norm(r1, w["post_attention_layernorm.weight"])
-        mlp = F.silu(F.linear(h2, w["gate_proj.weight"])) * F.linear(h2, w["up_proj.weight"])
-        return r1 + F.linear(mlp, w["down_proj.weight"])
+        return self.output(x, ctx.transpose(1, 2).reshape(b, length, nh * hd))
 
 
 class TorchSamba:

@@ -47,10 +47,7 @@ void decode_and_run(std::string_view bytes) {
 
 }  // namespace
 
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  samebits::fuzz::single_threaded();
-  return 0;
-}
+extern "C" int LLVMFuzzerInitialize(int*, char***) { return samebits::fuzz::initialize_single_threaded(); }
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   // The retry is re-encoded canonically with an honest payload digest, so mutations reach the state checks.

@@ -2,21 +2,14 @@
 // forward.
 #include <cstddef>
 #include <cstdint>
-#include <string>
 
 #include "fuzz_samba_reader.hpp"
 
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  samebits::fuzz::single_threaded();
-  return 0;
-}
+extern "C" int LLVMFuzzerInitialize(int*, char***) { return samebits::fuzz::initialize_single_threaded(); }
 
+// The retry is re-encoded canonically with an honest payload digest.
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace samebits;
-  // The retry is re-encoded canonically with an honest payload digest.
-  fuzz::fuzz_samba_file(
-      data, size, [](const std::string& path) { return io::read_samba_legacy_checkpoint_tensors(path); },
-      [](const std::string& path) { return io::read_samba_legacy_checkpoint(path); },
-      fuzz::honest_payload_envelope);
-  return 0;
+  return fuzz::fuzz_samba_file(data, size, io::read_samba_legacy_checkpoint_tensors,
+                               io::read_samba_legacy_checkpoint, fuzz::honest_payload_envelope);
 }

@@ -37,13 +37,14 @@ void read_samba_and_run(std::string_view bytes, TensorReader&& read_tensors, Fla
 }
 
 // One fuzz input for a Samba checkpoint harness: read as it is, then again after `repair` made its
-// digests honest (so mutations reach the checks behind the hashes).
+// digests honest (so mutations reach the checks behind the hashes). Returns LLVMFuzzerTestOneInput's 0.
 template <typename TensorReader, typename FlatReader, typename Repair>
-void fuzz_samba_file(const std::uint8_t* data, std::size_t size, TensorReader read_tensors,
-                     FlatReader read_flat, Repair&& repair) {
+int fuzz_samba_file(const std::uint8_t* data, std::size_t size, TensorReader read_tensors,
+                    FlatReader read_flat, Repair&& repair) {
   with_honest_retry(
       std::string_view(reinterpret_cast<const char*>(data), size),
       [&](std::string_view bytes) { read_samba_and_run(bytes, read_tensors, read_flat); }, repair);
+  return 0;
 }
 
 }  // namespace samebits::fuzz

@@ -220,17 +220,28 @@ void transformer_owned(FuzzedDataProvider& in) {
       "a refused call changed the TransformerState");
 }
 
+// The state a Mamba call gets: as the input picks, the model's own for `batch` rows (false, ending the run,
+// when a state of `extents` is not worth asking for or the allocation is refused) or, for a batch in
+// [1, max_batch], the one `other()` builds (maybe another model's); otherwise none.
+template <typename Model, typename State, typename Other>
+bool pick_state(FuzzedDataProvider& in, const Model& model, std::int64_t batch, std::int64_t max_batch,
+                std::initializer_list<std::int64_t> extents, std::optional<State>& state, Other&& other) {
+  if (in.ConsumeBool()) {
+    if (!worth_asking(extents)) return false;
+    return fuzz::accepted([&] { state.emplace(model.allocate_state(batch)); });
+  }
+  if (batch > 0 && batch <= max_batch) state.emplace(other());
+  return true;
+}
+
 void mamba1(FuzzedDataProvider& in) {
   const Mamba1BlockInference& model = *tiny_models().m1;
   std::optional<Mamba1State> state;
   const std::int64_t batch = count(in, -1, 3);
-  if (in.ConsumeBool()) {
-    if (!worth_asking({batch, model.d_inner(), blocks::Mamba1Dims::kConv + blocks::Mamba1Dims::kState}))
-      return;
-    if (!fuzz::accepted([&] { state.emplace(model.allocate_state(batch)); })) return;
-  } else if (batch > 0 && batch <= 3) {
-    state.emplace(batch, in.ConsumeIntegralInRange<std::int64_t>(1, 8));  // another model's state
-  }
+  if (!pick_state(in, model, batch, 3,
+                  {batch, model.d_inner(), blocks::Mamba1Dims::kConv + blocks::Mamba1Dims::kState}, state,
+                  [&] { return Mamba1State(batch, in.ConsumeIntegralInRange<std::int64_t>(1, 8)); }))
+    return;
   if (state) {
     fill(in, state->conv_window(), state->conv_window_size());
     fill(in, state->h(), state->h_size());
@@ -256,13 +267,11 @@ void mamba2(FuzzedDataProvider& in) {
   const Mamba2BlockInference& model = *tiny_models().m2;
   std::optional<Mamba2State> state;
   const std::int64_t batch = count(in, -1, 2);
-  if (in.ConsumeBool()) {
-    if (!worth_asking({batch, mamba2_floats_per_row(blocks::Mamba2Dims::for_d_model(model.d_model()))}))
-      return;
-    if (!fuzz::accepted([&] { state.emplace(model.allocate_state(batch)); })) return;
-  } else if (batch > 0 && batch <= 2) {
-    state.emplace(batch, blocks::Mamba2Dims::for_d_model(in.ConsumeBool() ? 32 : 64));
-  }
+  if (!pick_state(
+          in, model, batch, 2,
+          {batch, mamba2_floats_per_row(blocks::Mamba2Dims::for_d_model(model.d_model()))}, state,
+          [&] { return Mamba2State(batch, blocks::Mamba2Dims::for_d_model(in.ConsumeBool() ? 32 : 64)); }))
+    return;
   struct Piece {
     float* data;
     std::int64_t floats;
@@ -312,12 +321,10 @@ void mamba3(FuzzedDataProvider& in) {
   const Mamba3BlockInference& model = *tiny_models().m3;
   std::optional<Mamba3State> state;
   const std::int64_t batch = count(in, -1, 2);
-  if (in.ConsumeBool()) {
-    if (!worth_asking({batch, mamba3_floats_per_row(model.dims().heads)})) return;
-    if (!fuzz::accepted([&] { state.emplace(model.allocate_state(batch)); })) return;
-  } else if (batch > 0 && batch <= 2) {
-    state.emplace(batch, in.ConsumeIntegralInRange<std::int64_t>(1, 2));  // one or two heads: maybe not ours
-  }
+  // Another state has one or two heads: maybe not ours.
+  if (!pick_state(in, model, batch, 2, {batch, mamba3_floats_per_row(model.dims().heads)}, state,
+                  [&] { return Mamba3State(batch, in.ConsumeIntegralInRange<std::int64_t>(1, 2)); }))
+    return;
   if (state) {
     for (int p = 0; p < Mamba3State::kPieceCount; ++p)
       fill(in, state->pin(p).data(), state->piece_elements(p));
@@ -483,28 +490,9 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   FuzzedDataProvider in(data, size);
-  switch (in.ConsumeIntegralInRange<int>(0, 7)) {
-    case 0:
-      transformer_view(in);
-      break;
-    case 1:
-      transformer_owned(in);
-      break;
-    case 2:
-      mamba1(in);
-      break;
-    case 3:
-      mamba2(in);
-      break;
-    case 4:
-      mamba3(in);
-      break;
-    case 5:
-      samba_borrowed(in);
-      break;
-    default:
-      samba_owned(in);
-      break;
-  }
+  // samba_owned twice: it takes choices 6 and 7.
+  static void (*const cases[])(FuzzedDataProvider&) = {
+      transformer_view, transformer_owned, mamba1, mamba2, mamba3, samba_borrowed, samba_owned, samba_owned};
+  fuzz::run_one_of(in, cases);
   return 0;
 }

@@ -54,6 +54,12 @@ void with_honest_retry(std::string_view bytes, Body&& body, Repair&& repair) {
 // the reports readable.
 inline void single_threaded() { samebits::set_num_threads(1); }
 
+// What LLVMFuzzerInitialize returns in a harness whose only set-up is that one worker thread.
+inline int initialize_single_threaded() {
+  single_threaded();
+  return 0;
+}
+
 // The bytes as a file the path-taking readers can open, without touching the disk: an anonymous memfd
 // reached through /proc/self/fd/N.
 class MemFile {

@@ -46,6 +46,15 @@ void run_accepted(bool poisoned, Forward&& forward, Reference&& reference, const
   fuzz::require(fuzz::same_results(fast, scalar), "fast path and scalar twin disagree");
 }
 
+// run_accepted for a block's forward of x (1, 2, d_model), x small deterministic inputs.
+template <typename Block>
+void run_block_forward(const Block& model, std::int64_t d_model, bool poisoned, const char* what) {
+  const std::vector<float> x = fuzz::small_inputs(2 * d_model);
+  const TensorView view{x.data(), {1, 2, d_model}};
+  run_accepted(
+      poisoned, [&] { return model.forward(view); }, [&] { return model.forward_reference(view); }, what);
+}
+
 std::optional<std::int64_t> maybe(FuzzedDataProvider& in, std::int64_t usual) {
   switch (in.ConsumeIntegralInRange<int>(0, 15)) {
     case 0:
@@ -73,13 +82,9 @@ void transformer(FuzzedDataProvider& in) {
   fuzz::WeightDict dict = fuzz::make_weight_dict(in, specs_of(blocks::transformer_tensors(dims)));
   std::optional<TransformerBlockInference> model;
   if (!fuzz::accepted([&] { model.emplace(dict.views, options); })) return;
-  const std::int64_t d = model->dims().d_model;
-  const std::vector<float> x = fuzz::small_inputs(2 * d);
-  const TensorView view{x.data(), {1, 2, d}};
   // The transformer refuses non-finite weights when it is built, so every call must run.
-  run_accepted(
-      false, [&] { return model->forward(view); }, [&] { return model->forward_reference(view); },
-      "an accepted TransformerBlockInference refused a valid forward");
+  run_block_forward(*model, model->dims().d_model, false,
+                    "an accepted TransformerBlockInference refused a valid forward");
 }
 
 void mamba1(FuzzedDataProvider& in) {
@@ -90,12 +95,8 @@ void mamba1(FuzzedDataProvider& in) {
   fuzz::WeightDict dict = fuzz::make_weight_dict(in, specs);
   std::optional<Mamba1BlockInference> model;
   if (!fuzz::accepted([&] { model.emplace(dict.views); })) return;
-  const std::int64_t d = model->d_model();
-  const std::vector<float> x = fuzz::small_inputs(2 * d);
-  const TensorView view{x.data(), {1, 2, d}};
-  run_accepted(
-      dict.poisoned, [&] { return model->forward(view); }, [&] { return model->forward_reference(view); },
-      "an accepted Mamba1BlockInference with finite weights refused a valid forward");
+  run_block_forward(*model, model->d_model(), dict.poisoned,
+                    "an accepted Mamba1BlockInference with finite weights refused a valid forward");
 }
 
 void mamba2(FuzzedDataProvider& in) {
@@ -112,12 +113,8 @@ void mamba2(FuzzedDataProvider& in) {
   }
   std::optional<Mamba2BlockInference> model;
   if (!fuzz::accepted([&] { model.emplace(dict.views, lo, hi); })) return;
-  const std::int64_t d = model->d_model();
-  const std::vector<float> x = fuzz::small_inputs(2 * d);
-  const TensorView view{x.data(), {1, 2, d}};
-  run_accepted(
-      dict.poisoned, [&] { return model->forward(view); }, [&] { return model->forward_reference(view); },
-      "an accepted Mamba2BlockInference with finite weights refused a valid forward");
+  run_block_forward(*model, model->d_model(), dict.poisoned,
+                    "an accepted Mamba2BlockInference with finite weights refused a valid forward");
 }
 
 void mamba3(FuzzedDataProvider& in) {
@@ -125,12 +122,8 @@ void mamba3(FuzzedDataProvider& in) {
       fuzz::make_weight_dict(in, specs_of(blocks::mamba3_tensors(blocks::Mamba3Dims::of(32))));
   std::optional<Mamba3BlockInference> model;
   if (!fuzz::accepted([&] { model.emplace(dict.views); })) return;
-  const std::int64_t d = model->dims().d_model;
-  const std::vector<float> x = fuzz::small_inputs(2 * d);
-  const TensorView view{x.data(), {1, 2, d}};
-  run_accepted(
-      dict.poisoned, [&] { return model->forward(view); }, [&] { return model->forward_reference(view); },
-      "an accepted Mamba3BlockInference with finite weights refused a valid forward");
+  run_block_forward(*model, model->dims().d_model, dict.poisoned,
+                    "an accepted Mamba3BlockInference with finite weights refused a valid forward");
 }
 
 void samba(FuzzedDataProvider& in) {
@@ -219,32 +212,11 @@ void mlp(FuzzedDataProvider& in) {
 
 }  // namespace
 
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  samebits::fuzz::single_threaded();
-  return 0;
-}
+extern "C" int LLVMFuzzerInitialize(int*, char***) { return samebits::fuzz::initialize_single_threaded(); }
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   FuzzedDataProvider in(data, size);
-  switch (in.ConsumeIntegralInRange<int>(0, 5)) {
-    case 0:
-      transformer(in);
-      break;
-    case 1:
-      mamba1(in);
-      break;
-    case 2:
-      mamba2(in);
-      break;
-    case 3:
-      mamba3(in);
-      break;
-    case 4:
-      samba(in);
-      break;
-    default:
-      mlp(in);
-      break;
-  }
+  static void (*const cases[])(FuzzedDataProvider&) = {transformer, mamba1, mamba2, mamba3, samba, mlp};
+  fuzz::run_one_of(in, cases);
   return 0;
 }

@@ -18,6 +18,12 @@
 
 namespace samebits::fuzz {
 
+// Runs one of `cases` on the rest of the input, the input's next integral in [0, N) choosing which.
+template <std::size_t N>
+void run_one_of(FuzzedDataProvider& in, void (*const (&cases)[N])(FuzzedDataProvider&)) {
+  cases[in.ConsumeIntegralInRange<int>(0, static_cast<int>(N) - 1)](in);
+}
+
 // No tensor the harnesses allocate exceeds this many floats, whatever the fuzzed shape says.
 inline constexpr std::int64_t kMaxTensorFloats = 1 << 16;
 

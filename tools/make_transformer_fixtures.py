@@ -11,22 +11,15 @@ compares samebits (float32 arithmetic) against y64 without importing torch.
 
 import math
 import pathlib
+import sys
 
 import numpy as np
 import torch
 
-OUT = pathlib.Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "transformer"
-NAMES = (
-    "input_layernorm.weight",
-    "post_attention_layernorm.weight",
-    "q_proj.weight",
-    "k_proj.weight",
-    "v_proj.weight",
-    "o_proj.weight",
-    "gate_proj.weight",
-    "up_proj.weight",
-    "down_proj.weight",
-)
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+OUT = ROOT / "tests" / "fixtures" / "transformer"
+sys.path.insert(0, str(ROOT / "tests" / "python"))
+from samba_checkpoint_writer import ATTENTION_NAMES as NAMES  # noqa: E402  (the block's parameter names, in order)
 # name, batch, length, d_model, n_heads, n_kv_heads, intermediate, window, seed
 CASES = [
     ("mha_small", 2, 12, 32, 2, 2, 64, 0, 1),

@@ -23,6 +23,13 @@ namespace {
   throw_runtime_error(std::string("json::Value accessed as ") + wanted + " but holds another type");
 }
 
+// The accessors: `member` when the value holds type `want`, the refusal naming `wanted` otherwise.
+template <typename T>
+const T& of_type(Type holds, Type want, const char* wanted, const T& member) {
+  if (holds != want) wrong_type(wanted);
+  return member;
+}
+
 // "-?[0-9]+" with leading zeros removed and "-0" folded to "0".
 std::string normalize_decimal(std::string_view decimal) {
   bool negative = !decimal.empty() && decimal.front() == '-';
@@ -52,61 +59,41 @@ bool has_duplicate_keys(const Value::Object& members) {
 
 }  // namespace
 
-Value Value::make_bool(bool flag) {
+template <typename T>
+Value Value::holding(Type type, T Value::*member, T content) {
   Value value;
-  value.type_ = Type::Bool;
-  value.bool_ = flag;
+  value.type_ = type;
+  value.*member = std::move(content);
   return value;
 }
 
+Value Value::make_bool(bool flag) { return holding(Type::Bool, &Value::bool_, flag); }
+
 Value Value::make_integer(std::string_view decimal) {
-  Value value;
-  value.type_ = Type::Integer;
-  value.integer_ = normalize_decimal(decimal);
-  return value;
+  return holding(Type::Integer, &Value::integer_, normalize_decimal(decimal));
 }
 
 Value Value::make_integer(std::int64_t number) { return make_integer(std::to_string(number)); }
 
-Value Value::make_float(double number) {
-  Value value;
-  value.type_ = Type::Float;
-  value.float_ = number;
-  return value;
-}
+Value Value::make_float(double number) { return holding(Type::Float, &Value::float_, number); }
 
 Value Value::make_string(std::u32string text) {
-  Value value;
-  value.type_ = Type::String;
-  value.string_ = std::move(text);
-  return value;
+  return holding(Type::String, &Value::string_, std::move(text));
 }
 
 Value Value::make_string_ascii(std::string_view ascii) { return make_string(from_ascii(ascii)); }
 
-Value Value::make_array(Array items) {
-  Value value;
-  value.type_ = Type::Array;
-  value.array_ = std::move(items);
-  return value;
-}
+Value Value::make_array(Array items) { return holding(Type::Array, &Value::array_, std::move(items)); }
 
 Value Value::make_object(Object members) {
   if (has_duplicate_keys(members)) throw ParseError("duplicate object key", 0);
-  Value value;
-  value.type_ = Type::Object;
-  value.object_ = std::move(members);
-  return value;
+  return holding(Type::Object, &Value::object_, std::move(members));
 }
 
-bool Value::as_bool() const {
-  if (type_ != Type::Bool) wrong_type("bool");
-  return bool_;
-}
+bool Value::as_bool() const { return of_type(type_, Type::Bool, "bool", bool_); }
 
 const std::string& Value::integer_decimal() const {
-  if (type_ != Type::Integer) wrong_type("integer");
-  return integer_;
+  return of_type(type_, Type::Integer, "integer", integer_);
 }
 
 std::optional<std::int64_t> Value::as_int64() const {
@@ -117,25 +104,13 @@ std::optional<std::int64_t> Value::as_int64() const {
   return number;
 }
 
-double Value::as_float() const {
-  if (type_ != Type::Float) wrong_type("float");
-  return float_;
-}
+double Value::as_float() const { return of_type(type_, Type::Float, "float", float_); }
 
-const std::u32string& Value::as_string() const {
-  if (type_ != Type::String) wrong_type("string");
-  return string_;
-}
+const std::u32string& Value::as_string() const { return of_type(type_, Type::String, "string", string_); }
 
-const Value::Array& Value::as_array() const {
-  if (type_ != Type::Array) wrong_type("array");
-  return array_;
-}
+const Value::Array& Value::as_array() const { return of_type(type_, Type::Array, "array", array_); }
 
-const Value::Object& Value::as_object() const {
-  if (type_ != Type::Object) wrong_type("object");
-  return object_;
-}
+const Value::Object& Value::as_object() const { return of_type(type_, Type::Object, "object", object_); }
 
 const Value* Value::find(std::u32string_view key) const {
   if (type_ != Type::Object) return nullptr;
@@ -263,17 +238,35 @@ class Parser {
     }
   }
 
-  Value parse_object(std::size_t depth) {
+  // Past a container's opening bracket (after the depth check) and the whitespace that follows it; true,
+  // with `close` consumed too, when the container is empty.
+  bool open_is_empty(std::size_t depth, char close) {
     if (depth > kMaxNestingDepth) fail("nesting is too deep");
-    ++pos_;  // '{'
-    Value::Object members;
+    ++pos_;  // '{' or '['
     skip_whitespace();
-    if (peek() == '}') {
+    if (peek() != close) return false;
+    ++pos_;
+    return true;
+  }
+
+  // After a member or an item: true past a ',' (another one follows), false past `close`; anything else is
+  // refused as `expected`.
+  bool another(char close, const char* expected) {
+    skip_whitespace();
+    if (peek() == ',') {
       ++pos_;
-      return Value::make_object(std::move(members));
+      return true;
     }
+    if (peek() != close) fail(expected);
+    ++pos_;
+    return false;
+  }
+
+  Value parse_object(std::size_t depth) {
+    Value::Object members;
+    if (open_is_empty(depth, '}')) return Value::make_object(std::move(members));
     std::size_t start = pos_;
-    while (true) {
+    do {
       skip_whitespace();
       if (peek() != '"') fail("object keys must be strings");
       std::u32string key = parse_string();
@@ -282,15 +275,7 @@ class Parser {
       ++pos_;
       skip_whitespace();
       members.emplace_back(std::move(key), parse_value(depth));
-      skip_whitespace();
-      if (peek() == ',') {
-        ++pos_;
-        continue;
-      }
-      if (peek() != '}') fail("expected ',' or '}' in an object");
-      ++pos_;
-      break;
-    }
+    } while (another('}', "expected ',' or '}' in an object"));
     try {
       return Value::make_object(std::move(members));
     } catch (const ParseError&) {
@@ -299,26 +284,13 @@ class Parser {
   }
 
   Value parse_array(std::size_t depth) {
-    if (depth > kMaxNestingDepth) fail("nesting is too deep");
-    ++pos_;  // '['
     Value::Array items;
-    skip_whitespace();
-    if (peek() == ']') {
-      ++pos_;
-      return Value::make_array(std::move(items));
-    }
-    while (true) {
+    if (open_is_empty(depth, ']')) return Value::make_array(std::move(items));
+    do {
       skip_whitespace();
       items.push_back(parse_value(depth));
-      skip_whitespace();
-      if (peek() == ',') {
-        ++pos_;
-        continue;
-      }
-      if (peek() != ']') fail("expected ',' or ']' in an array");
-      ++pos_;
-      return Value::make_array(std::move(items));
-    }
+    } while (another(']', "expected ',' or ']' in an array"));
+    return Value::make_array(std::move(items));
   }
 
   Value parse_number() {
@@ -433,27 +405,14 @@ class Parser {
       }
       if (at_end()) fail("unterminated string");
       char escape = text_[pos_++];
+      // The one-character escapes: \" \\ \/ \b \f \n \r \t stand for the character at the same place.
+      constexpr std::string_view kEscapes = "\"\\/bfnrt";
+      constexpr std::u32string_view kEscaped = U"\"\\/\b\f\n\r\t";
+      if (const std::size_t i = kEscapes.find(escape); i != std::string_view::npos) {
+        text.push_back(kEscaped[i]);
+        continue;
+      }
       switch (escape) {
-        case '"':
-        case '\\':
-        case '/':
-          text.push_back(static_cast<char32_t>(escape));
-          break;
-        case 'b':
-          text.push_back(U'\b');
-          break;
-        case 'f':
-          text.push_back(U'\f');
-          break;
-        case 'n':
-          text.push_back(U'\n');
-          break;
-        case 'r':
-          text.push_back(U'\r');
-          break;
-        case 't':
-          text.push_back(U'\t');
-          break;
         case 'u': {
           char32_t code = parse_hex4();
           // A high surrogate escape directly followed by a low one is one code point; otherwise

@@ -82,6 +82,10 @@ class Value {
   bool has_exactly_keys(std::initializer_list<std::string_view> ascii_keys) const;
 
  private:
+  // A value of type `type` whose `member` holds `content` (what every make_* builds).
+  template <typename T>
+  static Value holding(Type type, T Value::*member, T content);
+
   Type type_ = Type::Null;
   bool bool_ = false;
   double float_ = 0.0;

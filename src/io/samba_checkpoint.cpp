@@ -84,23 +84,11 @@ std::uint64_t size_of(std::FILE* file, const std::string& path) {
 // ------------------------------------------------------------------------------ small JSON helpers
 
 std::string json_type_name(const Value& value) {
-  switch (value.type()) {
-    case json::Type::Null:
-      return "None";
-    case json::Type::Bool:
-      return "bool";
-    case json::Type::Integer:
-      return "int";
-    case json::Type::Float:
-      return "float";
-    case json::Type::String:
-      return "str";
-    case json::Type::Array:
-      return "list";
-    case json::Type::Object:
-      return "dict";
-  }
-  return "value";
+  // Python's name of each json::Type, in the enum's order (Null, Bool, Integer, Float, String, Array,
+  // Object).
+  static constexpr const char* kNames[] = {"None", "bool", "int", "float", "str", "list", "dict"};
+  static_assert(std::size(kNames) == static_cast<std::size_t>(json::Type::Object) + 1);
+  return kNames[static_cast<std::size_t>(value.type())];
 }
 
 // Strict integer equality: Python's == would also take 3.0 or true for 3 (Open point 8.4).
@@ -221,18 +209,23 @@ struct Admitted {
   bool canonical_layout = false;                             // spans are the registry's own offsets
 };
 
-// The inference checks on a verified container's state, for a flat parameter array of `available`
-// floats: everything but the finiteness of the values, which the callers check per tensor.
-Admitted admit_inference(const Value& state, std::int64_t available, SambaCheckpointInfo& info) {
-  // 2. schema and profile
+// The first checks both readers make on a state: its schema and profile (refused as `mismatch` when
+// either is wrong), then its config (with the config's own refusals).
+SambaConfig state_config(const Value& state, const std::string& mismatch) {
   if (!state.is_object() || !state.find("schema") ||
       !state.find("schema")->is_string_equal(kSambaStateSchema) || !state.find("profile") ||
       !state.find("profile")->is_string_equal(kSambaStackProfile)) {
-    refuse(kInference + "checkpoint schema/profile mismatch");
+    refuse(mismatch);
   }
-  // 3. config
   const Value* config_value = state.find("config");
-  SambaConfig config = samba_config_from_json(config_value ? *config_value : Value());
+  return samba_config_from_json(config_value ? *config_value : Value());
+}
+
+// The inference checks on a verified container's state, for a flat parameter array of `available`
+// floats: everything but the finiteness of the values, which the callers check per tensor.
+Admitted admit_inference(const Value& state, std::int64_t available, SambaCheckpointInfo& info) {
+  // 2. schema and profile, 3. config
+  SambaConfig config = state_config(state, kInference + "checkpoint schema/profile mismatch");
   // 4. the file's (name, shape) list against the config's
   SambaRegistry registry = config.registry();
   const std::string differs = kInference + "checkpoint registry differs from its config's";
@@ -376,15 +369,8 @@ bool registry_entry_equals(const Value& entry, const models::SambaRegistryEntry&
 
 // _validate(state, arrays), 7a-7h. Lengths come from the admitted registry, never from a descriptor.
 StreamLayout validate_stream_state(const Value& state, const Value& arrays) {
-  // a. schema and profile
-  if (!state.is_object() || !state.find("schema") ||
-      !state.find("schema")->is_string_equal(kSambaStateSchema) || !state.find("profile") ||
-      !state.find("profile")->is_string_equal(kSambaStackProfile)) {
-    refuse(kStream + "state schema mismatch");
-  }
-  // b. config (its own refusals)
-  const Value* config_value = state.find("config");
-  SambaConfig config = samba_config_from_json(config_value ? *config_value : Value());
+  // a. schema and profile, b. config (its own refusals)
+  SambaConfig config = state_config(state, kStream + "state schema mismatch");
   // c. registry length
   const Value* registry_value = state.find("registry");
   if (registry_value == nullptr || !registry_value->is_array() ||

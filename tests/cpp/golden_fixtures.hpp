@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "io/sha256.hpp"
@@ -69,6 +70,11 @@ inline std::string golden_digest(const std::vector<DigestPart>& parts) {
     hasher.update(part.data, count * sizeof(float));
   }
   return io::digest_hex(hasher.finish()).substr(0, 16);
+}
+
+// h(v) of one float32 array of this shape.
+inline std::string digest(const std::vector<float>& v, std::vector<std::size_t> shape) {
+  return golden_digest({{v.data(), std::move(shape)}});
 }
 
 }  // namespace samebits::testing

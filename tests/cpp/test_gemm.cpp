@@ -81,6 +81,20 @@ TEST(GemmTwin, NegativeZeroChainStartsFromPositiveZero) {
   EXPECT_EQ(fp::bits(c[0]), 0u);
 }
 
+// The fast GEMM on every target and thread count gives the twin's bits for a (m, k) x (n, k) product in
+// orientation o; `what` names the case in a failure.
+void expect_fast_equals_twin(Orientation o, const std::vector<float>& a, const std::vector<float>& b, int m,
+                             int n, int k, const std::string& what) {
+  std::vector<float> want(static_cast<std::size_t>(m) * n);
+  gemm::gemm_reference(o, a.data(), b.data(), want.data(), m, n, k);
+  for_each_target_and_threads([&](const std::string& where) {
+    std::vector<float> got(want.size(), -1.0f);
+    gemm::gemm(o, a.data(), b.data(), got.data(), m, n, k);
+    ASSERT_EQ(testing::first_difference(want.data(), got.data(), m * n), -1)
+        << name_of(o) << " " << what << " " << where;
+  });
+}
+
 // Fast path == twin over the size sweep of the issue, every orientation, target and thread count.
 TEST(GemmFast, EqualsTwinOverSizeSweep) {
   const int sizes[] = {1, 2, 3, 7, 16, 33, 100};
@@ -92,14 +106,9 @@ TEST(GemmFast, EqualsTwinOverSizeSweep) {
         for (int n : sizes) {
           auto a = rng.uniform_vector(static_cast<std::size_t>(m) * k);
           auto b = rng.uniform_vector(static_cast<std::size_t>(n) * k);
-          std::vector<float> want(static_cast<std::size_t>(m) * n);
-          gemm::gemm_reference(o, a.data(), b.data(), want.data(), m, n, k);
-          for_each_target_and_threads([&](const std::string& where) {
-            std::vector<float> got(want.size(), -1.0f);
-            gemm::gemm(o, a.data(), b.data(), got.data(), m, n, k);
-            ASSERT_EQ(testing::first_difference(want.data(), got.data(), m * n), -1)
-                << name_of(o) << " m=" << m << " n=" << n << " k=" << k << " " << where;
-          });
+          expect_fast_equals_twin(
+              o, a, b, m, n, k,
+              "m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k));
         }
       }
     }
@@ -130,16 +139,8 @@ TEST(GemmFast, EqualsTwinWithPlantedSubnormals) {
       }
     }
     for (auto& x : b) x = (rng.next() % 7 == 0) ? tiny * rng.uniform() : rng.uniform() * 1.0842022e-19f;
-    for (Orientation o : kOrientations) {
-      std::vector<float> want(static_cast<std::size_t>(m) * n);
-      gemm::gemm_reference(o, a.data(), b.data(), want.data(), m, n, k);
-      for_each_target_and_threads([&](const std::string& where) {
-        std::vector<float> got(want.size(), -1.0f);
-        gemm::gemm(o, a.data(), b.data(), got.data(), m, n, k);
-        ASSERT_EQ(testing::first_difference(want.data(), got.data(), m * n), -1)
-            << name_of(o) << " trial=" << trial << " " << where;
-      });
-    }
+    for (Orientation o : kOrientations)
+      expect_fast_equals_twin(o, a, b, m, n, k, "trial=" + std::to_string(trial));
   }
 }
 

@@ -22,9 +22,7 @@ WeightSet golden_weights() {
   return testing::golden_lane("mamba1", blocks::mamba1_tensors(dims_of(32)), {"norm.weight"});
 }
 
-std::string digest(const std::vector<float>& v, std::vector<std::size_t> shape) {
-  return testing::golden_digest({{v.data(), std::move(shape)}});
-}
+using testing::digest;
 
 TEST(Mamba1Golden, LaneWeightsMatchTheRecordedDigest) {
   WeightSet w = golden_weights();
@@ -36,18 +34,8 @@ TEST(Mamba1Golden, HashedHeldOutForwardFastTwinAndDecode) {
   const Mamba1BlockInference block(w.views());
   const std::vector<float> x = testing::hashed_slab(1, 1024);
   EXPECT_EQ(digest(x, {2, 16, 32}), "803a93350f7ea51b");
-  const TensorView xv{x.data(), {2, 16, 32}};
-  const std::vector<float> y = block.forward(xv);
-  EXPECT_EQ(digest(y, {2, 16, 32}), "b2e6c1006bf3a5ce");
-  EXPECT_TRUE(testing::same_bits(block.forward_reference(xv), y));
-  // Token by token from a fresh state gives the same bytes (goldens.md 6).
-  Mamba1State state = block.allocate_state(2);
-  std::vector<float> decoded(y.size());
-  for (std::int64_t t = 0; t < 16; ++t) {
-    const std::vector<float> xt = testing::time_slice(x, 2, 16, 32, t, 1);
-    testing::put_time_slice(decoded, block.step({xt.data(), {2, 1, 32}}, &state), 2, 16, 32, t, 1);
-  }
-  EXPECT_TRUE(testing::same_bits(decoded, y));
+  // Fast, twin and token by token from a fresh state give the same bytes (goldens.md 6).
+  testing::expect_forward_twin_and_decode(block, x, "b2e6c1006bf3a5ce");
 }
 
 TEST(Mamba1Golden, HashedTrainingDecodeStep) {
@@ -207,6 +195,7 @@ TEST(Mamba1State, ConvWindowIsTheLastFourRawInputsOldestFirst) {
 
 TEST(Mamba1Refusals, WeightsStateAndInputsWithUpstreamWording) {
   using testing::error_of;
+  using testing::value_error_of;
   const std::int64_t dm = 16;
   WeightSet w = testing::random_weights(blocks::mamba1_tensors(dims_of(dm)), 3);
   // Key set.
@@ -214,7 +203,7 @@ TEST(Mamba1Refusals, WeightsStateAndInputsWithUpstreamWording) {
   missing.erase(missing.begin() + 3);
   missing.push_back({"bogus", missing[0].second});
   EXPECT_EQ(
-      error_of([&] { Mamba1BlockInference b(missing); }, ErrorKind::Value),
+      value_error_of([&] { Mamba1BlockInference b(missing); }),
       "samebits Mamba1Block: weight dict mismatch; missing ['conv1d.bias']; unknown ['bogus']. The exact key "
       "set "
       "is ['norm.weight', 'in_proj.weight', 'conv1d.weight', 'conv1d.bias', 'x_proj.weight', "
@@ -223,15 +212,15 @@ TEST(Mamba1Refusals, WeightsStateAndInputsWithUpstreamWording) {
   // norm rank, shapes (with the conv's alternative spelling).
   NamedTensors bad = w.views();
   bad[0].second.shape = {4, 4};
-  EXPECT_EQ(error_of([&] { Mamba1BlockInference b(bad); }, ErrorKind::Value),
+  EXPECT_EQ(value_error_of([&] { Mamba1BlockInference b(bad); }),
             "samebits Mamba1Block: norm.weight must be 1-D (d_model,), got shape (4, 4)");
   bad = w.views();
   bad[1].second.shape = {16, 64};
-  EXPECT_EQ(error_of([&] { Mamba1BlockInference b(bad); }, ErrorKind::Value),
+  EXPECT_EQ(value_error_of([&] { Mamba1BlockInference b(bad); }),
             "samebits Mamba1Block: in_proj.weight has shape (16, 64), want (64, 16)");
   bad = w.views();
   bad[2].second.shape = {32, 4, 1};
-  EXPECT_EQ(error_of([&] { Mamba1BlockInference b(bad); }, ErrorKind::Value),
+  EXPECT_EQ(value_error_of([&] { Mamba1BlockInference b(bad); }),
             "samebits Mamba1Block: conv1d.weight has shape (32, 4, 1), want (32, 1, 4) (or (32, 4))");
   NamedTensors squeezed = w.views();
   squeezed[2].second.shape = {32, 4};
@@ -239,56 +228,42 @@ TEST(Mamba1Refusals, WeightsStateAndInputsWithUpstreamWording) {
   const Mamba1BlockInference block(w.views());
 
   std::vector<float> x(2 * 4 * dm, 0.5f);
-  EXPECT_EQ(error_of(
-                [&] {
-                  block.forward({x.data(), {8, dm}});
-                },
-                ErrorKind::Value),
+  EXPECT_EQ(value_error_of([&] {
+              block.forward({x.data(), {8, dm}});
+            }),
             "samebits Mamba1Block.forward: x must be (B, L, d_model), got 2-D shape (8, 16)");
   Mamba1State state = block.allocate_state(2);
-  EXPECT_EQ(error_of(
-                [&] {
-                  block.step({x.data(), {128}}, &state);
-                },
-                ErrorKind::Value),
+  EXPECT_EQ(value_error_of([&] {
+              block.step({x.data(), {128}}, &state);
+            }),
             "samebits Mamba1Block.step: x must be (B, L, d_model) -- or (B, d_model) for a step --, got 1-D "
             "shape (128,)");
-  EXPECT_EQ(error_of(
-                [&] {
-                  block.forward({x.data(), {2, 8, 8}});
-                },
-                ErrorKind::Value),
+  EXPECT_EQ(value_error_of([&] {
+              block.forward({x.data(), {2, 8, 8}});
+            }),
             "samebits Mamba1Block.forward: x has d_model 8, the weights have 16");
-  EXPECT_EQ(error_of(
-                [&] {
-                  block.step({x.data(), {2, 4, dm}}, &state);
-                },
-                ErrorKind::Value),
+  EXPECT_EQ(value_error_of([&] {
+              block.step({x.data(), {2, 4, dm}}, &state);
+            }),
             "samebits Mamba1Block.step: a decode step takes exactly one token per batch row, got L = 4; use "
             "forward() "
             "for prefill");
-  EXPECT_EQ(error_of(
-                [&] {
-                  block.step({x.data(), {2, 1, dm}}, nullptr);
-                },
-                ErrorKind::Value),
+  EXPECT_EQ(value_error_of([&] {
+              block.step({x.data(), {2, 1, dm}}, nullptr);
+            }),
             "samebits Mamba1Block.step: state is required (a decode step continues a sequence; "
             "allocate_state(B) makes "
             "the fresh one)");
-  EXPECT_EQ(error_of(
-                [&] {
-                  block.forward({x.data(), {0, 4, dm}});
-                },
-                ErrorKind::Value),
+  EXPECT_EQ(value_error_of([&] {
+              block.forward({x.data(), {0, 4, dm}});
+            }),
             "samebits Mamba1Block.forward: B and L must be positive");
   Mamba1State three = block.allocate_state(3);
-  EXPECT_EQ(error_of(
-                [&] {
-                  block.forward({x.data(), {2, 4, dm}}, &three);
-                },
-                ErrorKind::Value),
+  EXPECT_EQ(value_error_of([&] {
+              block.forward({x.data(), {2, 4, dm}}, &three);
+            }),
             "samebits Mamba1Block.forward: state buffer conv_window has shape (3, 32, 4), want (2, 32, 4)");
-  EXPECT_EQ(error_of([&] { block.allocate_state(0); }, ErrorKind::Value),
+  EXPECT_EQ(value_error_of([&] { block.allocate_state(0); }),
             "samebits Mamba1Block: batch_size must be positive, got 0");
   EXPECT_EQ(
       error_of([&] { block.backward(); }, ErrorKind::NotImplemented),
@@ -297,29 +272,23 @@ TEST(Mamba1Refusals, WeightsStateAndInputsWithUpstreamWording) {
 
   // Non-finite data: x first, then weights, then the state; nothing changes before the refusal.
   x[5] = std::numeric_limits<float>::quiet_NaN();
-  EXPECT_EQ(error_of(
-                [&] {
-                  block.forward({x.data(), {2, 4, dm}}, &state);
-                },
-                ErrorKind::Value),
+  EXPECT_EQ(value_error_of([&] {
+              block.forward({x.data(), {2, 4, dm}}, &state);
+            }),
             "mamba1_forward: NaN in x at flat index 5 REFUSED");
   x[5] = 0.5f;
   state.h()[17] = -std::numeric_limits<float>::infinity();
-  EXPECT_EQ(error_of(
-                [&] {
-                  block.step({x.data(), {2, dm}}, &state);
-                },
-                ErrorKind::Value),
+  EXPECT_EQ(value_error_of([&] {
+              block.step({x.data(), {2, dm}}, &state);
+            }),
             "mamba1_decode_step: infinity in h at flat index 17 REFUSED");
   state.h()[17] = 0.0f;
   WeightSet nan_weights = w;
   nan_weights["dt_proj.bias"][4] = std::numeric_limits<float>::infinity();
   const Mamba1BlockInference bad_block(nan_weights.views());  // constructing is fine, as upstream
-  EXPECT_EQ(error_of(
-                [&] {
-                  bad_block.forward({x.data(), {2, 4, dm}});
-                },
-                ErrorKind::Value),
+  EXPECT_EQ(value_error_of([&] {
+              bad_block.forward({x.data(), {2, 4, dm}});
+            }),
             "mamba1_forward: infinity in dt_proj.bias at flat index 4 REFUSED");
   EXPECT_TRUE(testing::same_bits(alt.forward({x.data(), {2, 4, dm}}), block.forward({x.data(), {2, 4, dm}})));
 }

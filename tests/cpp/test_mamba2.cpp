@@ -25,9 +25,7 @@ WeightSet golden_weights() {
                               {"block_norm.weight", "norm.weight"});
 }
 
-std::string digest(const std::vector<float>& v, std::vector<std::size_t> shape) {
-  return testing::golden_digest({{v.data(), std::move(shape)}});
-}
+using testing::digest;
 
 // Random weights whose dt spans small and large steps and whose A decays moderately, so segment sums
 // and decays cover a wide range over a 256-row chunk.
@@ -59,17 +57,7 @@ bool same_state(Mamba2State& a, Mamba2State& b, std::string* where) {
 TEST(Mamba2Golden, HashedHeldOutForwardFastTwinAndDecode) {
   const Mamba2BlockInference block(golden_weights().views());
   const std::vector<float> x = testing::hashed_slab(1, 1024);
-  const TensorView xv{x.data(), {2, 16, 32}};
-  const std::vector<float> y = block.forward(xv);
-  EXPECT_EQ(digest(y, {2, 16, 32}), "fa5cdfa7a8028ea4");
-  EXPECT_TRUE(testing::same_bits(block.forward_reference(xv), y));
-  Mamba2State state = block.allocate_state(2);
-  std::vector<float> decoded(y.size());
-  for (std::int64_t t = 0; t < 16; ++t) {
-    const std::vector<float> xt = testing::time_slice(x, 2, 16, 32, t, 1);
-    testing::put_time_slice(decoded, block.step({xt.data(), {2, 1, 32}}, &state), 2, 16, 32, t, 1);
-  }
-  EXPECT_TRUE(testing::same_bits(decoded, y));
+  const Mamba2State state = testing::expect_forward_twin_and_decode(block, x, "fa5cdfa7a8028ea4");
   EXPECT_EQ(state.buffered_tokens(), 16);
 }
 
@@ -252,58 +240,49 @@ TEST(Mamba2Report, IsTheStateAfterTheCallEvenWhenReadLater) {
 
 TEST(Mamba2Refusals, WithUpstreamWording) {
   using testing::error_of;
+  using testing::value_error_of;
   const std::int64_t dm = 32;
   WeightSet w = mamba2_weights(dm, 27);
   NamedTensors bad = w.views();
   bad[0].second.shape = {48};
-  EXPECT_EQ(error_of([&] { Mamba2BlockInference b(bad); }, ErrorKind::Value),
+  EXPECT_EQ(value_error_of([&] { Mamba2BlockInference b(bad); }),
             "samebits Mamba2Block: d_model must be a multiple of 32 so that nheads = 2*d_model/64 is whole "
             "(profile "
             "constants headdim 64, expand 2); got 48");
   bad = w.views();
   bad[5].second.shape = {2};
-  EXPECT_EQ(error_of([&] { Mamba2BlockInference b(bad); }, ErrorKind::Value),
+  EXPECT_EQ(value_error_of([&] { Mamba2BlockInference b(bad); }),
             "samebits Mamba2Block: A_log has shape (2,), want (1,)");
   const Mamba2BlockInference block(w.views());
   std::vector<float> x(2 * dm, 0.5f);
   Mamba2State state = block.allocate_state(2);
   state.set_buffered_tokens(256);
-  EXPECT_EQ(error_of(
-                [&] {
-                  block.step({x.data(), {2, dm}}, &state);
-                },
-                ErrorKind::Value),
+  EXPECT_EQ(value_error_of([&] {
+              block.step({x.data(), {2, dm}}, &state);
+            }),
             "mamba2_decode_step: buf_len must be in [0, 256) (the rows of the open chunk), got 256");
   state.set_buffered_tokens(-1);
-  EXPECT_EQ(error_of(
-                [&] {
-                  block.forward({x.data(), {2, 1, dm}}, &state);
-                },
-                ErrorKind::Value),
+  EXPECT_EQ(value_error_of([&] {
+              block.forward({x.data(), {2, 1, dm}}, &state);
+            }),
             "mamba2_forward: buf_len must be in [0, 256) (the rows of the open chunk), got -1");
   state.set_buffered_tokens(3);
   state.pin(Mamba2State::kBufferXbc).data()[1000] = std::numeric_limits<float>::quiet_NaN();
-  EXPECT_EQ(error_of(
-                [&] {
-                  block.forward({x.data(), {2, 1, dm}}, &state);
-                },
-                ErrorKind::Value),
+  EXPECT_EQ(value_error_of([&] {
+              block.forward({x.data(), {2, 1, dm}}, &state);
+            }),
             "mamba2_forward: NaN in buffer_xbc at flat index 1000 REFUSED");
   EXPECT_EQ(state.buffered_tokens(), 3);
-  EXPECT_EQ(error_of(
-                [&] {
-                  block.step({x.data(), {2, 1, dm}}, nullptr);
-                },
-                ErrorKind::Value),
+  EXPECT_EQ(value_error_of([&] {
+              block.step({x.data(), {2, 1, dm}}, nullptr);
+            }),
             "samebits Mamba2Block.step: state is required (a decode step continues a sequence; "
             "allocate_state(B) makes "
             "the fresh one)");
   Mamba2State one = block.allocate_state(1);
-  EXPECT_EQ(error_of(
-                [&] {
-                  block.forward({x.data(), {2, 1, dm}}, &one);
-                },
-                ErrorKind::Value),
+  EXPECT_EQ(value_error_of([&] {
+              block.forward({x.data(), {2, 1, dm}}, &one);
+            }),
             "samebits Mamba2Block.forward: state buffer conv_window has shape (1, 320, 4), want (2, 320, 4)");
   EXPECT_EQ(
       error_of([&] { block.backward(); }, ErrorKind::NotImplemented),
@@ -312,18 +291,16 @@ TEST(Mamba2Refusals, WithUpstreamWording) {
   WeightSet nan_weights = w;
   nan_weights["norm.weight"][7] = std::numeric_limits<float>::quiet_NaN();
   const Mamba2BlockInference nan_block(nan_weights.views());
-  EXPECT_EQ(error_of(
-                [&] {
-                  nan_block.forward({x.data(), {2, 1, dm}});
-                },
-                ErrorKind::Value),
+  EXPECT_EQ(value_error_of([&] {
+              nan_block.forward({x.data(), {2, 1, dm}});
+            }),
             "mamba2_forward: NaN in norm.weight at flat index 7 REFUSED");
 }
 
 // Trust: a call skips its state scan only for a state nobody outside the engine could have written since
 // the engine checked it (see Mamba2State::trusted).
 TEST(Mamba2Trust, OnlyAStateTheEngineAloneWroteIsTrusted) {
-  using testing::error_of;
+  using testing::value_error_of;
   const std::int64_t dm = 32;
   const Mamba2BlockInference block(mamba2_weights(dm, 60).views());
   std::vector<float> x(dm, 0.5f);
@@ -341,7 +318,7 @@ TEST(Mamba2Trust, OnlyAStateTheEngineAloneWroteIsTrusted) {
     EXPECT_FALSE(state.trusted()) << "the view may still be written";
     h[17] = kInf;  // written after that call
   }
-  auto refusal = [&] { return error_of([&] { block.step({x.data(), {1, dm}}, &state); }, ErrorKind::Value); };
+  auto refusal = [&] { return value_error_of([&] { block.step({x.data(), {1, dm}}, &state); }); };
   EXPECT_EQ(refusal(), "mamba2_decode_step: infinity in h at flat index 17 REFUSED");
   h[17] = 0.0f;
   block.step({x.data(), {1, dm}}, &state);
@@ -355,7 +332,7 @@ TEST(Mamba2Trust, OnlyAStateTheEngineAloneWroteIsTrusted) {
 }
 
 TEST(Mamba2Trust, AStateTheEngineFilledWithOverflowIsScannedAndRefused) {
-  using testing::error_of;
+  using testing::value_error_of;
   const std::int64_t dm = 32;
   WeightSet w = mamba2_weights(dm, 61);
   for (float& v : w["in_proj.weight"]) v = v < 0.0f ? -3e38f : 3e38f;  // finite, but the products overflow
@@ -364,7 +341,7 @@ TEST(Mamba2Trust, AStateTheEngineFilledWithOverflowIsScannedAndRefused) {
   Mamba2State state = block.allocate_state(1);
   block.step({x.data(), {1, dm}}, &state);
   EXPECT_FALSE(state.trusted());
-  const std::string refusal = error_of([&] { block.step({x.data(), {1, dm}}, &state); }, ErrorKind::Value);
+  const std::string refusal = value_error_of([&] { block.step({x.data(), {1, dm}}, &state); });
   EXPECT_EQ(refusal.rfind("mamba2_decode_step: ", 0), 0u) << refusal;
   EXPECT_NE(refusal.find(" REFUSED"), std::string::npos) << refusal;
 }

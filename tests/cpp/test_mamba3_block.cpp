@@ -21,6 +21,7 @@ using blocks::Mamba3State;
 using blocks::Mamba3Weights;
 using testing::Rng;
 using testing::same_bits;
+using testing::value_error_of;
 
 using Forward = void (Mamba3Block::*)(const float*, std::int64_t, std::int64_t, Mamba3State&, float*,
                                       Mamba3Reports*, const char*) const;
@@ -143,6 +144,18 @@ void expect_same_reports(const Mamba3Reports& a, const Mamba3Reports& b, const s
   EXPECT_TRUE(same_bits(a.theta_last, b.theta_last)) << where << " theta_last";
 }
 
+// Two runs agree: output bits, every state piece and the reports; or only the state a continuation reads.
+void expect_same_run(const SequenceRun& want, const SequenceRun& got, const std::string& where) {
+  EXPECT_TRUE(same_bits(want.y, got.y)) << where;
+  expect_same_state(want.state, got.state, where);
+  expect_same_reports(want.reports, got.reports, where);
+}
+void expect_same_live_run(const SequenceRun& want, const SequenceRun& got, const std::string& where) {
+  EXPECT_TRUE(same_bits(want.y, got.y)) << where;
+  expect_same_live_state(want.state, got.state, where);
+  expect_same_reports(want.reports, got.reports, where);
+}
+
 TEST(Mamba3Block, FastEqualsTwinOverSizesTargetsAndThreads) {
   struct Case {
     std::int64_t d_model, B, L;
@@ -168,9 +181,7 @@ TEST(Mamba3Block, LongPrefillEqualsTwin) {
   const auto x = random_x(1, 300, 32, 4);
   const SequenceRun want = run_splits(block, kTwin, x, 1, 300, {300});
   const SequenceRun got = run_splits(block, kFast, x, 1, 300, {300});
-  EXPECT_TRUE(same_bits(want.y, got.y));
-  expect_same_state(want.state, got.state, "L=300");
-  expect_same_reports(want.reports, got.reports, "L=300");
+  expect_same_run(want, got, "L=300");
 }
 
 // Token-by-token decoding across 63 / 64 / 65 / 128 / 129 equals one stateless forward at every position,
@@ -207,9 +218,7 @@ TEST(Mamba3Block, DecodeOnEveryTargetAndThreadCountEqualsPrefill) {
   const SequenceRun whole = run_splits(block, kTwin, x, B, T, {T});
   testing::for_each_target_and_threads([&](const std::string& where) {
     const SequenceRun decoded = run_splits(block, kFast, x, B, T, ones(T));
-    EXPECT_TRUE(same_bits(whole.y, decoded.y)) << where;
-    expect_same_live_state(whole.state, decoded.state, where);
-    expect_same_reports(whole.reports, decoded.reports, where);
+    expect_same_live_run(whole, decoded, where);
   });
 }
 
@@ -227,9 +236,7 @@ TEST(Mamba3Block, EverySplitEqualsTheWholeSequence) {
     std::string what = "split";
     for (auto s : split) what += ' ' + std::to_string(s);
     const SequenceRun got = run_splits(block, kFast, x, B, T, split);
-    EXPECT_TRUE(same_bits(whole.y, got.y)) << what;
-    expect_same_live_state(whole.state, got.state, what);
-    expect_same_reports(whole.reports, got.reports, what);
+    expect_same_live_run(whole, got, what);
   }
 }
 
@@ -265,9 +272,7 @@ TEST(Mamba3Block, InputStatesContinuationEqualsTwin) {
   EXPECT_FALSE(want.state.pending);
   testing::for_each_target_and_threads([&](const std::string& where) {
     const SequenceRun got = run_splits(block, kFast, x, B, T, {5, 1, 64}, start.clone());
-    EXPECT_TRUE(same_bits(want.y, got.y)) << where;
-    expect_same_state(want.state, got.state, where);
-    expect_same_reports(want.reports, got.reports, where);
+    expect_same_run(want, got, where);
   });
   // The correction moved the outputs: the same run without it differs.
   const SequenceRun plain = run_splits(block, kFast, x, B, T, {5, 1, 64});
@@ -336,21 +341,8 @@ TEST(Mamba3Block, SubnormalsInWeightsInputsAndStateMatchTwin) {
   const SequenceRun want = run_splits(block, kTwin, x, B, T, {3, 1, 66}, start.clone());
   testing::for_each_target_and_threads([&](const std::string& where) {
     const SequenceRun got = run_splits(block, kFast, x, B, T, {3, 1, 66}, start.clone());
-    EXPECT_TRUE(same_bits(want.y, got.y)) << where;
-    expect_same_state(want.state, got.state, where);
-    expect_same_reports(want.reports, got.reports, where);
+    expect_same_run(want, got, where);
   });
-}
-
-template <typename Fn>
-std::string value_error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::Value) << e.what();
-    return e.what();
-  }
-  return "<no error>";
 }
 
 TEST(Mamba3Block, RefusalsComeBeforeAnyArithmeticAndLeaveTheStateAlone) {

@@ -105,4 +105,23 @@ inline void put_time_slice(std::vector<float>& x, const std::vector<float>& part
       for (std::int64_t j = 0; j < d; ++j) x[(b * L + t0 + t) * d + j] = part[(b * len + t) * d + j];
 }
 
+// The (2, 16, 32) slab x through block: forward gives the recorded digest `want`, the scalar twin the same
+// bits, and so does decoding token by token from a fresh state (goldens.md 6); returns that state.
+template <typename Block>
+auto expect_forward_twin_and_decode(const Block& block, const std::vector<float>& x,
+                                    const std::string& want) {
+  const TensorView xv{x.data(), {2, 16, 32}};
+  const std::vector<float> y = block.forward(xv);
+  EXPECT_EQ(golden_digest({{y.data(), {2, 16, 32}}}), want);
+  EXPECT_TRUE(same_bits(block.forward_reference(xv), y));
+  auto state = block.allocate_state(2);
+  std::vector<float> decoded(y.size());
+  for (std::int64_t t = 0; t < 16; ++t) {
+    const std::vector<float> xt = time_slice(x, 2, 16, 32, t, 1);
+    put_time_slice(decoded, block.step({xt.data(), {2, 1, 32}}, &state), 2, 16, 32, t, 1);
+  }
+  EXPECT_TRUE(same_bits(decoded, y));
+  return state;
+}
+
 }  // namespace samebits::testing

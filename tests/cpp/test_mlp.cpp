@@ -13,6 +13,7 @@ namespace samebits {
 namespace {
 
 using testing::Rng;
+using testing::value_error_of;
 
 struct Weights {
   std::vector<float> w1, b1, w2, b2;
@@ -27,17 +28,6 @@ struct Weights {
     return MLPInference({w1.data(), {16, 8}}, {b1.data(), {16}}, {w2.data(), {3, 16}}, {b2.data(), {3}});
   }
 };
-
-template <typename Fn>
-std::string value_error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::Value) << e.what();
-    return e.what();
-  }
-  return "<no error>";
-}
 
 TEST(Mlp, FastEqualsTwinOnEveryTargetAndThreadCount) {
   const Weights w(1);

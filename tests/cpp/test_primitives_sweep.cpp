@@ -164,141 +164,121 @@ void expect_near(const char* name, float x, float got, double ref, double max_ul
   EXPECT_LE(ulps, max_ulps) << name << "(" << std::hexfloat << x << ") = " << got << " reference " << ref;
 }
 
-TEST(PrimitiveSweep, Exp) {
-  const auto x = make_inputs(1, -104.0f, 90.0f);
+// What a unary primitive must return for one input: exactly these bits, some NaN, or a float within the
+// primitive's ULP bound of this double-precision reference.
+struct Want {
+  enum Kind { Exact, AnyNan, Near } kind;
+  std::uint32_t bits = 0;
+  double reference = 0;
+};
+Want exactly(std::uint32_t b) { return {Want::Exact, b, 0}; }
+Want any_nan() { return {Want::AnyNan, 0, 0}; }
+Want near(double reference) { return {Want::Near, 0, reference}; }
+
+// The sweep of one unary primitive `name` over x: each result as want(v) says (the ULP errors gathered
+// and reported), also(v, y) for any further check on every input, then every SIMD target's array twin
+// against the scalar primitive (named `twin`) bit for bit. A failed ASSERT ends the sweep.
+template <typename WantFn, typename AlsoFn>
+void sweep(const char* name, const char* twin, UnaryPrim scalar, ArrayFn array, const std::vector<float>& x,
+           double max_ulps, WantFn want, AlsoFn also) {
   ErrorStats stats;
   for (float v : x) {
-    const float y = prim::expf(v);
-    ASSERT_FALSE(fp::is_subnormal(y)) << "expf never returns a subnormal; input " << std::hexfloat << v;
-    if (fp::is_nan(v)) {
-      ASSERT_EQ(bits(y), bits(v));
-    } else if (v > prim::lit::kExpOverflowBound) {
-      ASSERT_EQ(bits(y), 0x7F800000u);
-    } else if (v < prim::lit::kExpUnderflowBound) {
-      ASSERT_EQ(bits(y), 0u);
+    const float y = scalar(v);
+    const Want w = want(v);
+    if (w.kind == Want::Exact) {
+      ASSERT_EQ(bits(y), w.bits) << name << "(" << std::hexfloat << v << ")";
+    } else if (w.kind == Want::AnyNan) {
+      ASSERT_TRUE(fp::is_nan(y)) << name << "(" << std::hexfloat << v << ")";
     } else {
-      expect_near("expf", v, y, std::exp(static_cast<double>(v)), kExpUlps, stats);
+      expect_near(name, v, y, w.reference, max_ulps, stats);
     }
-    // goldens.md 6: step 3 unfused gives the same floor as the FMA for every float32 input.
-    if (v >= prim::lit::kExpUnderflowBound && v <= prim::lit::kExpOverflowBound) {
-      const float fused = fp::FMA(v, prim::lit::kLog2e, 0.5f);
-      const float product = v * prim::lit::kLog2e;
-      ASSERT_EQ(prim::detail::floor(fused), prim::detail::floor(product + 0.5f)) << std::hexfloat << v;
-    }
+    also(v, y);
+    if (::testing::Test::HasFatalFailure()) return;
   }
-  stats.report("expf");
-  expect_targets_match_scalar("exp", prim::expf, vmath::exp, x);
+  stats.report(name);
+  expect_targets_match_scalar(twin, scalar, array, x);
+}
+
+template <typename WantFn>
+void sweep(const char* name, const char* twin, UnaryPrim scalar, ArrayFn array, const std::vector<float>& x,
+           double max_ulps, WantFn want) {
+  sweep(name, twin, scalar, array, x, max_ulps, want, [](float, float) {});
+}
+
+TEST(PrimitiveSweep, Exp) {
+  sweep(
+      "expf", "exp", prim::expf, vmath::exp, make_inputs(1, -104.0f, 90.0f), kExpUlps,
+      [](float v) {
+        if (fp::is_nan(v)) return exactly(bits(v));
+        if (v > prim::lit::kExpOverflowBound) return exactly(0x7F800000u);
+        if (v < prim::lit::kExpUnderflowBound) return exactly(0u);
+        return near(std::exp(static_cast<double>(v)));
+      },
+      [](float v, float y) {
+        ASSERT_FALSE(fp::is_subnormal(y)) << "expf never returns a subnormal; input " << std::hexfloat << v;
+        // goldens.md 6: step 3 unfused gives the same floor as the FMA for every float32 input.
+        if (v >= prim::lit::kExpUnderflowBound && v <= prim::lit::kExpOverflowBound) {
+          const float fused = fp::FMA(v, prim::lit::kLog2e, 0.5f);
+          const float product = v * prim::lit::kLog2e;
+          ASSERT_EQ(prim::detail::floor(fused), prim::detail::floor(product + 0.5f)) << std::hexfloat << v;
+        }
+      });
 }
 
 TEST(PrimitiveSweep, Log) {
-  auto x = make_inputs(2, 0.0f, 4.0f);
-  ErrorStats stats;
-  for (float v : x) {
-    const float y = prim::logf(v);
-    if (fp::is_nan(v)) {
-      ASSERT_EQ(bits(y), bits(v));
-    } else if (std::fabs(v) < fp::flt_min()) {
-      ASSERT_EQ(bits(y), 0xFF800000u);
-    } else if (v < 0) {
-      ASSERT_EQ(bits(y), 0x7FC00000u);
-    } else {
-      expect_near("logf", v, y, std::log(static_cast<double>(v)), kLogUlps, stats);
-    }
-  }
-  stats.report("logf");
-  expect_targets_match_scalar("log", prim::logf, vmath::log, x);
+  sweep("logf", "log", prim::logf, vmath::log, make_inputs(2, 0.0f, 4.0f), kLogUlps, [](float v) {
+    if (fp::is_nan(v)) return exactly(bits(v));
+    if (std::fabs(v) < fp::flt_min()) return exactly(0xFF800000u);
+    if (v < 0) return exactly(0x7FC00000u);
+    return near(std::log(static_cast<double>(v)));
+  });
 }
 
 TEST(PrimitiveSweep, Log1p) {
-  const auto x = make_inputs(3, -1.0f, 3.0f);
-  ErrorStats stats;
-  for (float v : x) {
+  sweep("log1pf", "log1p", prim::log1pf, vmath::log1p, make_inputs(3, -1.0f, 3.0f), kLog1pUlps, [](float v) {
     const float f = fp::F(v);
-    const float y = prim::log1pf(v);
-    if (fp::is_nan(v)) {
-      ASSERT_EQ(bits(y), bits(v));
-    } else if (f == 0.0f) {
-      ASSERT_EQ(bits(y), bits(f));
-    } else if (f < -1.0f) {
-      ASSERT_EQ(bits(y), 0x7FC00000u);
-    } else {
-      expect_near("log1pf", v, y, std::log1p(static_cast<double>(f)), kLog1pUlps, stats);
-    }
-  }
-  stats.report("log1pf");
-  expect_targets_match_scalar("log1p", prim::log1pf, vmath::log1p, x);
+    if (fp::is_nan(v)) return exactly(bits(v));
+    if (f == 0.0f) return exactly(bits(f));
+    if (f < -1.0f) return exactly(0x7FC00000u);
+    return near(std::log1p(static_cast<double>(f)));
+  });
 }
 
 TEST(PrimitiveSweep, Softplus) {
-  const auto x = make_inputs(4, -100.0f, 40.0f);
-  ErrorStats stats;
-  for (float v : x) {
-    const float y = prim::softplus(v);
-    if (fp::is_nan(v) || v > 20.0f) {
-      ASSERT_EQ(bits(y), bits(v));
-    } else {
-      const double d = static_cast<double>(v);
-      expect_near("softplus", v, y, std::log1p(std::exp(d)), kSoftplusUlps, stats);
-    }
-  }
-  stats.report("softplus");
-  expect_targets_match_scalar("softplus", prim::softplus, vmath::softplus, x);
+  sweep("softplus", "softplus", prim::softplus, vmath::softplus, make_inputs(4, -100.0f, 40.0f),
+        kSoftplusUlps, [](float v) {
+          if (fp::is_nan(v) || v > 20.0f) return exactly(bits(v));
+          return near(std::log1p(std::exp(static_cast<double>(v))));
+        });
 }
 
 TEST(PrimitiveSweep, Sigmoid) {
-  const auto x = make_inputs(5, -100.0f, 40.0f);
-  ErrorStats stats;
-  for (float v : x) {
-    const float y = prim::sigmoid(v);
-    if (fp::is_nan(v)) {
-      ASSERT_EQ(bits(y), bits(v));
-    } else {
-      const double d = static_cast<double>(v);
-      expect_near("sigmoid", v, y, 1.0 / (1.0 + std::exp(-d)), kSigmoidUlps, stats);
-    }
-  }
-  stats.report("sigmoid");
-  expect_targets_match_scalar("sigmoid", prim::sigmoid, vmath::sigmoid, x);
+  sweep("sigmoid", "sigmoid", prim::sigmoid, vmath::sigmoid, make_inputs(5, -100.0f, 40.0f), kSigmoidUlps,
+        [](float v) {
+          if (fp::is_nan(v)) return exactly(bits(v));
+          return near(1.0 / (1.0 + std::exp(-static_cast<double>(v))));
+        });
 }
 
 TEST(PrimitiveSweep, Silu) {
-  const auto x = make_inputs(6, -110.0f, 40.0f);
-  ErrorStats stats;
-  for (float v : x) {
-    const float y = prim::silu(v);
-    if (fp::is_nan(v)) {
-      ASSERT_EQ(bits(y), bits(v));
-    } else if (v == -INFINITY) {
-      ASSERT_TRUE(fp::is_nan(y));  // -inf / inf
-    } else if (-v > prim::lit::kExpOverflowBound) {
-      // expf(-x) = +inf, so d = +inf and DIV(x, inf) = -0 although x * e^x is still a normal
-      // float down to about -103: a property of the step list, not an error of this code.
-      ASSERT_EQ(bits(y), 0x80000000u) << std::hexfloat << v;
-    } else {
-      const double d = static_cast<double>(v);
-      expect_near("silu", v, y, d / (1.0 + std::exp(-d)), kSiluUlps, stats);
-    }
-  }
-  stats.report("silu");
-  expect_targets_match_scalar("silu", prim::silu, vmath::silu, x);
+  sweep("silu", "silu", prim::silu, vmath::silu, make_inputs(6, -110.0f, 40.0f), kSiluUlps, [](float v) {
+    if (fp::is_nan(v)) return exactly(bits(v));
+    if (v == -INFINITY) return any_nan();  // -inf / inf
+    // expf(-x) = +inf, so d = +inf and DIV(x, inf) = -0 although x * e^x is still a normal float down to
+    // about -103: a property of the step list, not an error of this code.
+    if (-v > prim::lit::kExpOverflowBound) return exactly(0x80000000u);
+    const double d = static_cast<double>(v);
+    return near(d / (1.0 + std::exp(-d)));
+  });
 }
 
 TEST(PrimitiveSweep, Tanh) {
-  const auto x = make_inputs(7, -12.0f, 12.0f);
-  ErrorStats stats;
-  for (float v : x) {
+  sweep("tanhf", "tanh", prim::tanhf, vmath::tanh, make_inputs(7, -12.0f, 12.0f), kTanhUlps, [](float v) {
     const float f = fp::F(v);
-    const float y = prim::tanhf(v);
-    if (fp::is_nan(v)) {
-      ASSERT_EQ(bits(y), bits(v));
-    } else if (f == 0.0f) {
-      ASSERT_EQ(bits(y), bits(f));
-    } else {
-      expect_near("tanhf", v, y, std::tanh(static_cast<double>(f)), kTanhUlps, stats);
-    }
-  }
-  stats.report("tanhf");
-  expect_targets_match_scalar("tanh", prim::tanhf, vmath::tanh, x);
+    if (fp::is_nan(v)) return exactly(bits(v));
+    if (f == 0.0f) return exactly(bits(f));
+    return near(std::tanh(static_cast<double>(f)));
+  });
 }
 
 TEST(PrimitiveSweep, SqrtIsCorrectlyRounded) {
@@ -321,25 +301,15 @@ TEST(PrimitiveSweep, SqrtIsCorrectlyRounded) {
 }
 
 TEST(PrimitiveSweep, Rsqrt) {
-  const auto x = make_inputs(9, 0.0f, 1000.0f);
-  ErrorStats stats;
-  for (float v : x) {
-    const float f = fp::F(v);
-    const float y = prim::rsqrtf(v);
-    if (fp::is_nan(v)) {
-      ASSERT_EQ(bits(y), bits(v));
-    } else if (f == 0.0f) {
-      ASSERT_EQ(bits(y), 0x7F800000u);  // sqrt gives +0 for both zeros
-    } else if (f < 0) {
-      ASSERT_EQ(bits(y), 0x7FC00000u);
-    } else if (fp::is_inf(f)) {
-      ASSERT_EQ(bits(y), 0u);
-    } else {
-      expect_near("rsqrtf", v, y, 1.0 / std::sqrt(static_cast<double>(f)), kRsqrtUlps, stats);
-    }
-  }
-  stats.report("rsqrtf");
-  expect_targets_match_scalar("rsqrt", prim::rsqrtf, vmath::rsqrt, x);
+  sweep("rsqrtf", "rsqrt", prim::rsqrtf, vmath::rsqrt, make_inputs(9, 0.0f, 1000.0f), kRsqrtUlps,
+        [](float v) {
+          const float f = fp::F(v);
+          if (fp::is_nan(v)) return exactly(bits(v));
+          if (f == 0.0f) return exactly(0x7F800000u);  // sqrt gives +0 for both zeros
+          if (f < 0) return exactly(0x7FC00000u);
+          if (fp::is_inf(f)) return exactly(0u);
+          return near(1.0 / std::sqrt(static_cast<double>(f)));
+        });
 }
 
 // sin and cos: a ULP bound where |result| >= 2^-12; closer to their zeros the reduction's absolute

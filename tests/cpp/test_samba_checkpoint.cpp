@@ -284,28 +284,28 @@ TEST(SambaConfigJson, FromJsonRoundTripsAndIsStrict) {
   EXPECT_EQ(refusal(good), "");  // integer dropout, filled defaults, an extra key ignored
   EXPECT_EQ(io::samba_config_from_json(json::parse(good)), config);
   const std::string c = "samebits.SambaConfig: ";
+  // The refusal of `good` with its first `from` replaced by `to`.
+  auto edited = [&](const std::string& from, const std::string& to) {
+    return refusal(replace_once(good, from, to));
+  };
   EXPECT_EQ(refusal("[1]"), c + "from_dict takes a dict with the ten config keys, not list");
-  EXPECT_EQ(refusal(replace_once(good, "\"vocab\":256,", "")), c + "from_dict is missing the key 'vocab'");
-  EXPECT_EQ(refusal(replace_once(good, "\"vocab\":256", "\"vocab\":256.0")),
-            c + "vocab must be an integer, not float");
-  EXPECT_EQ(refusal(replace_once(good, "\"vocab\":256", "\"vocab\":true")),
-            c + "vocab must be an integer, not bool");
-  EXPECT_EQ(refusal(replace_once(good, "\"vocab\":256", "\"vocab\":99999999999999999999")),
+  EXPECT_EQ(edited("\"vocab\":256,", ""), c + "from_dict is missing the key 'vocab'");
+  EXPECT_EQ(edited("\"vocab\":256", "\"vocab\":256.0"), c + "vocab must be an integer, not float");
+  EXPECT_EQ(edited("\"vocab\":256", "\"vocab\":true"), c + "vocab must be an integer, not bool");
+  EXPECT_EQ(edited("\"vocab\":256", "\"vocab\":99999999999999999999"),
             c + "vocab = 99999999999999999999 does not fit a 64-bit integer");
-  EXPECT_EQ(refusal(replace_once(good, "\"n_heads\":2", "\"n_heads\":\"2\"")),
-            c + "n_heads must be an integer or null, not str");
-  EXPECT_EQ(refusal(replace_once(good, "[\"mamba3\",\"attention\"]", "\"mamba3\"")),
+  EXPECT_EQ(edited("\"n_heads\":2", "\"n_heads\":\"2\""), c + "n_heads must be an integer or null, not str");
+  EXPECT_EQ(edited("[\"mamba3\",\"attention\"]", "\"mamba3\""),
             c + "layers must be a list of layer kinds, not str");
-  EXPECT_EQ(refusal(replace_once(good, "[\"mamba3\",\"attention\"]", "[\"mamba3\",3]")),
+  EXPECT_EQ(edited("[\"mamba3\",\"attention\"]", "[\"mamba3\",3]"),
             c + "layers must be a list of layer kinds, not of int");
-  EXPECT_EQ(refusal(replace_once(good, "\"tie_embeddings\":true", "\"tie_embeddings\":1")),
+  EXPECT_EQ(edited("\"tie_embeddings\":true", "\"tie_embeddings\":1"),
             c + "tie_embeddings must be true or false, not int");
-  EXPECT_EQ(refusal(replace_once(good, "\"norm_eps\":1e-05", "\"norm_eps\":\"1e-05\"")),
-            c + "norm_eps must be a number, not str");
-  EXPECT_EQ(refusal(replace_once(good, "\"dropout\":0", "\"dropout\":1" + std::string(400, '0'))),
+  EXPECT_EQ(edited("\"norm_eps\":1e-05", "\"norm_eps\":\"1e-05\""), c + "norm_eps must be a number, not str");
+  EXPECT_EQ(edited("\"dropout\":0", "\"dropout\":1" + std::string(400, '0')),
             c + "dropout is too large to convert to float");
   // After the conversions, the constructor's own rules.
-  EXPECT_EQ(refusal(replace_once(good, "\"n_heads\":2", "\"n_heads\":null")),
+  EXPECT_EQ(edited("\"n_heads\":2", "\"n_heads\":null"),
             c + "an attention layer needs n_heads and intermediate");
 }
 

@@ -141,27 +141,43 @@ void expect_same_continuation(const std::vector<float>& a, const std::vector<flo
   EXPECT_TRUE(bytes_of(s) == bytes_of(clone)) << label << ": the state differs from the clone's";
 }
 
+// A fault of one surface: planted by `setup` into a subject, then refused on each of `paths` by `message`
+// (a part of the refusal's text) with `kind`.
+template <typename Path>
+struct Fault {
+  std::string name;
+  std::string message;
+  std::vector<Path> paths;
+  // The subject for this path and the refused call.
+  std::function<std::function<void()>(Subject&, Path)> setup;
+  ErrorKind kind = ErrorKind::Value;
+};
+
+// One case per fault and path, named fault__path with path_names[path].
+template <typename Path, std::size_t N>
+std::vector<Case> cases_of(const std::vector<Fault<Path>>& faults, const char* const (&path_names)[N]) {
+  std::vector<Case> cases;
+  for (const Fault<Path>& fault : faults)
+    for (Path path : fault.paths) {
+      Case c;
+      c.name = fault.name + "__" + path_names[static_cast<std::size_t>(path)];
+      c.message = fault.message;
+      c.kind = fault.kind;
+      auto setup = fault.setup;
+      c.setup = [setup, path](Subject& subject) { return setup(subject, path); };
+      cases.push_back(std::move(c));
+    }
+  return cases;
+}
+
 // ============================================================================ TransformerBlockInference
 
 enum class KvPath { Forward, Step, ViewForward, ViewStep, ViewReference, ViewReferenceStep };
 
-const char* kv_path_name(KvPath p) {
-  switch (p) {
-    case KvPath::Forward:
-      return "state_forward";
-    case KvPath::Step:
-      return "state_step";
-    case KvPath::ViewForward:
-      return "view_forward";
-    case KvPath::ViewStep:
-      return "view_step";
-    case KvPath::ViewReference:
-      return "view_reference_forward";
-    case KvPath::ViewReferenceStep:
-      return "view_reference_step";
-  }
-  return "";
-}
+// Indexed by KvPath.
+const char* const kKvPathNames[] = {"state_forward",          "state_step",
+                                    "view_forward",           "view_step",
+                                    "view_reference_forward", "view_reference_step"};
 bool is_step(KvPath p) {
   return p == KvPath::Step || p == KvPath::ViewStep || p == KvPath::ViewReferenceStep;
 }
@@ -237,13 +253,7 @@ void attach(Subject& subject, const std::shared_ptr<KvSubject>& s, KvPath path, 
   };
 }
 
-struct KvFault {
-  std::string name;
-  std::string message;
-  std::vector<KvPath> paths;
-  // The subject for this path and the refused call.
-  std::function<std::function<void()>(Subject&, KvPath)> setup;
-};
+using KvFault = Fault<KvPath>;
 
 // x for `path`: (B, L, d) for a forward, (B, 1, d) for a step, optionally with one planted value.
 struct Tokens {
@@ -402,19 +412,7 @@ std::vector<KvFault> kv_faults() {
   return faults;
 }
 
-std::vector<Case> transformer_cases() {
-  std::vector<Case> cases;
-  for (const KvFault& fault : kv_faults())
-    for (KvPath path : fault.paths) {
-      Case c;
-      c.name = fault.name + "__" + kv_path_name(path);
-      c.message = fault.message;
-      auto setup = fault.setup;
-      c.setup = [setup, path](Subject& subject) { return setup(subject, path); };
-      cases.push_back(std::move(c));
-    }
-  return cases;
-}
+std::vector<Case> transformer_cases() { return cases_of(kv_faults(), kKvPathNames); }
 
 class TransformerStateSafety : public ::testing::TestWithParam<Case> {};
 TEST_P(TransformerStateSafety, RefusalLeavesStateUnchanged) { run_case(GetParam()); }
@@ -424,19 +422,8 @@ INSTANTIATE_TEST_SUITE_P(Refusals, TransformerStateSafety, ::testing::ValuesIn(t
 // ============================================================================ Mamba-1 / Mamba-2 / Mamba-3
 
 enum class MambaPath { Forward, Step, Reference, ReferenceStep };
-const char* mamba_path_name(MambaPath p) {
-  switch (p) {
-    case MambaPath::Forward:
-      return "forward";
-    case MambaPath::Step:
-      return "step";
-    case MambaPath::Reference:
-      return "reference_forward";
-    case MambaPath::ReferenceStep:
-      return "reference_step";
-  }
-  return "";
-}
+// Indexed by MambaPath.
+const char* const kMambaPathNames[] = {"forward", "step", "reference_forward", "reference_step"};
 bool is_step(MambaPath p) { return p == MambaPath::Step || p == MambaPath::ReferenceStep; }
 const std::vector<MambaPath> kMambaPaths{MambaPath::Forward, MambaPath::Step, MambaPath::Reference,
                                          MambaPath::ReferenceStep};
@@ -543,12 +530,7 @@ void attach(Subject& subject, const std::shared_ptr<MambaSubject<K>>& s, bool us
 }
 
 template <typename K>
-struct MambaFault {
-  std::string name;
-  std::string message;
-  std::vector<MambaPath> paths;
-  std::function<std::function<void()>(Subject&, MambaPath)> setup;
-};
+using MambaFault = Fault<MambaPath>;
 
 // The faults every Mamba kind has; `piece(state, i)` plants into the i-th float piece.
 template <typename K>
@@ -660,28 +642,13 @@ std::function<std::function<void()>(Subject&, MambaPath)> plant_scalar(
   };
 }
 
-template <typename K>
-std::vector<Case> mamba_cases(const std::vector<MambaFault<K>>& faults) {
-  std::vector<Case> cases;
-  for (const auto& fault : faults)
-    for (MambaPath path : fault.paths) {
-      Case c;
-      c.name = fault.name + "__" + mamba_path_name(path);
-      c.message = fault.message;
-      auto setup = fault.setup;
-      c.setup = [setup, path](Subject& subject) { return setup(subject, path); };
-      cases.push_back(std::move(c));
-    }
-  return cases;
-}
-
 std::vector<Case> mamba1_cases() {
   auto f = common_mamba_faults<M1>("B and L must be positive");
   f.push_back({"conv_window_nan", "NaN in conv_window at flat index 9 REFUSED", kMambaPaths,
                plant_piece<M1>([](Mamba1State& s) { return s.conv_window(); }, 9, kNaN)});
   f.push_back({"h_infinity", "infinity in h at flat index 100 REFUSED", kMambaPaths,
                plant_piece<M1>([](Mamba1State& s) { return s.h(); }, 100, kInf)});
-  return mamba_cases(f);
+  return cases_of(f, kMambaPathNames);
 }
 
 std::vector<Case> mamba2_cases() {
@@ -701,7 +668,7 @@ std::vector<Case> mamba2_cases() {
                plant_scalar<M2>([](Mamba2State& s, bool bad) { s.set_buffered_tokens(bad ? -1 : 5); })});
   f.push_back({"buffered_tokens_256", "buf_len must be in [0, 256)", kMambaPaths,
                plant_scalar<M2>([](Mamba2State& s, bool bad) { s.set_buffered_tokens(bad ? 256 : 5); })});
-  return mamba_cases(f);
+  return cases_of(f, kMambaPathNames);
 }
 
 std::vector<Case> mamba3_cases() {
@@ -744,7 +711,7 @@ std::vector<Case> mamba3_cases() {
   f.push_back({"input_states_on_mid_sequence_state",
                "Input_States only has upstream meaning on a fresh state", kMambaPaths,
                plant_scalar<M3>([](S3& s, bool bad) { s.pending = bad; })});
-  return mamba_cases(f);
+  return cases_of(f, kMambaPathNames);
 }
 
 class Mamba1StateSafety : public ::testing::TestWithParam<Case> {};
@@ -799,23 +766,10 @@ const SambaInference& samba(int variant) {
 }
 
 enum class SambaPath { Forward, Step, Reference, BorrowedForward, BorrowedStep, BorrowedReference };
-const char* samba_path_name(SambaPath p) {
-  switch (p) {
-    case SambaPath::Forward:
-      return "forward";
-    case SambaPath::Step:
-      return "step";
-    case SambaPath::Reference:
-      return "reference_forward";
-    case SambaPath::BorrowedForward:
-      return "run_borrowed_forward";
-    case SambaPath::BorrowedStep:
-      return "run_borrowed_step";
-    case SambaPath::BorrowedReference:
-      return "run_borrowed_reference";
-  }
-  return "";
-}
+// Indexed by SambaPath.
+const char* const kSambaPathNames[] = {"forward",           "step",
+                                       "reference_forward", "run_borrowed_forward",
+                                       "run_borrowed_step", "run_borrowed_reference"};
 bool is_step(SambaPath p) { return p == SambaPath::Step || p == SambaPath::BorrowedStep; }
 bool is_borrowed(SambaPath p) { return p >= SambaPath::BorrowedForward; }
 
@@ -908,13 +862,7 @@ void attach(Subject& subject, const std::shared_ptr<SambaSubject>& s, SambaPath 
   };
 }
 
-struct SambaFault {
-  std::string name;
-  std::string message;
-  std::vector<SambaPath> paths;
-  std::function<std::function<void()>(Subject&, SambaPath)> setup;
-  ErrorKind kind = ErrorKind::Value;
-};
+using SambaFault = Fault<SambaPath>;
 
 std::vector<SambaFault> samba_faults() {
   const std::vector<SambaPath> all{SambaPath::Forward,      SambaPath::Step,
@@ -1101,20 +1049,7 @@ std::vector<SambaFault> samba_faults() {
   return f;
 }
 
-std::vector<Case> samba_cases() {
-  std::vector<Case> cases;
-  for (const SambaFault& fault : samba_faults())
-    for (SambaPath path : fault.paths) {
-      Case c;
-      c.name = fault.name + "__" + samba_path_name(path);
-      c.message = fault.message;
-      c.kind = fault.kind;
-      auto setup = fault.setup;
-      c.setup = [setup, path](Subject& subject) { return setup(subject, path); };
-      cases.push_back(std::move(c));
-    }
-  return cases;
-}
+std::vector<Case> samba_cases() { return cases_of(samba_faults(), kSambaPathNames); }
 
 class SambaStateSafety : public ::testing::TestWithParam<Case> {};
 TEST_P(SambaStateSafety, RefusalLeavesStateUnchanged) { run_case(GetParam()); }

@@ -1,6 +1,8 @@
 // Shared helpers for the C++ tests: deterministic data, bitwise comparison, target/thread sweeps.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -68,6 +70,19 @@ std::string error_of(Fn&& fn, ErrorKind kind) {
     fn();
   } catch (const Error& e) {
     if (e.kind() != kind) return std::string("<wrong kind> ") + e.what();
+    return e.what();
+  }
+  return "<no error>";
+}
+
+// The message of the error fn() throws, with a failed expectation unless it is a Value error;
+// "<no error>" for none.
+template <typename Fn>
+std::string value_error_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Value) << e.what();
     return e.what();
   }
   return "<no error>";

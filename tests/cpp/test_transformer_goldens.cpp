@@ -15,7 +15,7 @@
 namespace samebits {
 namespace {
 
-using testing::golden_digest;
+using testing::digest;
 using testing::hashed_uniform;
 
 // goldens.md 3: w(shape, seed) = u * f32(1/4) + f32(-1/8), two roundings.
@@ -67,10 +67,6 @@ std::vector<float> hashed_slab(int seed) {
   std::vector<float> draw = testing::hashed_draw(20000, 16, seed);
   draw.resize(1024);
   return draw;
-}
-
-std::string digest(const std::vector<float>& y, std::vector<std::size_t> shape) {
-  return golden_digest({{y.data(), std::move(shape)}});
 }
 
 TEST(TransformerGoldens, WeightAndSlabChecks) {

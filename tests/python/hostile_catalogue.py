@@ -31,6 +31,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import mlp_checkpoint_writer as mlp_writer  # noqa: E402
 import samba_checkpoint_writer as samba_writer  # noqa: E402
+from block_weights import mamba1_weights, mamba2_weights, normal_weights, transformer_weights  # noqa: E402
+from block_weights import normal_x as tokens  # noqa: E402
 import samebits  # noqa: E402
 from samebits import lowbit  # noqa: E402
 from samebits._mamba3 import _PIECES as MAMBA3_PIECES, _piece_shapes as mamba3_piece_shapes  # noqa: E402
@@ -69,51 +71,11 @@ class Row:
 # ------------------------------------------------------------------------------------ fixtures
 
 D = 32  # d_model of every block fixture
-TRANSFORMER_NAMES = (
-    "input_layernorm.weight", "post_attention_layernorm.weight", "q_proj.weight", "k_proj.weight",
-    "v_proj.weight", "o_proj.weight", "gate_proj.weight", "up_proj.weight", "down_proj.weight",
-)
-MAMBA1_SHAPES = (
-    ("norm.weight", (32,)), ("in_proj.weight", (128, 32)), ("conv1d.weight", (64, 1, 4)), ("conv1d.bias", (64,)),
-    ("x_proj.weight", (34, 64)), ("dt_proj.weight", (64, 2)), ("dt_proj.bias", (64,)), ("A_log", (64, 16)),
-    ("D", (64,)), ("out_proj.weight", (32, 64)),
-)
-MAMBA2_SHAPES = (
-    ("block_norm.weight", (32,)), ("in_proj.weight", (385, 32)), ("conv1d.weight", (320, 1, 4)),
-    ("conv1d.bias", (320,)), ("dt_bias", (1,)), ("A_log", (1,)), ("D", (1,)), ("norm.weight", (64,)),
-    ("out_proj.weight", (32, 64)),
-)
-
-
-def _normal(shapes, seed, ones=()):
-    rng = np.random.default_rng(seed)
-    out = {name: (rng.standard_normal(shape) * 0.1).astype(np.float32) for name, shape in shapes}
-    for name in ones:
-        out[name] = np.ones(out[name].shape, np.float32)
-    return out
-
-
-def transformer_weights(dm=D, nh=2, nkv=1, it=64, seed=1):
-    hd = dm // nh
-    shapes = ((dm,), (dm,), (nh * hd, dm), (nkv * hd, dm), (nkv * hd, dm), (dm, nh * hd), (it, dm), (it, dm), (dm, it))
-    return _normal(zip(TRANSFORMER_NAMES, shapes), seed)
-
-
-def mamba1_weights():
-    return _normal(MAMBA1_SHAPES, 21, ones=("norm.weight",))
-
-
-def mamba2_weights():
-    return _normal(MAMBA2_SHAPES, 22, ones=("block_norm.weight", "norm.weight"))
 
 
 def mamba3_weights(dm=D):
     cfg = samba_writer.config_dict(256, dm, ["mamba3"])
-    return _normal(samba_writer.block_shapes(cfg, "mamba3"), 23, ones=("block_norm.weight",))
-
-
-def tokens(shape, seed=3):
-    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+    return normal_weights(samba_writer.block_shapes(cfg, "mamba3"), 23, ones=("block_norm.weight",))
 
 
 def ids(shape, vocab=256, seed=5):
@@ -134,6 +96,12 @@ def with_value(array, index, value):
 
 def with_nan(array, index=0):
     return with_value(array, index, np.nan)
+
+
+def planted(state, piece, index, value):
+    """`state` with element `index` of its buffer `piece` set to `value` (in place, through the view)."""
+    getattr(state, piece)[index] = value
+    return state
 
 
 def readonly(array):
@@ -612,29 +580,22 @@ def _state_rows(cat):
              ("dt_proj.bias", (128,)), ("A_log", (128, 16)), ("D", (128,)), ("out_proj.weight", (64, 128)))}
     refuse(m1f, "the state of a d_model-64 block (this one is 32)", m1.forward,
            samebits.Mamba1BlockInference(wide).allocate_state(1), x1)
-    s = m1.allocate_state(1)
-    s.h[0, 3, 2] = np.inf
-    refuse(m1f, "an +inf planted in h", m1.forward, s, x1)
+    refuse(m1f, "an +inf planted in h", m1.forward, planted(m1.allocate_state(1), "h", (0, 3, 2), np.inf), x1)
     cat.add(category, "Mamba1BlockInference.step", "state None", lambda: m1.step(x1[:, :1].copy(), None))
 
     m2f = "Mamba2BlockInference.forward(x, state)"
     refuse(m2f, "a state for batch 2, x of batch 1", m2.forward, m2.allocate_state(2), x1)
     refuse(m2f, "a Mamba3State", m2.forward, m3.allocate_state(1), x1)
-    s = m2.allocate_state(1)
-    s.buffer_xbc[0, 0, 0] = np.nan
-    refuse(m2f, "a NaN planted in buffer_xbc", m2.forward, s, x1)
-    s = m2.allocate_state(1)
-    s.conv_window[0, 1, 2] = -np.inf
-    refuse("Mamba2BlockInference.step", "a -inf planted in conv_window", m2.step, s,
-           x1[:, :1].copy())
+    refuse(m2f, "a NaN planted in buffer_xbc", m2.forward,
+           planted(m2.allocate_state(1), "buffer_xbc", (0, 0, 0), np.nan), x1)
+    refuse("Mamba2BlockInference.step", "a -inf planted in conv_window", m2.step,
+           planted(m2.allocate_state(1), "conv_window", (0, 1, 2), -np.inf), x1[:, :1].copy())
 
     m3wide = samebits.Mamba3BlockInference(mamba3_weights(64))
     m3f = "Mamba3BlockInference.forward(x, state)"
     refuse(m3f, "a state for batch 2, x of batch 1", m3.forward, m3.allocate_state(2), x1)
     refuse(m3f, "the state of a d_model-64 block (2 heads; this one has 1)", m3.forward, m3wide.allocate_state(1), x1)
-    s = m3.allocate_state(1)
-    s.theta[0, 0, 4] = np.nan
-    refuse(m3f, "a NaN planted in theta", m3.forward, s, x1)
+    refuse(m3f, "a NaN planted in theta", m3.forward, planted(m3.allocate_state(1), "theta", (0, 0, 4), np.nan), x1)
     s = m3.allocate_state(1)
     m3.forward(x1, s)
     s.set_input_states(np.zeros((1, 1, 32), np.float32), np.zeros((1, 1, 64, 128), np.float32),

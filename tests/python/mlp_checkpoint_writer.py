@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
+from nested_edits import delete_key as _delete, set_key as _set
+
 FILE_SCHEMA = "mojolearn.small-mlp-checkpoint.v1"
 STATE_SCHEMA = "mojolearn.small-mlp-trainer.v1"
 ARITHMETIC_PROFILE = "mojolearn.neural-training.fp32.v1"
@@ -137,26 +139,6 @@ def _edit_hex(name, edit):
     """Payload mutation: replace a weight descriptor's hex string by edit(hex)."""
     def mutate(payload):
         payload["weights"][name]["hex"] = edit(payload["weights"][name]["hex"])
-    return mutate
-
-
-def _set(*keys_and_value):
-    *keys, value = keys_and_value
-
-    def mutate(payload):
-        target = payload
-        for key in keys[:-1]:
-            target = target[key]
-        target[keys[-1]] = value
-    return mutate
-
-
-def _delete(*keys):
-    def mutate(payload):
-        target = payload
-        for key in keys[:-1]:
-            target = target[key]
-        del target[keys[-1]]
     return mutate
 
 

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from nested_edits import delete_key as _delete, set_key as _set
+
 MAGIC = b"MOJOLEARN-SAMBA\x02\n"
 STREAM_SCHEMA = "mojolearn.samba-stream.v2"
 STATE_SCHEMA = "mojolearn.samba-stack-state.v1"
@@ -234,25 +236,6 @@ STACK = "samebits.SambaStack: "
 INFERENCE = "samebits.SambaInference: "
 CONFIG = "samebits.SambaConfig: "
 PROFILE_STATE = "samebits: samebits.SambaInference state "
-
-
-def _set(*keys_and_value):
-    """Envelope/payload edit: set a nested key (the path walks dicts and list indices)."""
-    *keys, value = keys_and_value
-
-    def edit(target):
-        for key in keys[:-1]:
-            target = target[key]
-        target[keys[-1]] = value
-    return edit
-
-
-def _delete(*keys):
-    def edit(target):
-        for key in keys[:-1]:
-            target = target[key]
-        del target[keys[-1]]
-    return edit
 
 
 def _flip(data, at):

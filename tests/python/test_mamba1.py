@@ -10,42 +10,20 @@ import pytest
 
 import samebits
 from samebits import lowbit
+from block_checks import decode, expect_ragged_equals_rows_alone, expect_rows_alone_and_prefix, refuses
+from block_weights import MAMBA1_SHAPES, mamba1_weights, normal_x as x_normal
 from goldens import digest, lane_weights, slab
 
 D_MODEL = 32
-TENSORS = [
-    ("norm.weight", (32,)),
-    ("in_proj.weight", (128, 32)),
-    ("conv1d.weight", (64, 1, 4)),
-    ("conv1d.bias", (64,)),
-    ("x_proj.weight", (34, 64)),
-    ("dt_proj.weight", (64, 2)),
-    ("dt_proj.bias", (64,)),
-    ("A_log", (64, 16)),
-    ("D", (64,)),
-    ("out_proj.weight", (32, 64)),
-]
 
 
 def golden_block():
-    return samebits.Mamba1BlockInference(lane_weights("mamba1", TENSORS, ones=("norm.weight",)))
+    return samebits.Mamba1BlockInference(lane_weights("mamba1", MAMBA1_SHAPES, ones=("norm.weight",)))
 
 
 def normal_weights(seed=21, scale=0.1):
     """step_vs_full_check style weights: normal * 0.1, norms ones."""
-    rng = np.random.default_rng(seed)
-    out = {name: (rng.standard_normal(shape) * scale).astype(np.float32) for name, shape in TENSORS}
-    out["norm.weight"] = np.ones(32, np.float32)
-    return out
-
-
-def x_normal(shape=(2, 16, 32), seed=3):
-    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
-
-
-def decode(block, x, state=None):
-    state = block.allocate_state(x.shape[0]) if state is None else state
-    return np.concatenate([block.step(x[:, t : t + 1], state) for t in range(x.shape[1])], axis=1), state
+    return mamba1_weights(seed, scale)
 
 
 @pytest.mark.parametrize("kind,want", [("base", "97e86b9db80719a7"), ("hashed", "b2e6c1006bf3a5ce")])
@@ -92,18 +70,8 @@ def test_state_layout_digest_goldens_4a():
 def test_rows_prefix_ragged_backward_and_state_required():
     block = samebits.Mamba1BlockInference(normal_weights())
     x = x_normal((4, 16, 32), seed=9)
-    full = block.forward(x)
-    for i in range(4):
-        assert block.forward(x[i : i + 1]).tobytes() == full[i : i + 1].tobytes()
-    assert block(x[:, :7]).tobytes() == full[:, :7].tobytes()
-    lengths = [16, 7, 1, 12]
-    junk = x.copy()
-    for i, n in enumerate(lengths):
-        junk[i, n:] = np.nan  # junk in the padding is replaced before any refusal
-    ragged = block.forward(junk, lengths=lengths)
-    for i, n in enumerate(lengths):
-        assert ragged[i, :n].tobytes() == block.forward(x[i : i + 1, :n])[0].tobytes()
-        assert not ragged[i, n:].view(np.uint32).any()  # exactly +0.0 bits
+    expect_rows_alone_and_prefix(block, x, prefix=7)
+    expect_ragged_equals_rows_alone(block.forward, x, [16, 7, 1, 12])  # the NaN padding is replaced before any refusal
     with pytest.raises(NotImplementedError, match="inference is forward only"):
         block.backward(x, x)
     with pytest.raises(ValueError, match="state is required"):
@@ -203,16 +171,12 @@ def test_packed_weights_equal_materialized_fp32():
         assert block.forward(x).tobytes() != samebits.Mamba1BlockInference(weights).forward(x).tobytes()
 
 
-def test_bits_do_not_depend_on_threads_or_simd_target(thread_count, simd_targets):
+def test_bits_do_not_depend_on_threads_or_simd_target(targets_and_threads):
     block = samebits.Mamba1BlockInference(normal_weights(seed=7))
     x = x_normal((3, 21, 32), seed=8)
     want = block._reference(x).tobytes()
-    core = samebits._native()
-    for target in simd_targets:
-        core.set_simd_target(target)
-        for threads in (1, 2, 3):
-            thread_count(threads)
-            assert block.forward(x).tobytes() == want, (target, threads)
+    for case in targets_and_threads:
+        assert block.forward(x).tobytes() == want, case
 
 
 def test_weights_are_copied():
@@ -229,65 +193,50 @@ def test_refusals():
     weights = normal_weights()
     block = samebits.Mamba1BlockInference(weights)
     x = x_normal((2, 4, 32))
-    with pytest.raises(TypeError, match="x has dtype float64; this surface is float32 ONLY"):
-        block.forward(x.astype(np.float64))
-    with pytest.raises(TypeError, match="float16"):
-        block.forward(x.astype(np.float16))
-    with pytest.raises(TypeError, match="x is a list, which does not support the buffer protocol"):
-        block.forward(x.tolist())
-    with pytest.raises(ValueError, match=r"Mamba1Block.forward: x must be \(B, L, d_model\), got 2-D shape \(8, 32\)"):
-        block.forward(x.reshape(8, 32))
-    with pytest.raises(ValueError, match="x has d_model 16, the weights have 32"):
-        block.forward(x[:, :, :16])
+    refuses(TypeError, "x has dtype float64; this surface is float32 ONLY", lambda: block.forward(x.astype(np.float64)))
+    refuses(TypeError, "float16", lambda: block.forward(x.astype(np.float16)))
+    refuses(TypeError, "x is a list, which does not support the buffer protocol", lambda: block.forward(x.tolist()))
+    refuses(ValueError, r"Mamba1Block.forward: x must be \(B, L, d_model\), got 2-D shape \(8, 32\)",
+            lambda: block.forward(x.reshape(8, 32)))
+    refuses(ValueError, "x has d_model 16, the weights have 32", lambda: block.forward(x[:, :, :16]))
     state = block.allocate_state(2)
-    with pytest.raises(ValueError, match="a decode step takes exactly one token per batch row, got L = 4"):
-        block.step(x, state)
-    with pytest.raises(ValueError, match=r"state buffer conv_window has shape \(3, 64, 4\), want \(2, 64, 4\)"):
-        block.forward(x, block.allocate_state(3))
-    with pytest.raises(TypeError, match="state must be a Mamba1State"):
-        block.forward(x, object())
-    with pytest.raises(ValueError, match="batch_size must be positive, got 0"):
-        block.allocate_state(0)
-    with pytest.raises(ValueError, match="B and L must be positive"):
-        block.forward(np.zeros((2, 0, 32), np.float32))
+    refuses(ValueError, "a decode step takes exactly one token per batch row, got L = 4", lambda: block.step(x, state))
+    refuses(ValueError, r"state buffer conv_window has shape \(3, 64, 4\), want \(2, 64, 4\)",
+            lambda: block.forward(x, block.allocate_state(3)))
+    refuses(TypeError, "state must be a Mamba1State", lambda: block.forward(x, object()))
+    refuses(ValueError, "batch_size must be positive, got 0", lambda: block.allocate_state(0))
+    refuses(ValueError, "B and L must be positive", lambda: block.forward(np.zeros((2, 0, 32), np.float32)))
     bad = x.copy()
     bad[1, 2, 3] = np.inf
-    with pytest.raises(ValueError, match=r"infinity in x at flat index 195 REFUSED"):
-        block.forward(bad)
+    refuses(ValueError, r"infinity in x at flat index 195 REFUSED", lambda: block.forward(bad))
     state.h[0, 1, 2] = np.nan
-    with pytest.raises(ValueError, match=r"NaN in h at flat index 18 REFUSED"):
-        block.forward(x, state)
-    with pytest.raises(ValueError, match="lengths= .* cannot carry a state"):
-        block.forward(x, block.allocate_state(2), lengths=[4, 4])
-    with pytest.raises(ValueError, match="lengths has 3 entries but the batch has B = 2"):
-        block.forward(x, lengths=[1, 2, 3])
-    with pytest.raises(TypeError, match=r"lengths\[1\] is a bool"):
-        block.forward(x, lengths=[1, True])
-    with pytest.raises(TypeError, match=r"lengths\[0\] = 1.5 is not an integer"):
-        block.forward(x, lengths=[1.5, 2])
-    with pytest.raises(ValueError, match=r"Mamba1BlockInference.forward: lengths\[1\] = 5 is outside \[1, L = 4\]"):
-        block.forward(x, lengths=[1, 5])
+    refuses(ValueError, r"NaN in h at flat index 18 REFUSED", lambda: block.forward(x, state))
+    refuses(ValueError, "lengths= .* cannot carry a state",
+            lambda: block.forward(x, block.allocate_state(2), lengths=[4, 4]))
+    refuses(ValueError, "lengths has 3 entries but the batch has B = 2", lambda: block.forward(x, lengths=[1, 2, 3]))
+    refuses(TypeError, r"lengths\[1\] is a bool", lambda: block.forward(x, lengths=[1, True]))
+    refuses(TypeError, r"lengths\[0\] = 1.5 is not an integer", lambda: block.forward(x, lengths=[1.5, 2]))
+    refuses(ValueError, r"Mamba1BlockInference.forward: lengths\[1\] = 5 is outside \[1, L = 4\]",
+            lambda: block.forward(x, lengths=[1, 5]))
     # Construction.
     missing = dict(weights)
     del missing["D"]
     missing["Dee"] = weights["D"]
-    with pytest.raises(ValueError, match=r"weight dict mismatch; missing \['D'\]; unknown \['Dee'\]"):
-        samebits.Mamba1BlockInference(missing)
+    refuses(ValueError, r"weight dict mismatch; missing \['D'\]; unknown \['Dee'\]",
+            lambda: samebits.Mamba1BlockInference(missing))
     wrong = dict(weights, **{"in_proj.weight": weights["in_proj.weight"].T})
-    with pytest.raises(ValueError, match=r"in_proj.weight has shape \(32, 128\), want \(128, 32\)"):
-        samebits.Mamba1BlockInference(wrong)
+    refuses(ValueError, r"in_proj.weight has shape \(32, 128\), want \(128, 32\)",
+            lambda: samebits.Mamba1BlockInference(wrong))
     squeezed = dict(weights, **{"conv1d.weight": weights["conv1d.weight"].reshape(64, 4)})
     assert samebits.Mamba1BlockInference(squeezed).forward(x).tobytes() == block.forward(x).tobytes()
-    with pytest.raises(ValueError, match=r"norm.weight must be 1-D \(d_model,\), got shape \(4, 8\)"):
-        samebits.Mamba1BlockInference(dict(weights, **{"norm.weight": np.ones((4, 8), np.float32)}))
-    with pytest.raises(TypeError, match="A_log has dtype float64"):
-        samebits.Mamba1BlockInference(dict(weights, A_log=weights["A_log"].astype(np.float64)))
-    with pytest.raises(TypeError, match="weights must be a dict"):
-        samebits.Mamba1BlockInference([1, 2])
+    refuses(ValueError, r"norm.weight must be 1-D \(d_model,\), got shape \(4, 8\)",
+            lambda: samebits.Mamba1BlockInference(dict(weights, **{"norm.weight": np.ones((4, 8), np.float32)})))
+    refuses(TypeError, "A_log has dtype float64",
+            lambda: samebits.Mamba1BlockInference(dict(weights, A_log=weights["A_log"].astype(np.float64))))
+    refuses(TypeError, "weights must be a dict", lambda: samebits.Mamba1BlockInference([1, 2]))
     nan_weights = dict(weights, D=np.full(64, np.nan, np.float32))
     nan_block = samebits.Mamba1BlockInference(nan_weights)  # refused at the first call, as upstream
-    with pytest.raises(ValueError, match="NaN in D at flat index 0 REFUSED"):
-        nan_block.forward(x)
+    refuses(ValueError, "NaN in D at flat index 0 REFUSED", lambda: nan_block.forward(x))
 
 
 def test_array_array_input_is_accepted():

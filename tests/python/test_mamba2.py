@@ -8,37 +8,21 @@ import pytest
 
 import samebits
 from samebits import lowbit
+from block_checks import expect_ragged_equals_rows_alone, expect_rows_alone_and_prefix
+from block_weights import MAMBA2_SHAPES, mamba2_weights, normal_x as x_normal
 from goldens import digest, lane_weights, slab
 
-TENSORS = [
-    ("block_norm.weight", (32,)),
-    ("in_proj.weight", (385, 32)),
-    ("conv1d.weight", (320, 1, 4)),
-    ("conv1d.bias", (320,)),
-    ("dt_bias", (1,)),
-    ("A_log", (1,)),
-    ("D", (1,)),
-    ("norm.weight", (64,)),
-    ("out_proj.weight", (32, 64)),
-]
 
 
 def golden_weights():
-    return lane_weights("mamba2", TENSORS, ones=("block_norm.weight", "norm.weight"))
+    return lane_weights("mamba2", MAMBA2_SHAPES, ones=("block_norm.weight", "norm.weight"))
 
 
 def normal_weights(seed=21, scale=0.1):
-    rng = np.random.default_rng(seed)
-    out = {name: (rng.standard_normal(shape) * scale).astype(np.float32) for name, shape in TENSORS}
-    out["block_norm.weight"] = np.ones(32, np.float32)
-    out["norm.weight"] = np.ones(64, np.float32)
+    out = mamba2_weights(seed, scale)
     out["A_log"] = np.array([-1.0], np.float32)  # A about -0.37: decays stay visible across a chunk
     out["dt_bias"] = np.array([-2.5], np.float32)
     return out
-
-
-def x_normal(shape, seed=3):
-    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
 
 
 @pytest.mark.parametrize("kind,want", [("base", "b0084ee171c0720f"), ("hashed", "fa5cdfa7a8028ea4")])
@@ -81,18 +65,8 @@ def test_decode_step_digest_after_prefill(kind, want):
 def test_rows_prefix_ragged_and_decode_equals_prefill(dt_limit):
     block = samebits.Mamba2BlockInference(normal_weights(), dt_limit=dt_limit)
     x = x_normal((4, 16, 32), seed=9)
-    full = block.forward(x)
-    for i in range(4):
-        assert block.forward(x[i : i + 1]).tobytes() == full[i : i + 1].tobytes()
-    assert block(x[:, :7]).tobytes() == full[:, :7].tobytes()
-    lengths = [16, 7, 1, 12]
-    junk = x.copy()
-    for i, n in enumerate(lengths):
-        junk[i, n:] = np.nan
-    ragged = block.forward(junk, lengths=lengths)
-    for i, n in enumerate(lengths):
-        assert ragged[i, :n].tobytes() == block.forward(x[i : i + 1, :n])[0].tobytes()
-        assert not ragged[i, n:].view(np.uint32).any()
+    full = expect_rows_alone_and_prefix(block, x, prefix=7)
+    expect_ragged_equals_rows_alone(block.forward, x, [16, 7, 1, 12])
     with pytest.raises(NotImplementedError, match="Mamba2BlockInference.backward: inference is forward only"):
         block.backward(x, x)
     with pytest.raises(ValueError, match="Mamba2Block.step: state is required"):
@@ -221,18 +195,11 @@ def test_state_from_arrays_copy_and_row_surgery():
 
 def test_ragged_across_a_chunk_with_junk_padding():
     block = samebits.Mamba2BlockInference(normal_weights(seed=15))
-    lengths = [300, 1, 65, 257]
     x = x_normal((4, 300, 32), seed=16)
-    junk = x.copy()
-    for i, n in enumerate(lengths):
-        junk[i, n:] = np.nan
-    out = block.forward(junk, lengths=lengths)
-    for i, n in enumerate(lengths):
-        assert out[i, :n].tobytes() == block.forward(x[i : i + 1, :n])[0].tobytes()
-        assert not out[i, n:].view(np.uint32).any()
+    expect_ragged_equals_rows_alone(block.forward, x, [300, 1, 65, 257])
 
 
-def test_packed_weights_and_threads(thread_count, simd_targets):
+def test_packed_weights_and_threads(targets_and_threads):
     weights = normal_weights(seed=17)
     x = x_normal((2, 40, 32), seed=18)
     packed = lowbit.pack(weights, "bfloat16")
@@ -240,12 +207,8 @@ def test_packed_weights_and_threads(thread_count, simd_targets):
     assert block.weight_format == "bfloat16"
     assert block.forward(x).tobytes() == samebits.Mamba2BlockInference(lowbit.unpack(packed)[0]).forward(x).tobytes()
     want = block._reference(x).tobytes()
-    core = samebits._native()
-    for target in simd_targets:
-        core.set_simd_target(target)
-        for threads in (1, 2, 3):
-            thread_count(threads)
-            assert block.forward(x).tobytes() == want, (target, threads)
+    for case in targets_and_threads:
+        assert block.forward(x).tobytes() == want, case
 
 
 def test_refusals():

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import samebits
+from block_checks import decode, expect_ragged_equals_rows_alone, expect_rows_alone_and_prefix, refuses
 from goldens import digest, lane_weights, slab
 from samebits import lowbit
 
@@ -51,12 +52,6 @@ def random_weights(d_model=32, seed=0):
     for name in NORMS:
         out[name] += np.float32(1)
     return out
-
-
-def decode(block, x):
-    """Token-by-token decode of x (B, L, d) from a fresh state, reassembled as (B, L, d)."""
-    state = block.allocate_state(x.shape[0])
-    return np.concatenate([block.step(x[:, t : t + 1], state) for t in range(x.shape[1])], axis=1), state
 
 
 # ------------------------------------------------------------------ goldens.md 4 and 4a
@@ -111,18 +106,8 @@ def test_one_decode_step_after_a_prefill_reproduces_recorded_digests(kind, draw)
 def test_rows_alone_prefix_and_ragged_padding():
     block = model("near")
     x = np.random.default_rng(3).standard_normal((4, 16, 32)).astype(np.float32)
-    full = block.forward(x)
-    for i in range(4):
-        assert block.forward(x[i : i + 1]).tobytes() == full[i : i + 1].tobytes()
-    assert block(x[:, :7]).tobytes() == full[:, :7].tobytes()
-    junk = x.copy()
-    lengths = [16, 7, 1, 12]
-    for i, n in enumerate(lengths):
-        junk[i, n:] = np.nan  # junk in the padding never reaches a refusal
-    ragged = block.forward(junk, lengths=lengths)
-    for i, n in enumerate(lengths):
-        assert ragged[i : i + 1, :n].tobytes() == block.forward(x[i : i + 1, :n]).tobytes()
-        assert not ragged[i, n:].view(np.uint32).any()  # +0.0 bits exactly
+    expect_rows_alone_and_prefix(block, x, prefix=7)
+    expect_ragged_equals_rows_alone(block.forward, x, [16, 7, 1, 12])  # the NaN padding never reaches a refusal
 
 
 @pytest.mark.parametrize("length,lengths", [(70, [70, 9, 65]), (300, [300, 1, 65, 129, 257, 128])])
@@ -130,12 +115,7 @@ def test_ragged_rows_across_chunk_boundaries_equal_rows_alone(length, lengths):
     # api.md 14.4 / 14.5: ragged batches whose rows end on both sides of the 64-row chunks.
     block = model("near")
     x = np.random.default_rng(12).standard_normal((len(lengths), length, 32)).astype(np.float32)
-    for i, n in enumerate(lengths):
-        x[i, n:] = np.nan
-    out = block.forward(x, lengths=lengths)
-    for i, n in enumerate(lengths):
-        assert out[i : i + 1, :n].tobytes() == block.forward(np.ascontiguousarray(x[i : i + 1, :n])).tobytes()
-        assert not out[i, n:].view(np.uint32).any()
+    expect_ragged_equals_rows_alone(block.forward, x, lengths, contiguous_rows=True)
 
 
 def test_decode_equals_prefill_across_chunk_boundaries():
@@ -174,19 +154,14 @@ def test_step_accepts_a_two_dimensional_token_and_keeps_its_rank():
     assert out2.tobytes() == out3.tobytes()
 
 
-def test_bits_do_not_depend_on_threads_or_simd_target(thread_count, simd_targets):
+def test_bits_do_not_depend_on_threads_or_simd_target(targets_and_threads):
     block = samebits.Mamba3BlockInference(random_weights(64, 5))
     x = np.random.default_rng(6).standard_normal((3, 70, 64)).astype(np.float32)
-    core = samebits._native()
-    core.set_simd_target("scalar")
-    thread_count(1)
+    targets_and_threads.scalar_one_thread()
     want = block.forward(x).tobytes()
     assert block._reference(x).tobytes() == want
-    for target in simd_targets:
-        core.set_simd_target(target)
-        for threads in (1, 2, 3):
-            thread_count(threads)
-            assert block.forward(x).tobytes() == want, (target, threads)
+    for case in targets_and_threads:
+        assert block.forward(x).tobytes() == want, case
 
 
 def test_stateless_calls_are_repeatable_and_outputs_are_fresh():
@@ -418,16 +393,12 @@ def test_input_refusals():
 def test_state_refusals():
     block = model("ones")
     x = slab("base", 1)
-    with pytest.raises(ValueError, match=r"state buffer theta has shape \(3, 1, 32\), want \(2, 1, 32\)"):
-        block.forward(x, block.allocate_state(3))
-    with pytest.raises(TypeError, match="state must be a Mamba3State"):
-        block.forward(x, object())
-    with pytest.raises(ValueError, match="batch_size must be positive, got 0"):
-        block.allocate_state(0)
-    with pytest.raises(ValueError, match="cannot carry a state"):
-        block.forward(x, block.allocate_state(2), lengths=[16, 3])
-    with pytest.raises(ValueError, match=r"lengths\[1\] = 17 is outside \[1, L = 16\]"):
-        block.forward(x, lengths=[16, 17])
+    refuses(ValueError, r"state buffer theta has shape \(3, 1, 32\), want \(2, 1, 32\)",
+            lambda: block.forward(x, block.allocate_state(3)))
+    refuses(TypeError, "state must be a Mamba3State", lambda: block.forward(x, object()))
+    refuses(ValueError, "batch_size must be positive, got 0", lambda: block.allocate_state(0))
+    refuses(ValueError, "cannot carry a state", lambda: block.forward(x, block.allocate_state(2), lengths=[16, 3]))
+    refuses(ValueError, r"lengths\[1\] = 17 is outside \[1, L = 16\]", lambda: block.forward(x, lengths=[16, 17]))
 
 
 # ------------------------------------------------------------------ reports (computed when first read)

@@ -47,18 +47,13 @@ def test_every_batch_size_and_split_agree():
     assert np.concatenate(parts).tobytes() == whole
 
 
-def test_bits_do_not_depend_on_threads_or_simd_target(thread_count, simd_targets):
+def test_bits_do_not_depend_on_threads_or_simd_target(targets_and_threads):
     model = _model(_weights(5))
     x = _x(200, seed=6)
-    core = samebits._native()
-    core.set_simd_target("scalar")
-    thread_count(1)
+    targets_and_threads.scalar_one_thread()
     want = model.predict_logits(x).tobytes()
-    for target in simd_targets:
-        core.set_simd_target(target)
-        for threads in (1, 2, 3):
-            thread_count(threads)
-            assert model.predict_logits(x).tobytes() == want, (target, threads)
+    for case in targets_and_threads:
+        assert model.predict_logits(x).tobytes() == want, case
 
 
 def test_output_is_fresh_and_calls_repeat():

@@ -12,6 +12,7 @@ from samebits import lowbit
 from samebits._samba import SambaInference, SambaState
 
 import samba_checkpoint_writer as writer
+from block_checks import expect_ragged_equals_rows_alone
 
 
 def _config(tied, vocab=256, layers=("mamba3", "attention")):
@@ -71,27 +72,17 @@ def test_rows_alone_ragged_and_reference(tied):
     full = model.logits(ids)
     for i in range(4):
         assert model.logits(ids[i : i + 1]).tobytes() == full[i : i + 1].tobytes()
-    lengths = [16, 3, 1, 9]
-    junk = ids.copy()
-    for i, n in enumerate(lengths):
-        junk[i, n:] = 999  # out-of-vocab junk in the padding is tolerated
-    ragged = model(junk, lengths=lengths)
-    for i, n in enumerate(lengths):
-        assert ragged[i, :n].tobytes() == model.forward(ids[i : i + 1, :n])[0].tobytes()
-        assert not ragged[i, n:].view(np.uint32).any()  # exactly +0.0 bits
+    # Out-of-vocab junk in the padding is tolerated.
+    expect_ragged_equals_rows_alone(model, ids, [16, 3, 1, 9], junk=999)
     assert model._forward_reference(ids).tobytes() == full.tobytes()
 
 
-def test_threads_and_simd_targets_agree(thread_count, simd_targets):
+def test_threads_and_simd_targets_agree(targets_and_threads):
     model = _model(True)
     ids = _ids((2, 20))
     want = model.forward(ids).tobytes()
-    core = samebits._native()
-    for target in simd_targets:
-        core.set_simd_target(target)
-        for threads in (1, 2, 3):
-            thread_count(threads)
-            assert model.forward(ids).tobytes() == want, (target, threads)
+    for case in targets_and_threads:
+        assert model.forward(ids).tobytes() == want, case
 
 
 @pytest.mark.parametrize("fmt", ["bfloat16", "int8"])

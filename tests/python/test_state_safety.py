@@ -9,6 +9,7 @@ states, and SambaInference / SambaState. The C++ twin of this file is tests/cpp/
 import math
 import re
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable, Optional
 
 import numpy as np
@@ -19,6 +20,8 @@ from samebits._mamba import Mamba1State, Mamba2State
 from samebits._mamba3 import Mamba3State
 from samebits._samba import SambaInference, SambaState
 from samebits._transformer import TransformerState
+
+from block_weights import TRANSFORMER_NAMES, normal_weights
 
 # --------------------------------------------------------------------------------------------- snapshots
 
@@ -144,20 +147,22 @@ def kv_block(which=0):
         hd = DM // nh
         shapes = ((DM,), (DM,), (nh * hd, DM), (nkv * hd, DM), (nkv * hd, DM), (DM, nh * hd), (24, DM),
                   (24, DM), (DM, 24))
-        names = ("input_layernorm.weight", "post_attention_layernorm.weight", "q_proj.weight", "k_proj.weight",
-                 "v_proj.weight", "o_proj.weight", "gate_proj.weight", "up_proj.weight", "down_proj.weight")
-        rng = np.random.default_rng(11 + which)
-        weights = {n: (rng.standard_normal(s) * 0.2).astype(np.float32) for n, s in zip(names, shapes)}
+        weights = normal_weights(zip(TRANSFORMER_NAMES, shapes), 11 + which, scale=0.2)
         _kv_blocks[which] = samebits.TransformerBlockInference(weights, n_heads=nh, n_kv_heads=nkv, window=window)
     return _kv_blocks[which]
 
 
-def kv_call(block, path, x, state, **kw):
+def call_path(block, path, x, state, reference, **kw):
+    """The call `path` names: forward (with kw) or step through the block, any other path reference(x, state)."""
     if path == "forward":
         return block.forward(x, state, **kw)
     if path == "step":
         return block.step(x, state)
-    return block._forward_reference(x, state, step=path == "reference_step")
+    return reference(x, state)
+
+
+def kv_call(block, path, x, state, **kw):
+    return call_path(block, path, x, state, partial(block._forward_reference, step=path == "reference_step"), **kw)
 
 
 def kv_x(path, batch=2, length=3):
@@ -187,11 +192,16 @@ def _kv_x(transform):
     return setup
 
 
-def _kv_plant_x(value):
+def planted(value):
+    """A transform of x that writes `value` at flat index 5 (in place) and returns x."""
     def transform(x):
         x.reshape(-1)[5] = value
         return x
-    return _kv_x(transform)
+    return transform
+
+
+def _kv_plant_x(value):
+    return _kv_x(planted(value))
 
 
 def _kv_foreign(which):
@@ -390,11 +400,7 @@ def mamba_block(kind, variant=0):
 
 
 def mamba_call(block, path, x, state, **kw):
-    if path == "forward":
-        return block.forward(x, state, **kw)
-    if path == "step":
-        return block.step(x, state)
-    return block._reference(x, state, step=path == "reference_step")
+    return call_path(block, path, x, state, partial(block._reference, step=path == "reference_step"), **kw)
 
 
 def mamba_x(kind, path, batch=2, length=3):
@@ -426,10 +432,7 @@ def mamba_faults(kind):
         return setup
 
     def planted_x(value):
-        def transform(x):
-            x.reshape(-1)[5] = value
-            return x
-        return x_made(transform)
+        return x_made(planted(value))
 
     def foreign(variant, batch=2, call_variant=0):
         def setup(path):
@@ -618,11 +621,7 @@ def samba(variant=0):
 
 
 def samba_call(model, path, ids, state, **kw):
-    if path == "forward":
-        return model.forward(ids, state, **kw)
-    if path == "step":
-        return model.step(ids, state)
-    return model._forward_reference(ids, state)
+    return call_path(model, path, ids, state, model._forward_reference, **kw)
 
 
 def samba_ids(path, batch=2, length=2, seed=5):

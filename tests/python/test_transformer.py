@@ -11,29 +11,8 @@ import pytest
 import samebits
 from samebits import lowbit
 
-NAMES = (
-    "input_layernorm.weight",
-    "post_attention_layernorm.weight",
-    "q_proj.weight",
-    "k_proj.weight",
-    "v_proj.weight",
-    "o_proj.weight",
-    "gate_proj.weight",
-    "up_proj.weight",
-    "down_proj.weight",
-)
-
-
-def block_weights(dm=32, nh=2, nkv=1, it=64, seed=1):
-    """Upstream's test fixture: every tensor standard normal * 0.1 (norms included), in name order."""
-    hd = dm // nh
-    shapes = ((dm,), (dm,), (nh * hd, dm), (nkv * hd, dm), (nkv * hd, dm), (dm, nh * hd), (it, dm), (it, dm), (dm, it))
-    rng = np.random.default_rng(seed)
-    return {n: (rng.standard_normal(s) * 0.1).astype(np.float32) for n, s in zip(NAMES, shapes)}
-
-
-def tokens(shape, seed):
-    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+from block_checks import expect_ragged_equals_rows_alone, refuses
+from block_weights import normal_x as tokens, transformer_weights as block_weights  # upstream's test fixture
 
 
 def decode(blk, x, max_tokens=None):
@@ -54,14 +33,8 @@ def test_rows_alone_prefix_and_ragged(window):
     for i in range(4):
         assert blk.forward(x[i : i + 1]).tobytes() == y[i : i + 1].tobytes(), i
     assert blk(np.ascontiguousarray(x[:, :7])).tobytes() == np.ascontiguousarray(y[:, :7]).tobytes()
-    lengths = [16, 7, 1, 12]
-    junk = x.copy()
-    for i, n in enumerate(lengths):
-        junk[i, n:] = np.nan  # padding junk is replaced before anything is judged
-    yr = blk.forward(junk, lengths=lengths)
-    for i, n in enumerate(lengths):
-        assert yr[i : i + 1, :n].tobytes() == blk.forward(np.ascontiguousarray(x[i : i + 1, :n])).tobytes()
-        assert (yr[i, n:].view(np.uint32) == 0).all()  # +0.0 bits, not merely zero values
+    # The NaN padding junk is replaced before anything is judged.
+    expect_ragged_equals_rows_alone(blk.forward, x, [16, 7, 1, 12], contiguous_rows=True)
 
 
 @pytest.mark.parametrize("window", [0, 8])
@@ -100,16 +73,14 @@ def test_one_ulp_in_v_cache_7_moves_exactly_position_6():
 def test_backward_state_required_and_head_rule():
     tw = block_weights()
     blk = samebits.TransformerBlockInference(tw, n_heads=2, n_kv_heads=1)
-    with pytest.raises(NotImplementedError, match="inference is forward only"):
-        blk.backward(np.zeros((1, 2, 32), np.float32), np.zeros((1, 2, 32), np.float32))
-    with pytest.raises(
-        ValueError,
-        match=r"^samebits TransformerBlock\.step: state is required \(a decode step continues a sequence; "
-        r"allocate_state\(B, max_tokens\) makes the fresh one\)$",
-    ):
-        blk.step(np.zeros((1, 1, 32), np.float32), None)
-    with pytest.raises(ValueError, match=r"d_model must equal n_heads\*head_dim .* got d_model 32 vs n_heads 3 \* head_dim 10"):
-        samebits.TransformerBlockInference(tw, n_heads=3)
+    refuses(NotImplementedError, "inference is forward only",
+            lambda: blk.backward(np.zeros((1, 2, 32), np.float32), np.zeros((1, 2, 32), np.float32)))
+    refuses(ValueError,
+            r"^samebits TransformerBlock\.step: state is required \(a decode step continues a sequence; "
+            r"allocate_state\(B, max_tokens\) makes the fresh one\)$",
+            lambda: blk.step(np.zeros((1, 1, 32), np.float32), None))
+    refuses(ValueError, r"d_model must equal n_heads\*head_dim .* got d_model 32 vs n_heads 3 \* head_dim 10",
+            lambda: samebits.TransformerBlockInference(tw, n_heads=3))
 
 
 # ------------------------------------------------------------------ guarantees over shapes
@@ -158,18 +129,14 @@ def test_long_sequence_300(window):
     assert (ragged[1, 129:].view(np.uint32) == 0).all()
 
 
-def test_threads_and_simd_targets_agree(thread_count, simd_targets):
+def test_threads_and_simd_targets_agree(targets_and_threads):
     blk = samebits.TransformerBlockInference(block_weights(nh=4, nkv=2), n_heads=4, n_kv_heads=2, window=8)
     x = tokens((2, 40, 32), 13)
     want = blk._forward_reference(x).tobytes()
-    core = samebits._native()
-    for target in simd_targets:
-        core.set_simd_target(target)
-        for threads in (1, 2, 3):
-            thread_count(threads)
-            assert blk.forward(x).tobytes() == want, (target, threads)
-            steps, _ = decode(blk, x)
-            assert steps.tobytes() == want, (target, threads)
+    for case in targets_and_threads:
+        assert blk.forward(x).tobytes() == want, case
+        steps, _ = decode(blk, x)
+        assert steps.tobytes() == want, case
 
 
 # ------------------------------------------------------------------ state object
@@ -301,27 +268,24 @@ def test_non_finite_refusals_name_the_array_and_index():
 def test_input_refusals():
     blk = samebits.TransformerBlockInference(block_weights(), n_heads=2, n_kv_heads=1)
     what = "samebits TransformerBlock.forward"
-    with pytest.raises(TypeError, match=rf"^{what}: x has dtype float64; this surface is float32 ONLY"):
-        blk.forward(np.zeros((1, 2, 32)))
-    with pytest.raises(TypeError, match="bfloat16 and float16 are refused BY NAME"):
-        blk.forward(np.zeros((1, 2, 32), np.float16))
-    with pytest.raises(TypeError, match=rf"^{what}: x is a list, which does not support the buffer protocol"):
-        blk.forward([[0.0] * 32])
-    with pytest.raises(ValueError, match=rf"^{what}: x must be \(B, L, d_model\), got 2-D shape \(2, 32\)$"):
-        blk.forward(np.zeros((2, 32), np.float32))
-    with pytest.raises(ValueError, match=rf"^{what}: x has d_model 16, the weights have 32$"):
-        blk.forward(np.zeros((1, 2, 16), np.float32))
-    with pytest.raises(ValueError, match=r"B and L must be positive"):
-        blk.forward(np.zeros((0, 2, 32), np.float32))
+    refuses(TypeError, rf"^{what}: x has dtype float64; this surface is float32 ONLY",
+            lambda: blk.forward(np.zeros((1, 2, 32))))
+    refuses(TypeError, "bfloat16 and float16 are refused BY NAME",
+            lambda: blk.forward(np.zeros((1, 2, 32), np.float16)))
+    refuses(TypeError, rf"^{what}: x is a list, which does not support the buffer protocol",
+            lambda: blk.forward([[0.0] * 32]))
+    refuses(ValueError, rf"^{what}: x must be \(B, L, d_model\), got 2-D shape \(2, 32\)$",
+            lambda: blk.forward(np.zeros((2, 32), np.float32)))
+    refuses(ValueError, rf"^{what}: x has d_model 16, the weights have 32$",
+            lambda: blk.forward(np.zeros((1, 2, 16), np.float32)))
+    refuses(ValueError, r"B and L must be positive", lambda: blk.forward(np.zeros((0, 2, 32), np.float32)))
     state = blk.allocate_state(1, 4)
-    with pytest.raises(
-        ValueError,
-        match=r"^samebits TransformerBlock\.step: a decode step takes exactly one token per batch row, got L = 2; "
-        r"use forward\(\) for prefill$",
-    ):
-        blk.step(np.zeros((1, 2, 32), np.float32), state)
-    with pytest.raises(ValueError, match=r"-- or \(B, d_model\) for a step --, got 1-D shape \(32,\)"):
-        blk.step(np.zeros(32, np.float32), state)
+    refuses(ValueError,
+            r"^samebits TransformerBlock\.step: a decode step takes exactly one token per batch row, got L = 2; "
+            r"use forward\(\) for prefill$",
+            lambda: blk.step(np.zeros((1, 2, 32), np.float32), state))
+    refuses(ValueError, r"-- or \(B, d_model\) for a step --, got 1-D shape \(32,\)",
+            lambda: blk.step(np.zeros(32, np.float32), state))
     buffer = memoryview(array.array("f", [0.25] * 64)).cast("B").cast("f", (1, 2, 32))  # any float32 buffer
     assert blk.forward(buffer).tobytes() == blk.forward(np.full((1, 2, 32), 0.25, np.float32)).tobytes()
 
@@ -339,18 +303,14 @@ def test_ragged_refusals():
     blk = samebits.TransformerBlockInference(block_weights(), n_heads=2, n_kv_heads=1)
     x = tokens((2, 4, 32), 15)
     what = "samebits TransformerBlock.forward"
-    with pytest.raises(ValueError, match=rf"^{what}: lengths= \(a ragged, right-padded batch\) cannot carry a state"):
-        blk.forward(x, blk.allocate_state(2, 4), lengths=[4, 2])
-    with pytest.raises(ValueError, match=rf"^{what}: lengths has 3 entries but the batch has B = 2$"):
-        blk.forward(x, lengths=[4, 2, 1])
-    with pytest.raises(TypeError, match=r"lengths\[1\] is a bool, not an integer"):
-        blk.forward(x, lengths=[4, True])
-    with pytest.raises(TypeError, match=r"lengths\[0\] = 2.0 is not an integer"):
-        blk.forward(x, lengths=[2.0, 1])
-    with pytest.raises(ValueError, match=r"lengths\[1\] = 5 is outside \[1, L = 4\]"):
-        blk.forward(x, lengths=[4, 5])
-    with pytest.raises(TypeError, match="lengths must be a sequence of 2 integers"):
-        blk.forward(x, lengths=3)
+    refuses(ValueError, rf"^{what}: lengths= \(a ragged, right-padded batch\) cannot carry a state",
+            lambda: blk.forward(x, blk.allocate_state(2, 4), lengths=[4, 2]))
+    refuses(ValueError, rf"^{what}: lengths has 3 entries but the batch has B = 2$",
+            lambda: blk.forward(x, lengths=[4, 2, 1]))
+    refuses(TypeError, r"lengths\[1\] is a bool, not an integer", lambda: blk.forward(x, lengths=[4, True]))
+    refuses(TypeError, r"lengths\[0\] = 2.0 is not an integer", lambda: blk.forward(x, lengths=[2.0, 1]))
+    refuses(ValueError, r"lengths\[1\] = 5 is outside \[1, L = 4\]", lambda: blk.forward(x, lengths=[4, 5]))
+    refuses(TypeError, "lengths must be a sequence of 2 integers", lambda: blk.forward(x, lengths=3))
 
 
 def test_construction_refusals_and_options():

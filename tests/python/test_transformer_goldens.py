@@ -52,7 +52,7 @@ def test_weight_check():
 
 @pytest.mark.parametrize("norms,window", sorted(FORWARD))
 @pytest.mark.parametrize("kind", ["base", "hashed"])
-def test_held_out_forward(norms, window, kind, thread_count, simd_targets):
+def test_held_out_forward(norms, window, kind, targets_and_threads):
     blk = block(norms, window)
     x = slab(kind, 1)
     want = FORWARD[(norms, window)][kind]
@@ -60,12 +60,8 @@ def test_held_out_forward(norms, window, kind, thread_count, simd_targets):
     assert y.shape == (2, 16, 32) and y.dtype == np.float32 and y.flags.c_contiguous
     assert digest(y) == want
     assert digest(blk._forward_reference(x)) == want
-    core = samebits._native()
-    for target in simd_targets:
-        core.set_simd_target(target)
-        for threads in (1, 2, 3):
-            thread_count(threads)
-            assert digest(blk.forward(x)) == want, (target, threads)
+    for case in targets_and_threads:
+        assert digest(blk.forward(x)) == want, case
 
 
 @pytest.mark.parametrize("norms,window", sorted(FORWARD))
