@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "api/samebits.hpp"
-#include "blocks/mamba1.hpp"
-#include "blocks/mamba2.hpp"
+#include "blocks/mamba1/mamba1.hpp"
+#include "blocks/mamba2/mamba2.hpp"
 
 namespace samebits {
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "api/samebits.hpp"
-#include "blocks/transformer.hpp"
+#include "blocks/transformer/transformer.hpp"
 #include "core/aligned_buffer.hpp"
 
 namespace samebits {

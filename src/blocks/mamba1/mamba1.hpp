@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "blocks/causal_conv.hpp"
+#include "blocks/common/causal_conv.hpp"
 #include "core/aligned_buffer.hpp"
 #include "numerics/gemm.hpp"
 

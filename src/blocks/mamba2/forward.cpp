@@ -2,14 +2,14 @@
 // forward. The fast SSD core runs the chunk schedule of blocks.md 2.3 step 7 but computes only the rows
 // whose outputs the call returns: the open chunk's earlier rows enter through kept running sums (dacs,
 // the segment-sum column frontier) and through the state's own buffer, so a decode step costs O(chunk).
-#include "blocks/mamba2.hpp"
+#include "blocks/mamba2/mamba2.hpp"
 
 #include <algorithm>
 #include <atomic>
 #include <bit>
 #include <cstring>
 
-#include "blocks/block_support.hpp"
+#include "blocks/common/block_support.hpp"
 #include "core/errors.hpp"
 #include "core/state_size.hpp"
 #include "core/thread_pool.hpp"

@@ -13,8 +13,8 @@
 #include <utility>
 #include <vector>
 
-#include "blocks/causal_conv.hpp"
-#include "blocks/mamba1.hpp"
+#include "blocks/common/causal_conv.hpp"
+#include "blocks/mamba1/mamba1.hpp"
 #include "core/aligned_buffer.hpp"
 #include "numerics/gemm.hpp"
 

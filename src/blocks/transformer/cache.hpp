@@ -6,7 +6,7 @@
 #include <functional>
 #include <string>
 
-#include "blocks/transformer.hpp"
+#include "blocks/transformer/transformer.hpp"
 #include "core/aligned_buffer.hpp"
 
 namespace samebits::blocks::kv {

@@ -1,5 +1,5 @@
 // TransformerBlock: construction, call refusals, the cached RoPE rows and the fast forward (blocks.md 4.3).
-#include "blocks/transformer.hpp"
+#include "blocks/transformer/transformer.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -7,8 +7,8 @@
 #include <sstream>
 #include <utility>
 
-#include "blocks/block_support.hpp"
-#include "blocks/transformer_cache.hpp"
+#include "blocks/common/block_support.hpp"
+#include "blocks/transformer/cache.hpp"
 #include "core/aligned_buffer.hpp"
 #include "core/errors.hpp"
 #include "core/thread_pool.hpp"

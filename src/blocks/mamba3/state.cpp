@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "blocks/mamba3_block.hpp"
+#include "blocks/mamba3/mamba3.hpp"
 #include "core/errors.hpp"
 #include "core/state_size.hpp"
 #include "core/thread_pool.hpp"

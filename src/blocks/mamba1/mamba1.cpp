@@ -1,12 +1,12 @@
 // Mamba-1 block forward (blocks.md 1.3): the fast path over packed GEMMs and channel-vector kernels, and
 // the literal scalar twin. Both refuse non-finite data first and update the state in place.
-#include "blocks/mamba1.hpp"
+#include "blocks/mamba1/mamba1.hpp"
 
 #include <algorithm>
 #include <bit>
 #include <utility>
 
-#include "blocks/block_support.hpp"
+#include "blocks/common/block_support.hpp"
 #include "core/errors.hpp"
 #include "core/state_size.hpp"
 #include "core/thread_pool.hpp"
