@@ -12,7 +12,7 @@
 #include "api/transformer_inference.hpp"
 #include "array_convert.hpp"
 #include "bindings.hpp"
-#include "blocks/transformer/cache.hpp"
+#include "blocks/transformer/state.hpp"
 #include "core/aligned_buffer.hpp"
 #include "core/state_size.hpp"
 

@@ -1,17 +1,15 @@
-// Mamba-2 block (blocks.md 2): dims, weight table, state, the lazily evaluated report, and the fast
-// forward. The fast SSD core runs the chunk schedule of blocks.md 2.3 step 7 but computes only the rows
+// Mamba-2 block (blocks.md 2): the lazily evaluated report and the fast forward. The fast SSD core runs
+// the chunk schedule of blocks.md 2.3 step 7 but computes only the rows
 // whose outputs the call returns: the open chunk's earlier rows enter through kept running sums (dacs,
 // the segment-sum column frontier) and through the state's own buffer, so a decode step costs O(chunk).
 #include "blocks/mamba2/mamba2.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <bit>
 #include <cstring>
 
 #include "blocks/common/block_support.hpp"
 #include "core/errors.hpp"
-#include "core/state_size.hpp"
 #include "core/thread_pool.hpp"
 #include "numerics/fp.hpp"
 #include "numerics/primitives.hpp"
@@ -37,103 +35,11 @@ constexpr std::int64_t N = Mamba2Dims::kState;
 // packed GEMM. Both give the profile's cells bit for bit.
 constexpr std::int64_t kFewRows = 2;
 
-std::atomic<std::uint64_t> g_next_block_id{1};
-
 std::int64_t grain_for(std::int64_t cells_per_item, std::int64_t work = 16384) {
   return std::max<std::int64_t>(1, work / std::max<std::int64_t>(1, cells_per_item));
 }
 
 }  // namespace
-
-// ------------------------------------------------------------------------------------ dims, table, state
-
-Mamba2Dims Mamba2Dims::for_d_model(std::int64_t d_model) {
-  Mamba2Dims d;
-  d.d_model = d_model;
-  d.d_inner = 2 * d_model;
-  d.nheads = d.d_inner / kHeadDim;
-  d.conv_dim = d.d_inner + 2 * kState;
-  d.d_in_proj = 2 * d.d_inner + 2 * kState + d.nheads;
-  return d;
-}
-
-std::array<MambaTensor, kMamba2TensorCount> mamba2_tensors(const Mamba2Dims& d) {
-  const std::int64_t dm = d.d_model, di = d.d_inner, H = d.nheads, cd = d.conv_dim;
-  return {{{"block_norm.weight", {dm}, {}},
-           {"in_proj.weight", {d.d_in_proj, dm}, {}},
-           {"conv1d.weight", {cd, 1, Mamba2Dims::kConv}, {cd, Mamba2Dims::kConv}},
-           {"conv1d.bias", {cd}, {}},
-           {"dt_bias", {H}, {}},
-           {"A_log", {H}, {}},
-           {"D", {H}, {}},
-           {"norm.weight", {di}, {}},
-           {"out_proj.weight", {dm, di}, {}}}};
-}
-
-Mamba2State::Mamba2State(std::int64_t batch, const Mamba2Dims& dims)
-    : data_(std::make_shared<Mamba2StateData>()) {
-  data_->batch = batch;
-  data_->dims = dims;
-  const std::int64_t per_row = dims.conv_dim * Mamba2Dims::kConv +
-                               dims.nheads * Mamba2Dims::kHeadDim * Mamba2Dims::kState +
-                               Mamba2Dims::kChunk * (dims.conv_dim + dims.nheads);
-  allocate_state_buffers("Mamba2State", {batch, per_row}, [&] {
-    data_->conv_window.assign_zero(static_cast<std::size_t>(conv_window_size()));
-    data_->h.assign_zero(static_cast<std::size_t>(h_size()));
-    data_->buffer_xbc.assign_zero(static_cast<std::size_t>(buffer_xbc_size()));
-    data_->buffer_dtraw.assign_zero(static_cast<std::size_t>(buffer_dtraw_size()));
-  });
-}
-
-Mamba2State Mamba2State::clone() const {
-  auto copy = std::make_shared<Mamba2StateData>();
-  copy->batch = data_->batch;
-  copy->dims = data_->dims;
-  copy->conv_window = data_->conv_window.clone();
-  copy->h = data_->h.clone();
-  copy->buffer_xbc = data_->buffer_xbc.clone();
-  copy->buffer_dtraw = data_->buffer_dtraw.clone();
-  copy->buffered_tokens = data_->buffered_tokens;
-  copy->open = data_->open;         // derived rows of identical buffers stay valid
-  if (data_->open_xd.size() > 0) {  // only each head's first open.rows Xd rows hold anything
-    constexpr std::int64_t kHeadRows = Mamba2Dims::kChunk * Mamba2Dims::kHeadDim;
-    copy->open_xd.resize_uninitialized(data_->open_xd.size());
-    const auto heads = static_cast<std::int64_t>(data_->open_xd.size()) / kHeadRows;
-    const std::int64_t held =
-        std::clamp<std::int64_t>(data_->open.rows, 0, Mamba2Dims::kChunk) * Mamba2Dims::kHeadDim;
-    for (std::int64_t head = 0; head < heads; ++head)
-      std::memcpy(copy->open_xd.data() + head * kHeadRows, data_->open_xd.data() + head * kHeadRows,
-                  static_cast<std::size_t>(held) * sizeof(float));
-  }
-  copy->open.kept_generation = data_->open.kept_generation == data_->generation
-                                   ? copy->generation
-                                   : Mamba2OpenChunkRows::kNoGeneration;
-  copy->trusted = trusted();  // the same bits; nobody holds a pointer into the copy
-  return Mamba2State(std::move(copy));
-}
-
-std::vector<Mamba2State::Span> Mamba2State::spans_written_by(std::int64_t length) const {
-  const Mamba2StateData& d = *data_;
-  const std::int64_t q0 = d.buffered_tokens;
-  if (q0 + length >= Mamba2Dims::kChunk)  // a chunk completes: h, and the buffers refilled from row 0
-    return {{d.conv_window.data(), conv_window_size()},
-            {d.h.data(), h_size()},
-            {d.buffer_xbc.data(), buffer_xbc_size()},
-            {d.buffer_dtraw.data(), buffer_dtraw_size()}};
-  std::vector<Span> spans{{d.conv_window.data(), conv_window_size()}};
-  const std::int64_t cd = d.dims.conv_dim, H = d.dims.nheads;
-  for (std::int64_t b = 0; b < d.batch; ++b) {
-    spans.push_back({d.buffer_xbc.data() + (b * Mamba2Dims::kChunk + q0) * cd, length * cd});
-    spans.push_back({d.buffer_dtraw.data() + (b * Mamba2Dims::kChunk + q0) * H, length * H});
-  }
-  return spans;
-}
-
-void Mamba2State::settle_pending_report(const Mamba2Report* superseded) {
-  if (auto report = data_->pending_report.lock())
-    if (report.get() != superseded) report->h_last();
-  data_->pending_report.reset();
-}
 
 // ------------------------------------------------------------------------------------ the report
 
@@ -232,63 +138,6 @@ void h_last_from_state(const Mamba2StateData& data, const float* A, const float*
 
 }  // namespace mamba2_detail
 
-// ------------------------------------------------------------------------------------ the block
-
-namespace {
-Mamba2Dims dims_of(const Mamba2Weights& w) {
-  return Mamba2Dims::for_d_model(static_cast<std::int64_t>(w[kM2BlockNorm].size()));
-}
-}  // namespace
-
-Mamba2Block::Mamba2Block(Mamba2Weights weights, float dt_lo, float dt_hi)
-    : dims_(dims_of(weights)),
-      weights_(std::move(weights)),
-      dt_lo_(dt_lo),
-      dt_hi_(dt_hi),
-      id_(g_next_block_id.fetch_add(1)),
-      conv_(weights_[kM2ConvWeight].data(), weights_[kM2ConvBias].data(), dims_.conv_dim) {
-  if (dims_.d_model % 32 != 0 || dims_.d_model < 32)
-    throw_value_error("Mamba2Block: d_model must be a multiple of 32");
-  const auto tensors = mamba2_tensors(dims_);
-  for (std::size_t i = 0; i < kMamba2TensorCount; ++i) {
-    if (static_cast<std::int64_t>(weights_[i].size()) != tensors[i].elements())
-      throw_value_error(std::string("Mamba2Block: ") + tensors[i].name + " has the wrong element count");
-    if (!non_finite_weight_) {
-      for (float v : weights_[i]) {
-        if (!fp::is_finite(v)) {
-          non_finite_weight_ = i;
-          break;
-        }
-      }
-    }
-  }
-  A_.resize(static_cast<std::size_t>(dims_.nheads));
-  for (std::int64_t h = 0; h < dims_.nheads; ++h) A_[h] = -F(prim::expf(F(weights_[kM2ALog][h])));
-  in_proj_ = gemm::PackedRhs::from_transposed(weights_[kM2InProj].data(), dims_.d_in_proj, dims_.d_model,
-                                              Placement::kWeightPool);
-  out_proj_ = gemm::PackedRhs::from_transposed(weights_[kM2OutProj].data(), dims_.d_model, dims_.d_inner,
-                                               Placement::kWeightPool);
-}
-
-void Mamba2Block::refuse_inputs(const float* x, std::int64_t count, const Mamba2State& state,
-                                const std::string& entry) const {
-  const std::int64_t q0 = state.buffered_tokens();
-  if (q0 < 0 || q0 >= Q)
-    throw_value_error(entry + ": buf_len must be in [0, 256) (the rows of the open chunk), got " +
-                      std::to_string(q0));
-  refuse_if_non_finite(x, count, entry, "x");
-  if (non_finite_weight_) {
-    const std::size_t i = *non_finite_weight_;
-    refuse_non_finite(weights_[i].data(), static_cast<std::int64_t>(weights_[i].size()), entry,
-                      mamba2_tensors(dims_)[i].name);
-  }
-  if (state.trusted()) return;  // a trusted state has nothing for the scan to find
-  refuse_if_any_non_finite({{state.conv_window(), state.conv_window_size(), "conv_window"},
-                            {state.h(), state.h_size(), "h"},
-                            {state.buffer_xbc(), state.buffer_xbc_size(), "buffer_xbc"},
-                            {state.buffer_dtraw(), state.buffer_dtraw_size(), "buffer_dtraw"}},
-                           entry);
-}
 
 namespace {
 
@@ -578,3 +427,4 @@ std::shared_ptr<Mamba2Report> Mamba2Block::forward(const float* x, std::int64_t 
 }
 
 }  // namespace samebits::blocks
+

@@ -1,5 +1,5 @@
 // KV-cache layout operations: packed growth in place, ring appends, window span gathers (copies only).
-#include "blocks/transformer/cache.hpp"
+#include "blocks/transformer/state.hpp"
 
 #include <algorithm>
 #include <atomic>
