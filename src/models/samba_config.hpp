@@ -10,9 +10,11 @@
 #include <string_view>
 #include <vector>
 
-#include "models/mlp.hpp"  // TensorSpec
+#include "blocks/common/tensor_spec.hpp"
 
 namespace samebits::models {
+
+using blocks::TensorSpec;
 
 // ------------------------------------------------------------------ fixed per-block constants (1.4)
 

@@ -13,7 +13,7 @@ namespace samebits::blocks {
 
 using fp::F;
 
-std::array<MambaTensor, kMamba1TensorCount> mamba1_tensors(const Mamba1Dims& d) {
+std::array<TensorSpec, kMamba1TensorCount> mamba1_tensors(const Mamba1Dims& d) {
   const std::int64_t dm = d.d_model, di = d.d_inner, r = d.dt_rank;
   return {{{"norm.weight", {dm}, {}},
            {"in_proj.weight", {2 * di, dm}, {}},

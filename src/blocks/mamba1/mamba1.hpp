@@ -10,29 +10,18 @@
 #include <vector>
 
 #include "blocks/common/causal_conv.hpp"
+#include "blocks/common/tensor_spec.hpp"
 #include "blocks/mamba1/state.hpp"
 #include "numerics/gemm.hpp"
 
 namespace samebits::blocks {
-
-// One named weight of a Mamba block: its shape, and the one alternative spelling some accept.
-struct MambaTensor {
-  const char* name;
-  std::vector<std::int64_t> shape;
-  std::vector<std::int64_t> alt_shape;  // empty when there is none
-  std::int64_t elements() const {
-    std::int64_t count = 1;
-    for (auto d : shape) count *= d;
-    return count;
-  }
-};
 
 // The RMSNorm eps of the block norm (Appendix A).
 inline constexpr float kMamba1NormEps = 1e-5f;
 static_assert(std::bit_cast<std::uint32_t>(kMamba1NormEps) == 0x3727C5ACu,
               "Mamba RMSNorm eps differs from Appendix A");
 
-// The ten weights in upstream's _W_NAMES order.
+// The ten weights in upstream's _W_NAMES order; conv1d.weight may also come as [d_inner, 4] (alt_shape).
 inline constexpr std::size_t kMamba1TensorCount = 10;
 enum Mamba1Tensor : std::size_t {
   kM1NormWeight,
@@ -46,7 +35,7 @@ enum Mamba1Tensor : std::size_t {
   kM1D,
   kM1OutProj,
 };
-std::array<MambaTensor, kMamba1TensorCount> mamba1_tensors(const Mamba1Dims& dims);
+std::array<TensorSpec, kMamba1TensorCount> mamba1_tensors(const Mamba1Dims& dims);
 
 // Values in table order, each row-major with the table's element count.
 using Mamba1Weights = std::array<std::vector<float>, kMamba1TensorCount>;

@@ -22,7 +22,7 @@ std::atomic<std::uint64_t> g_next_block_id{1};
 
 }  // namespace
 
-std::array<MambaTensor, kMamba2TensorCount> mamba2_tensors(const Mamba2Dims& d) {
+std::array<TensorSpec, kMamba2TensorCount> mamba2_tensors(const Mamba2Dims& d) {
   const std::int64_t dm = d.d_model, di = d.d_inner, H = d.nheads, cd = d.conv_dim;
   return {{{"block_norm.weight", {dm}, {}},
            {"in_proj.weight", {d.d_in_proj, dm}, {}},

@@ -15,12 +15,13 @@
 #include <vector>
 
 #include "blocks/common/causal_conv.hpp"
-#include "blocks/mamba1/mamba1.hpp"
+#include "blocks/common/tensor_spec.hpp"
 #include "blocks/mamba2/state.hpp"
 #include "numerics/gemm.hpp"
 
 namespace samebits::blocks {
 
+// The nine weights in upstream's _W_NAMES order; conv1d.weight may also come as [conv_dim, 4] (alt_shape).
 inline constexpr std::size_t kMamba2TensorCount = 9;
 enum Mamba2Tensor : std::size_t {
   kM2BlockNorm,
@@ -33,7 +34,7 @@ enum Mamba2Tensor : std::size_t {
   kM2GatedNorm,
   kM2OutProj,
 };
-std::array<MambaTensor, kMamba2TensorCount> mamba2_tensors(const Mamba2Dims& dims);
+std::array<TensorSpec, kMamba2TensorCount> mamba2_tensors(const Mamba2Dims& dims);
 
 using Mamba2Weights = std::array<std::vector<float>, kMamba2TensorCount>;
 

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "blocks/common/block_support.hpp"
-#include "blocks/mamba3/mamba3.hpp"
 #include "blocks/mamba3/chunk.hpp"
+#include "blocks/mamba3/mamba3.hpp"
 #include "blocks/mamba3/scalar.hpp"
 #include "core/aligned_buffer.hpp"
 #include "core/errors.hpp"

@@ -1,4 +1,4 @@
-// Mamba-3 block: the weight table, construction and the refusals every call runs before any arithmetic.
+// Mamba-3 block construction and the refusals every call runs before any arithmetic.
 #include "blocks/mamba3/mamba3.hpp"
 
 #include <string>
@@ -12,25 +12,6 @@
 namespace samebits::blocks {
 
 using namespace mamba3;
-
-std::int64_t Mamba3TensorSpec::elements() const {
-  std::int64_t count = 1;
-  for (auto d : shape) count *= d;
-  return count;
-}
-
-std::vector<Mamba3TensorSpec> mamba3_tensors(const Mamba3Dims& dims) {
-  const std::int64_t dm = dims.d_model, H = dims.heads;
-  return {{"block_norm.weight", {dm}},
-          {"in_proj.weight", {dims.d_in_proj, dm}},
-          {"dt_bias", {H}},
-          {"B_norm.weight", {kStateDim}},
-          {"C_norm.weight", {kStateDim}},
-          {"B_bias", {H, kStateDim}},
-          {"C_bias", {H, kStateDim}},
-          {"D", {H}},
-          {"out_proj.weight", {dm, dims.d_inner}}};
-}
 
 namespace {
 

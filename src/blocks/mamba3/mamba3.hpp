@@ -6,20 +6,31 @@
 #include <string>
 #include <vector>
 
+#include "blocks/common/tensor_spec.hpp"
 #include "blocks/mamba3/state.hpp"
 #include "numerics/gemm.hpp"
 
 namespace samebits::blocks {
 
-// One named weight: the upstream parameter name and its exact shape.
-struct Mamba3TensorSpec {
-  const char* name;
-  std::vector<std::int64_t> shape;
-  std::int64_t elements() const;
-};
-
-// The nine tensors in upstream order (blocks.md 3.1) for these dims: the one table every check reads.
-std::vector<Mamba3TensorSpec> mamba3_tensors(const Mamba3Dims& dims);
+// The nine tensors in upstream order (blocks.md 3.1) for a d_model: the one table every check reads, and
+// the one the Samba registry composes (in its wider integer, hence the template).
+template <typename Dim>
+std::vector<BasicTensorSpec<Dim>> mamba3_tensor_table(Dim d_model) {
+  const Dim di = 2 * d_model, H = di / mamba3::kHeadDim, N = mamba3::kStateDim;
+  const Dim d_in_proj = 2 * di + 2 * N + 3 * H + mamba3::kAngles;
+  return {{"block_norm.weight", {d_model}},
+          {"in_proj.weight", {d_in_proj, d_model}},
+          {"dt_bias", {H}},
+          {"B_norm.weight", {N}},
+          {"C_norm.weight", {N}},
+          {"B_bias", {H, N}},
+          {"C_bias", {H, N}},
+          {"D", {H}},
+          {"out_proj.weight", {d_model, di}}};
+}
+inline std::vector<TensorSpec> mamba3_tensors(const Mamba3Dims& dims) {
+  return mamba3_tensor_table<std::int64_t>(dims.d_model);
+}
 inline constexpr int kMamba3TensorCount = 9;
 
 // The nine weights, row-major, in table order (block_norm.weight, in_proj.weight, dt_bias,

@@ -1,8 +1,9 @@
 // Mamba-3 dims and the carried state (allocation, clone, Input_States).
+#include "blocks/mamba3/state.hpp"
+
 #include <algorithm>
 #include <cstring>
 
-#include "blocks/mamba3/state.hpp"
 #include "core/errors.hpp"
 #include "core/state_size.hpp"
 #include "core/thread_pool.hpp"

@@ -168,4 +168,3 @@ void TransformerBlock::forward(const float* x, std::int64_t batch, std::int64_t 
 }
 
 }  // namespace samebits::blocks
-

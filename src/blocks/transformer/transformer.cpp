@@ -1,4 +1,4 @@
-// TransformerBlock: the weights table, construction, call refusals and the cached RoPE rows (blocks.md 4).
+// TransformerBlock: construction, call refusals and the cached RoPE rows (blocks.md 4).
 #include "blocks/transformer/transformer.hpp"
 
 #include <algorithm>
@@ -49,14 +49,6 @@ std::string float_text(float value) {
 }
 
 }  // namespace
-
-std::vector<TransformerTensor> transformer_tensors(const TransformerDims& d) {
-  return {{"input_layernorm.weight", {d.d_model}},           {"post_attention_layernorm.weight", {d.d_model}},
-          {"q_proj.weight", {d.q_width(), d.d_model}},       {"k_proj.weight", {d.kv_width(), d.d_model}},
-          {"v_proj.weight", {d.kv_width(), d.d_model}},      {"o_proj.weight", {d.d_model, d.q_width()}},
-          {"gate_proj.weight", {d.intermediate, d.d_model}}, {"up_proj.weight", {d.intermediate, d.d_model}},
-          {"down_proj.weight", {d.d_model, d.intermediate}}};
-}
 
 TransformerBlock::TransformerBlock(const TransformerDims& dims, TransformerWeights weights,
                                    const std::string& what)

@@ -10,18 +10,29 @@
 #include <string>
 #include <vector>
 
+#include "blocks/common/tensor_spec.hpp"
 #include "blocks/transformer/state.hpp"
 #include "numerics/gemm.hpp"
 #include "numerics/rope.hpp"
 
 namespace samebits::blocks {
 
-// The nine tensors, in parameter order, with their shapes for `dims`.
-struct TransformerTensor {
-  const char* name;
-  std::vector<std::int64_t> shape;
-};
-std::vector<TransformerTensor> transformer_tensors(const TransformerDims& dims);
+// The nine tensors, in parameter order, with their shapes: the one table every check reads, and the one the
+// Samba registry composes (in its wider integer, hence the template). q_width = n_heads * head_dim,
+// kv_width = n_kv_heads * head_dim.
+template <typename Dim>
+std::vector<BasicTensorSpec<Dim>> transformer_tensor_table(Dim d_model, Dim q_width, Dim kv_width,
+                                                           Dim intermediate) {
+  return {{"input_layernorm.weight", {d_model}},         {"post_attention_layernorm.weight", {d_model}},
+          {"q_proj.weight", {q_width, d_model}},         {"k_proj.weight", {kv_width, d_model}},
+          {"v_proj.weight", {kv_width, d_model}},        {"o_proj.weight", {d_model, q_width}},
+          {"gate_proj.weight", {intermediate, d_model}}, {"up_proj.weight", {intermediate, d_model}},
+          {"down_proj.weight", {d_model, intermediate}}};
+}
+inline std::vector<TensorSpec> transformer_tensors(const TransformerDims& dims) {
+  return transformer_tensor_table<std::int64_t>(dims.d_model, dims.q_width(), dims.kv_width(),
+                                                dims.intermediate);
+}
 
 // Values in transformer_tensors order, each row-major in its shape.
 struct TransformerWeights {
