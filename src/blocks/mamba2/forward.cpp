@@ -2,13 +2,12 @@
 // the chunk schedule of blocks.md 2.3 step 7 but computes only the rows
 // whose outputs the call returns: the open chunk's earlier rows enter through kept running sums (dacs,
 // the segment-sum column frontier) and through the state's own buffer, so a decode step costs O(chunk).
-#include "blocks/mamba2/mamba2.hpp"
-
 #include <algorithm>
 #include <bit>
 #include <cstring>
 
 #include "blocks/common/block_support.hpp"
+#include "blocks/mamba2/mamba2.hpp"
 #include "core/errors.hpp"
 #include "core/thread_pool.hpp"
 #include "numerics/fp.hpp"
@@ -138,7 +137,6 @@ void h_last_from_state(const Mamba2StateData& data, const float* A, const float*
 
 }  // namespace mamba2_detail
 
-
 namespace {
 
 // Makes data.open describe the buffered rows for this block: kept when it was derived from exactly the
@@ -202,71 +200,130 @@ void transpose_heads(const float* h, float* h_t, std::int64_t begin, std::int64_
     transpose::transpose(h + task * P * N, P, N, h_t + task * P * N);
 }
 
-}  // namespace
+// The calling thread's chunk arrays, kept between calls (decode calls reuse them). Per batch row: B rows
+// [Q][N], C rows [rows][N], G [rows][real]. The workers reach them through the call's references, never
+// through the thread_local.
+struct ChunkArrays {
+  std::vector<float> bc, cc, g;
+};
+ChunkArrays& chunk_arrays() {
+  thread_local ChunkArrays arrays;
+  return arrays;
+}
 
-void Mamba2Block::ssd_fast(Mamba2StateData& data, bool copies_kept, std::int64_t length, const float* xbc_new,
-                           const float* dtraw_new, std::int64_t dtraw_stride, float* y_ssd) const {
-  const std::int64_t B = data.batch, H = dims_.nheads, cd = dims_.conv_dim, di = dims_.d_inner;
-  const std::int64_t q0 = data.buffered_tokens;
-  const std::int64_t T = q0 + length;
-  const std::int64_t chunks = std::max<std::int64_t>(1, (T + Q - 1) / Q);
-  const float* dt_bias = weights_[kM2DtBias].data();
-  const bool rows_kept = ensure_open_rows(data, id_, A_.data(), dt_bias, dt_lo_, dt_hi_);
-  Mamba2OpenChunkRows& open = data.open;
-  if (!copies_kept || open.h_t.size() != data.h.size()) {
-    open.h_t.resize(data.h.size());
-    parallel_for(B * H, [&](std::int64_t begin, std::int64_t end) {
-      transpose_heads(data.h.data(), open.h_t.data(), begin, end);
-    });
+// One call of the fast SSD core (blocks.md 2.3 step 7) as named stages: the open chunk's derived rows,
+// dt of the new rows, then per chunk the shared scores G = C B^T and each head's outputs (and the pass
+// that seals a completed chunk into h), and last the open-chunk buffer.
+class SsdCall {
+ public:
+  // The block's values the call reads: A = -exp(A_log) [H], dt_bias [H], the dt clamp and the block id.
+  struct BlockValues {
+    const float* A;
+    const float* dt_bias;
+    float dt_lo;
+    float dt_hi;
+    std::uint64_t owner;
+  };
+
+  SsdCall(const Mamba2Dims& dims, const BlockValues& block, Mamba2StateData& data, std::int64_t length,
+          const float* xbc_new, const float* dtraw_new, std::int64_t dtraw_stride, float* y_ssd)
+      : v_(block),
+        data_(data),
+        open_(data.open),
+        B_(data.batch),
+        H_(dims.nheads),
+        cd_(dims.conv_dim),
+        di_(dims.d_inner),
+        length_(length),
+        q0_(data.buffered_tokens),
+        T_(q0_ + length),
+        chunks_(std::max<std::int64_t>(1, (T_ + Q - 1) / Q)),
+        xbc_new_(xbc_new),
+        dtraw_new_(dtraw_new),
+        dtraw_stride_(dtraw_stride),
+        y_ssd_(y_ssd) {}
+
+  // copies_kept: data.open.h_t and data.open_xd may be current (see Mamba2OpenChunkRows).
+  void run(bool copies_kept) {
+    open_chunk_stage(copies_kept);
+    new_dt_stage();
+    for (std::int64_t c = 0; c < chunks_; ++c) {
+      const Chunk chunk = chunk_at(c);
+      scores_stage(chunk);
+      heads_stage(chunk);
+    }
+    buffer_stage();
   }
-  const std::size_t xd_size = static_cast<std::size_t>(B * H * Q * P);
-  if (!copies_kept || !rows_kept || data.open_xd.size() != xd_size) {
-    if (data.open_xd.size() != xd_size) data.open_xd.resize_uninitialized(xd_size);
-    parallel_for(B * H, [&](std::int64_t begin, std::int64_t end) {
-      for (std::int64_t task = begin; task < end; ++task) {
-        const std::int64_t b = task / H, h = task % H;
-        for (std::int64_t i = 0; i < q0; ++i)
-          ssd::scale(data.buffer_xbc.data() + (b * Q + i) * cd + h * P, open.dt[task * Q + i],
-                     data.open_xd.data() + (task * Q + i) * P, P);
-      }
-    });
+
+ private:
+  // Chunk c's working rows [c0, c0 + real); the output rows are [first, real) (earlier rows' outputs
+  // belong to earlier calls).
+  struct Chunk {
+    std::int64_t c0, real, first, rows;
+  };
+  Chunk chunk_at(std::int64_t c) const {
+    const std::int64_t c0 = c * Q;
+    const std::int64_t real = std::min(Q, T_ - c0);
+    const std::int64_t first = c == 0 ? q0_ : 0;
+    return {c0, real, first, real - first};
   }
 
   // Working row t of batch row b: the buffered rows first, then the new ones.
-  auto row_of = [&](std::int64_t b, std::int64_t t) -> const float* {
-    return t < q0 ? data.buffer_xbc.data() + (b * Q + t) * cd : xbc_new + (b * length + t - q0) * cd;
-  };
+  const float* row_of(std::int64_t b, std::int64_t t) const {
+    return t < q0_ ? data_.buffer_xbc.data() + (b * Q + t) * cd_ : xbc_new_ + (b * length_ + t - q0_) * cd_;
+  }
+
+  // The rows derived from the open chunk (dt, dA, dacs, the segment-sum frontier), kept or rebuilt, and
+  // the copies a decode row reads: each head's h transposed and its discretized rows Xd.
+  void open_chunk_stage(bool copies_kept) {
+    const std::int64_t B = B_, H = H_, cd = cd_, q0 = q0_;
+    Mamba2StateData& data = data_;
+    Mamba2OpenChunkRows& open = open_;
+    const bool rows_kept = ensure_open_rows(data, v_.owner, v_.A, v_.dt_bias, v_.dt_lo, v_.dt_hi);
+    if (!copies_kept || open.h_t.size() != data.h.size()) {
+      open.h_t.resize(data.h.size());
+      parallel_for(B * H, [&](std::int64_t begin, std::int64_t end) {
+        transpose_heads(data.h.data(), open.h_t.data(), begin, end);
+      });
+    }
+    const std::size_t xd_size = static_cast<std::size_t>(B * H * Q * P);
+    if (!copies_kept || !rows_kept || data.open_xd.size() != xd_size) {
+      if (data.open_xd.size() != xd_size) data.open_xd.resize_uninitialized(xd_size);
+      parallel_for(B * H, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t task = begin; task < end; ++task) {
+          const std::int64_t b = task / H, h = task % H;
+          for (std::int64_t i = 0; i < q0; ++i)
+            ssd::scale(data.buffer_xbc.data() + (b * Q + i) * cd + h * P, open.dt[task * Q + i],
+                       data.open_xd.data() + (task * Q + i) * P, P);
+        }
+      });
+    }
+  }
+
   // dt of the new rows, dt_of's steps over the whole array (softplus in SIMD lanes, same bits).
-  std::vector<float> dt_new(static_cast<std::size_t>(B * length * H));
-  for (std::int64_t t = 0; t < B * length; ++t)
-    for (std::int64_t h = 0; h < H; ++h)
-      dt_new[t * H + h] = F(F(dtraw_new[t * dtraw_stride + h]) + F(dt_bias[h]));
-  vmath::softplus(dt_new.data(), dt_new.data(), dt_new.size());
-  for (float& v : dt_new) v = F(prim::clamp(F(v), dt_lo_, dt_hi_));
+  void new_dt_stage() {
+    const std::int64_t H = H_;
+    dt_new_.resize(static_cast<std::size_t>(B_ * length_ * H));
+    for (std::int64_t t = 0; t < B_ * length_; ++t)
+      for (std::int64_t h = 0; h < H; ++h)
+        dt_new_[t * H + h] = F(F(dtraw_new_[t * dtraw_stride_ + h]) + F(v_.dt_bias[h]));
+    vmath::softplus(dt_new_.data(), dt_new_.data(), dt_new_.size());
+    for (float& v : dt_new_) v = F(prim::clamp(F(v), v_.dt_lo, v_.dt_hi));
+  }
 
-  // Per batch row: B rows [Q][N], C rows [rows][N], G [rows][real]. Kept per calling thread (decode calls
-  // reuse them); the workers below reach them through these references, never through the thread_local.
-  thread_local std::vector<float> bc_storage, cc_storage, g_storage;
-  std::vector<float>& bc = bc_storage;
-  std::vector<float>& cc = cc_storage;
-  std::vector<float>& g = g_storage;
-  for (std::int64_t c = 0; c < chunks; ++c) {
-    const std::int64_t c0 = c * Q;
-    const std::int64_t real = std::min(Q, T - c0);
-    const std::int64_t first = c == 0 ? q0 : 0;  // earlier rows' outputs belong to earlier calls
-    const std::int64_t rows = real - first;
-    bc.resize(static_cast<std::size_t>(B * Q * N));
-    cc.resize(static_cast<std::size_t>(B * rows * N));
-    g.resize(static_cast<std::size_t>(B * rows * real));
-
-    // G = C B^T (k = 128, one leaf per cell) for the output rows, shared by every head.
-    parallel_for(B, [&](std::int64_t begin, std::int64_t end) {
+  // G = C B^T (k = 128, one leaf per cell) for the chunk's output rows, shared by every head.
+  void scores_stage(const Chunk& k) {
+    const std::int64_t real = k.real, first = k.first, rows = k.rows, di = di_;
+    bc_.resize(static_cast<std::size_t>(B_ * Q * N));
+    cc_.resize(static_cast<std::size_t>(B_ * rows * N));
+    g_.resize(static_cast<std::size_t>(B_ * rows * real));
+    parallel_for(B_, [&](std::int64_t begin, std::int64_t end) {
       for (std::int64_t b = begin; b < end; ++b) {
-        float* bb = bc.data() + b * Q * N;
-        float* cb = cc.data() + b * rows * N;
-        float* gb = g.data() + b * rows * real;
+        float* bb = bc_.data() + b * Q * N;
+        float* cb = cc_.data() + b * rows * N;
+        float* gb = g_.data() + b * rows * real;
         for (std::int64_t i = 0; i < real; ++i) {
-          const float* row = row_of(b, c0 + i);
+          const float* row = row_of(b, k.c0 + i);
           std::memcpy(bb + i * N, row + di, N * sizeof(float));
           if (i >= first) std::memcpy(cb + (i - first) * N, row + di + N, N * sizeof(float));
         }
@@ -278,91 +335,124 @@ void Mamba2Block::ssd_fast(Mamba2StateData& data, bool copies_kept, std::int64_t
         }
       }
     });
+  }
 
+  // Every (batch row, head) of the chunk on the pool: head_outputs, then the pass of a completed chunk.
+  void heads_stage(const Chunk& k) {
     parallel_for(
-        B * H,
+        B_ * H_,
         [&](std::int64_t begin, std::int64_t end) {
           thread_local HeadScratch scratch;
           HeadScratch& s = scratch;
-          s.size_for(rows);
-          for (std::int64_t task = begin; task < end; ++task) {
-            const std::int64_t b = task / H, h = task % H;
-            const std::int64_t base = task * Q;
-            float* dt = open.dt.data() + base;
-            float* dA = open.dA.data() + base;
-            float* dacs = open.dacs.data() + base;
-            float* frontier = open.frontier.data() + base;
-            const float Ah = F(A_[h]);
-            // New rows' dt, dA and running dacs (the earlier rows' are kept).
-            for (std::int64_t i = first; i < real; ++i) {
-              const float dtv = F(dt_new[(b * length + c0 + i - q0) * H + h]);
-              dt[i] = dtv;
-              dA[i] = F(MUL(dtv, Ah));
-              dacs[i] = i == 0 ? F(dA[0]) : F(dacs[i - 1] + dA[i]);
-            }
-            // Xd of the new rows joins the kept rows. The packed GEMMs and a completed chunk's pass read
-            // all Q rows, so for them the rows past `real` are set to +0.0.
-            const bool few = rows <= kFewRows;
-            float* xd = data.open_xd.data() + task * Q * P;
-            for (std::int64_t i = first; i < real; ++i)
-              ssd::scale(row_of(b, c0 + i) + h * P, dt[i], xd + i * P, P);
-            if (!few) std::fill(xd + real * P, xd + Q * P, 0.0f);
-            // Segment sums and M = G o L for the output rows, extending the kept column frontier.
-            const float* gb = g.data() + b * rows * real;
-            for (std::int64_t r = 0; r < rows; ++r)
-              ssd::segsum_row(frontier, first + r, dA[first + r], gb + r * real, s.mm.data() + r * Q, Q);
-            // Ydiag = M Xd (k = 256) and ch = C h_prev^T (k = 128).
-            float* h_prev = data.h.data() + task * P * N;
-            float* h_prev_t = open.h_t.data() + task * P * N;
-            const float* cb = cc.data() + b * rows * N;
-            if (few) {
-              for (std::int64_t r = 0; r < rows; ++r) {
-                ssd::row_gemm_nn_rows(s.mm.data() + r * Q, xd, P, real, P, Q, s.ydiag.data() + r * P);
-                ssd::row_gemm_nn(cb + r * N, h_prev_t, P, P, N, s.ch.data() + r * P);
-              }
-            } else {
-              gemm::gemm_packed({s.mm.data(), Q, 1}, rows, gemm::PackedRhs::from_row_major(xd, Q, P),
-                                s.ydiag.data());
-              gemm::gemm_packed({cb, N, 1}, rows, gemm::PackedRhs::from_transposed(h_prev, P, N),
-                                s.ch.data());
-            }
-            // y = Ydiag + F(MUL(ch, F(expf(dacs)))) for the output rows.
-            for (std::int64_t r = 0; r < rows; ++r) s.sc[r] = F(dacs[first + r]);
-            vmath::exp(s.sc.data(), s.sc.data(), static_cast<std::size_t>(rows));
-            for (std::int64_t r = 0; r < rows; ++r) {
-              const std::int64_t i = first + r;
-              const float sc = F(s.sc[r]);
-              float* y = y_ssd + (b * length + c0 + i - q0) * di + h * P;
-              for (std::int64_t p = 0; p < P; ++p)
-                y[p] = F(s.ydiag[r * P + p] + F(MUL(F(s.ch[r * P + p]), sc)));
-            }
-            // A completed chunk moves the boundary: h = F(FMA(F(expf(dl)), h, B_decay^T Xd)).
-            if (real == Q) {
-              chunk_pass_head(xd, bc.data() + b * Q * N, N, Q, dacs, h_prev, h_prev);
-              transpose_heads(data.h.data(), open.h_t.data(), task, task + 1);
-            }
-          }
+          s.size_for(k.rows);
+          for (std::int64_t task = begin; task < end; ++task) head_outputs(k, task, s);
         },
-        grain_for(rows * Q * P + Q * P, 65536));
+        grain_for(k.rows * Q * P + Q * P, 65536));
+  }
+
+  // One head's output rows of the chunk: its new rows' dt, dA, dacs and Xd, the segment sums, Ydiag and
+  // the state read-out, y; and when the chunk is complete, the boundary h moves.
+  void head_outputs(const Chunk& k, std::int64_t task, HeadScratch& s) const {
+    const std::int64_t H = H_, c0 = k.c0, real = k.real, first = k.first, rows = k.rows;
+    const std::int64_t b = task / H, h = task % H;
+    const std::int64_t base = task * Q;
+    Mamba2OpenChunkRows& open = open_;
+    float* dt = open.dt.data() + base;
+    float* dA = open.dA.data() + base;
+    float* dacs = open.dacs.data() + base;
+    float* frontier = open.frontier.data() + base;
+    const float Ah = F(v_.A[h]);
+    // New rows' dt, dA and running dacs (the earlier rows' are kept).
+    for (std::int64_t i = first; i < real; ++i) {
+      const float dtv = F(dt_new_[(b * length_ + c0 + i - q0_) * H + h]);
+      dt[i] = dtv;
+      dA[i] = F(MUL(dtv, Ah));
+      dacs[i] = i == 0 ? F(dA[0]) : F(dacs[i - 1] + dA[i]);
+    }
+    // Xd of the new rows joins the kept rows. The packed GEMMs and a completed chunk's pass read
+    // all Q rows, so for them the rows past `real` are set to +0.0.
+    const bool few = rows <= kFewRows;
+    float* xd = data_.open_xd.data() + task * Q * P;
+    for (std::int64_t i = first; i < real; ++i) ssd::scale(row_of(b, c0 + i) + h * P, dt[i], xd + i * P, P);
+    if (!few) std::fill(xd + real * P, xd + Q * P, 0.0f);
+    // Segment sums and M = G o L for the output rows, extending the kept column frontier.
+    const float* gb = g_.data() + b * rows * real;
+    for (std::int64_t r = 0; r < rows; ++r)
+      ssd::segsum_row(frontier, first + r, dA[first + r], gb + r * real, s.mm.data() + r * Q, Q);
+    // Ydiag = M Xd (k = 256) and ch = C h_prev^T (k = 128).
+    float* h_prev = data_.h.data() + task * P * N;
+    float* h_prev_t = open.h_t.data() + task * P * N;
+    const float* cb = cc_.data() + b * rows * N;
+    if (few) {
+      for (std::int64_t r = 0; r < rows; ++r) {
+        ssd::row_gemm_nn_rows(s.mm.data() + r * Q, xd, P, real, P, Q, s.ydiag.data() + r * P);
+        ssd::row_gemm_nn(cb + r * N, h_prev_t, P, P, N, s.ch.data() + r * P);
+      }
+    } else {
+      gemm::gemm_packed({s.mm.data(), Q, 1}, rows, gemm::PackedRhs::from_row_major(xd, Q, P), s.ydiag.data());
+      gemm::gemm_packed({cb, N, 1}, rows, gemm::PackedRhs::from_transposed(h_prev, P, N), s.ch.data());
+    }
+    // y = Ydiag + F(MUL(ch, F(expf(dacs)))) for the output rows.
+    for (std::int64_t r = 0; r < rows; ++r) s.sc[r] = F(dacs[first + r]);
+    vmath::exp(s.sc.data(), s.sc.data(), static_cast<std::size_t>(rows));
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const std::int64_t i = first + r;
+      const float sc = F(s.sc[r]);
+      float* y = y_ssd_ + (b * length_ + c0 + i - q0_) * di_ + h * P;
+      for (std::int64_t p = 0; p < P; ++p) y[p] = F(s.ydiag[r * P + p] + F(MUL(F(s.ch[r * P + p]), sc)));
+    }
+    // A completed chunk moves the boundary: h = F(FMA(F(expf(dl)), h, B_decay^T Xd)).
+    if (real == Q) {
+      chunk_pass_head(xd, bc_.data() + b * Q * N, N, Q, dacs, h_prev, h_prev);
+      transpose_heads(data_.h.data(), open.h_t.data(), task, task + 1);
+    }
   }
 
   // The open chunk after the call: the last T mod 256 working rows (all new once a chunk completed).
-  const std::int64_t r = T % Q;
-  for (std::int64_t b = 0; b < B; ++b) {
-    const std::int64_t dst0 = T < Q ? q0 : 0;
-    const std::int64_t src0 = T < Q ? 0 : T - r - q0;  // index among the new rows
-    const std::int64_t count = T < Q ? length : r;
-    for (std::int64_t k = 0; k < count; ++k) {
-      std::memcpy(data.buffer_xbc.data() + (b * Q + dst0 + k) * cd, xbc_new + (b * length + src0 + k) * cd,
-                  static_cast<std::size_t>(cd) * sizeof(float));
-      for (std::int64_t h = 0; h < H; ++h)
-        data.buffer_dtraw[(b * Q + dst0 + k) * H + h] = dtraw_new[(b * length + src0 + k) * dtraw_stride + h];
+  void buffer_stage() {
+    const std::int64_t B = B_, H = H_, cd = cd_, T = T_, q0 = q0_, length = length_;
+    Mamba2StateData& data = data_;
+    const std::int64_t r = T % Q;
+    for (std::int64_t b = 0; b < B; ++b) {
+      const std::int64_t dst0 = T < Q ? q0 : 0;
+      const std::int64_t src0 = T < Q ? 0 : T - r - q0;  // index among the new rows
+      const std::int64_t count = T < Q ? length : r;
+      for (std::int64_t k = 0; k < count; ++k) {
+        std::memcpy(data.buffer_xbc.data() + (b * Q + dst0 + k) * cd, xbc_new_ + (b * length + src0 + k) * cd,
+                    static_cast<std::size_t>(cd) * sizeof(float));
+        for (std::int64_t h = 0; h < H; ++h)
+          data.buffer_dtraw[(b * Q + dst0 + k) * H + h] =
+              dtraw_new_[(b * length + src0 + k) * dtraw_stride_ + h];
+      }
+      std::memcpy(open_.dtraw.data() + b * Q * H, data.buffer_dtraw.data() + b * Q * H,
+                  static_cast<std::size_t>(r * H) * sizeof(float));
     }
-    std::memcpy(open.dtraw.data() + b * Q * H, data.buffer_dtraw.data() + b * Q * H,
-                static_cast<std::size_t>(r * H) * sizeof(float));
+    open_.rows = r;
+    data.buffered_tokens = r;
   }
-  open.rows = r;
-  data.buffered_tokens = r;
+
+  const BlockValues v_;
+  Mamba2StateData& data_;
+  Mamba2OpenChunkRows& open_;
+  const std::int64_t B_, H_, cd_, di_, length_;
+  const std::int64_t q0_;      // buffered rows before the call
+  const std::int64_t T_;       // working rows: q0 + length
+  const std::int64_t chunks_;  // working chunks, at least one
+  const float* xbc_new_;
+  const float* dtraw_new_;
+  const std::int64_t dtraw_stride_;
+  float* y_ssd_;
+  std::vector<float> dt_new_;  // [B * length][H]
+  ChunkArrays& arrays_ = chunk_arrays();
+  std::vector<float>&bc_ = arrays_.bc, &cc_ = arrays_.cc, &g_ = arrays_.g;
+};
+
+}  // namespace
+
+void Mamba2Block::ssd_fast(Mamba2StateData& data, bool copies_kept, std::int64_t length, const float* xbc_new,
+                           const float* dtraw_new, std::int64_t dtraw_stride, float* y_ssd) const {
+  const SsdCall::BlockValues values{A_.data(), weights_[kM2DtBias].data(), dt_lo_, dt_hi_, id_};
+  SsdCall(dims_, values, data, length, xbc_new, dtraw_new, dtraw_stride, y_ssd).run(copies_kept);
 }
 
 std::shared_ptr<Mamba2Report> Mamba2Block::forward(const float* x, std::int64_t batch, std::int64_t length,
@@ -427,4 +517,3 @@ std::shared_ptr<Mamba2Report> Mamba2Block::forward(const float* x, std::int64_t 
 }
 
 }  // namespace samebits::blocks
-
