@@ -8,7 +8,7 @@
 #include <memory>
 #include <vector>
 
-#include "blocks/mamba3_block.hpp"
+#include "blocks/mamba3/mamba3.hpp"
 
 namespace {
 

@@ -17,10 +17,10 @@
 #include "api/samba_inference.hpp"
 #include "api/samebits.hpp"
 #include "api/transformer_inference.hpp"
-#include "blocks/mamba1.hpp"
-#include "blocks/mamba2.hpp"
-#include "blocks/mamba3_block.hpp"
-#include "blocks/transformer.hpp"
+#include "blocks/mamba1/mamba1.hpp"
+#include "blocks/mamba2/mamba2.hpp"
+#include "blocks/mamba3/mamba3.hpp"
+#include "blocks/transformer/transformer.hpp"
 #include "fuzz_weights_support.hpp"
 
 namespace {

@@ -15,7 +15,7 @@ constexpr const char* kBlock = "samebits Mamba3Block";
 
 // d_model 32 sizes every table lookup that does not depend on it (the names, and the shapes for a
 // tensor check at the caller's d_model).
-std::vector<blocks::Mamba3TensorSpec> table_for(std::int64_t d_model) {
+std::vector<blocks::TensorSpec> table_for(std::int64_t d_model) {
   return blocks::mamba3_tensors(blocks::Mamba3Dims::of(d_model));
 }
 

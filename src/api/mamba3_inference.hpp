@@ -1,5 +1,5 @@
 // Public C++ API of the Mamba-3 block (api.md 6): Mamba3BlockInference with upstream's validation wording
-// over the exact block of src/blocks/mamba3_block.hpp.
+// over the exact block of src/blocks/mamba3/mamba3.hpp.
 #pragma once
 
 #include <cstdint>
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "api/samebits.hpp"
-#include "blocks/mamba3_block.hpp"
+#include "blocks/mamba3/mamba3.hpp"
 
 namespace samebits {
 

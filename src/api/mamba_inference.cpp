@@ -15,15 +15,15 @@ constexpr const char* kPackage = "samebits ";
 // Python's repr of a str (the quote choice and escapes of CPython), for the key lists in messages.
 
 template <std::size_t N>
-std::vector<std::string> names_of(const std::array<blocks::MambaTensor, N>& table) {
+std::vector<std::string> names_of(const std::array<blocks::TensorSpec, N>& table) {
   std::vector<std::string> names;
   for (const auto& t : table) names.emplace_back(t.name);
   return names;
 }
 
 template <std::size_t N>
-const blocks::MambaTensor& spec_named(const std::array<blocks::MambaTensor, N>& table,
-                                      const std::string& block, const std::string& name) {
+const blocks::TensorSpec& spec_named(const std::array<blocks::TensorSpec, N>& table, const std::string& block,
+                                     const std::string& name) {
   for (const auto& t : table)
     if (name == t.name) return t;
   throw_value_error(kPackage + block + ": no weight named " + models::python_str_repr(name));
@@ -61,7 +61,7 @@ void check_weight_keys(const std::string& block, const std::vector<std::string>&
   check_weight_key_set(given, expected, kPackage + block, "the upstream (PyTorch-style) parameter names");
 }
 
-void check_weight_shape(const std::string& block, const blocks::MambaTensor& spec,
+void check_weight_shape(const std::string& block, const blocks::TensorSpec& spec,
                         const std::vector<std::int64_t>& shape) {
   if (shape == spec.shape || (!spec.alt_shape.empty() && shape == spec.alt_shape)) return;
   std::string message = kPackage + block + ": " + spec.name + " has shape " + shape_repr(shape) + ", want " +

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "api/samebits.hpp"
-#include "blocks/mamba1.hpp"
-#include "blocks/mamba2.hpp"
+#include "blocks/mamba1/mamba1.hpp"
+#include "blocks/mamba2/mamba2.hpp"
 
 namespace samebits {
 
@@ -27,7 +27,7 @@ namespace mamba_api {
 void check_weight_keys(const std::string& block, const std::vector<std::string>& expected,
                        const std::vector<std::string>& given);
 // "<name> has shape (a, b), want (c, d)" (plus " (or (…))" where an alternative spelling exists).
-void check_weight_shape(const std::string& block, const blocks::MambaTensor& spec,
+void check_weight_shape(const std::string& block, const blocks::TensorSpec& spec,
                         const std::vector<std::int64_t>& shape);
 // x rank, width, step length and positivity, in upstream's order; returns (B, L).
 std::pair<std::int64_t, std::int64_t> check_tokens(const std::string& what,

@@ -10,7 +10,7 @@
 
 #include "api/samebits.hpp"
 #include "api/transformer_state.hpp"
-#include "blocks/mamba3_block.hpp"
+#include "blocks/mamba3/mamba3.hpp"
 #include "models/samba.hpp"
 
 namespace samebits {

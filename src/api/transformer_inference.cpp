@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "blocks/transformer/state.hpp"
 #include "core/errors.hpp"
 #include "core/state_size.hpp"
 

@@ -12,7 +12,7 @@
 
 #include "api/samebits.hpp"
 #include "api/transformer_state.hpp"
-#include "blocks/transformer.hpp"
+#include "blocks/transformer/transformer.hpp"
 
 namespace samebits {
 

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <exception>
 
-#include "blocks/transformer_cache.hpp"
+#include "blocks/transformer/state.hpp"
 #include "core/errors.hpp"
 #include "core/state_size.hpp"
 

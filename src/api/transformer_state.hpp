@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "blocks/transformer.hpp"
+#include "blocks/transformer/transformer.hpp"
 #include "core/aligned_buffer.hpp"
 
 namespace samebits {

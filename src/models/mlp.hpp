@@ -5,19 +5,13 @@
 #include <cstdint>
 #include <vector>
 
+#include "blocks/common/tensor_spec.hpp"
 #include "numerics/gemm.hpp"
 
 namespace samebits::models {
 
-struct TensorSpec {
-  const char* name;
-  std::vector<std::int64_t> shape;
-  std::int64_t elements() const {
-    std::int64_t count = 1;
-    for (auto d : shape) count *= d;
-    return count;
-  }
-};
+// The blocks' tensor-spec type, the one every weights table of the engine uses.
+using blocks::TensorSpec;
 
 inline constexpr std::int64_t kMlpInputs = 8;
 inline constexpr std::int64_t kMlpHidden = 16;

@@ -5,8 +5,8 @@
 #include <memory>
 #include <vector>
 
-#include "blocks/mamba3_block.hpp"
-#include "blocks/transformer.hpp"
+#include "blocks/mamba3/mamba3.hpp"
+#include "blocks/transformer/transformer.hpp"
 #include "models/samba_config.hpp"
 #include "numerics/gemm.hpp"
 

@@ -5,6 +5,8 @@
 #include <limits>
 #include <utility>
 
+#include "blocks/mamba3/mamba3.hpp"
+#include "blocks/transformer/transformer.hpp"
 #include "core/errors.hpp"
 
 namespace samebits::models {
@@ -56,22 +58,13 @@ std::string kinds_tuple_repr() {
   return text;
 }
 
-// Shapes with the dimensions as wide integers, so one saturation pass covers every entry.
-struct WideSpec {
-  const char* name;
-  std::vector<Wide> shape;
-};
+// The blocks' own tables with the dimensions as wide integers, so one saturation pass covers every entry.
+using WideSpec = blocks::BasicTensorSpec<Wide>;
 
 std::vector<WideSpec> wide_block_shapes(const SambaConfigArgs& f, SambaLayerKind kind) {
   const Wide dm = f.d_model;
   if (kind == SambaLayerKind::Mamba3) {
-    const Wide di = kMamba3Expand * dm;
-    const Wide nh = di / kMamba3HeadDim;  // d_model >= 1, so truncation is floor
-    const Wide dip = 2 * di + 2 * kMamba3Groups * kMamba3StateSize + 3 * nh + kMamba3RopeAngles;
-    const Wide n = kMamba3StateSize;
-    const auto& k = kMamba3TensorNames;
-    return {{k[0], {dm}},    {k[1], {dip, dm}}, {k[2], {nh}}, {k[3], {n}},     {k[4], {n}},
-            {k[5], {nh, n}}, {k[6], {nh, n}},   {k[7], {nh}}, {k[8], {dm, di}}};
+    return blocks::mamba3_tensor_table<Wide>(dm);  // d_model >= 1, so the head count's truncation is floor
   }
   if (!f.n_heads || !f.head_dim || !f.n_kv_heads || !f.intermediate) {
     throw_type_error(std::string(kPrefix) +
@@ -79,17 +72,14 @@ std::vector<WideSpec> wide_block_shapes(const SambaConfigArgs& f, SambaLayerKind
   }
   const Wide qw = Wide{*f.n_heads} * *f.head_dim;
   const Wide kw = Wide{*f.n_kv_heads} * *f.head_dim;
-  const Wide it = *f.intermediate;
-  const auto& k = kAttentionTensorNames;
-  return {{k[0], {dm}},     {k[1], {dm}},     {k[2], {qw, dm}}, {k[3], {kw, dm}}, {k[4], {kw, dm}},
-          {k[5], {dm, qw}}, {k[6], {it, dm}}, {k[7], {it, dm}}, {k[8], {dm, it}}};
+  return blocks::transformer_tensor_table<Wide>(dm, qw, kw, Wide{*f.intermediate});
 }
 
 std::vector<TensorSpec> narrow(const std::vector<WideSpec>& wide) {
   std::vector<TensorSpec> out;
   bool exact = true;
   for (const WideSpec& spec : wide) {
-    TensorSpec narrowed{spec.name, {}};
+    TensorSpec narrowed(spec.name, {});
     for (Wide d : spec.shape) narrowed.shape.push_back(saturate(d, exact));
     out.push_back(std::move(narrowed));
   }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -10,29 +11,39 @@
 #include <string_view>
 #include <vector>
 
-#include "models/mlp.hpp"  // TensorSpec
+#include "blocks/common/tensor_spec.hpp"
+#include "blocks/mamba3/scalar.hpp"
+#include "blocks/mamba3/state.hpp"
+#include "blocks/transformer/state.hpp"
 
 namespace samebits::models {
 
+using blocks::TensorSpec;
+
 // ------------------------------------------------------------------ fixed per-block constants (1.4)
 
-// Mamba-3 (SISO, fp32 profile): not configurable, they are part of the arithmetic.
-inline constexpr std::int64_t kMamba3HeadDim = 64;                                    // P
-inline constexpr std::int64_t kMamba3Expand = 2;                                      // d_inner = 2 * d_model
-inline constexpr std::int64_t kMamba3StateSize = 128;                                 // N (d_state)
-inline constexpr std::int64_t kMamba3Groups = 1;                                      // ngroups
-inline constexpr std::int64_t kMamba3RopeAngles = 32;                                 // R (rope fraction 0.5)
-inline constexpr std::int64_t kMamba3Chunk = 64;                                      // Q
-inline constexpr std::int64_t kMamba3ModelMultiple = kMamba3HeadDim / kMamba3Expand;  // 32
-inline constexpr float kMamba3NormEps = 1e-5f;  // block norm and the B/C norms
-inline constexpr float kMamba3AFloor = 1e-4f;
+// Mamba-3 (SISO, fp32 profile): not configurable, they are part of the arithmetic. The block's own
+// constants (blocks/mamba3/), under the names of the format.
+inline constexpr std::int64_t kMamba3HeadDim = blocks::mamba3::kHeadDim;           // P
+inline constexpr std::int64_t kMamba3Expand = 2;                                   // d_inner = 2 * d_model
+inline constexpr std::int64_t kMamba3StateSize = blocks::mamba3::kStateDim;        // N (d_state)
+inline constexpr std::int64_t kMamba3Groups = 1;                                   // ngroups
+inline constexpr std::int64_t kMamba3RopeAngles = blocks::mamba3::kAngles;         // R (rope fraction 0.5)
+inline constexpr std::int64_t kMamba3Chunk = blocks::mamba3::kChunk;               // Q
+inline constexpr std::int64_t kMamba3ModelMultiple = blocks::mamba3::kDModelStep;  // 32
+static_assert(kMamba3ModelMultiple == kMamba3HeadDim / kMamba3Expand);
+inline constexpr float kMamba3NormEps = blocks::mamba3::kNormEps;  // block norm and the B/C norms
+inline constexpr float kMamba3AFloor = blocks::mamba3::kAFloor;
 inline constexpr std::string_view kMamba3Profile = "mojolearn.identical.mamba3.siso.fp32.v1";
 
 // Attention inside a Samba stack: full causal (window 0), default RoPE, no biases.
 inline constexpr std::uint32_t kAttentionNormEpsBits = 0x358637BD;    // 1e-6f
 inline constexpr std::uint32_t kAttentionRopeThetaBits = 0x461C4000;  // 10000.0f
+static_assert(std::bit_cast<std::uint32_t>(blocks::kTransformerNormEps) == kAttentionNormEpsBits);
+static_assert(std::bit_cast<std::uint32_t>(blocks::kRopeTheta) == kAttentionRopeThetaBits);
 inline constexpr std::int64_t kAttentionWindow = 0;
-inline constexpr std::int64_t kAttentionMaxPositions = 8192;  // absolute positions stay below this
+// Absolute positions stay below this.
+inline constexpr std::int64_t kAttentionMaxPositions = blocks::kMaxPositions;
 inline constexpr std::string_view kAttentionProfile = "mojolearn.identical.transformer.fp32.v1";
 
 // ------------------------------------------------------------------------------ layer kinds

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "blocks/block_support.hpp"
+#include "blocks/common/block_support.hpp"
 #include "core/errors.hpp"
 #include "core/thread_pool.hpp"
 #include "numerics/finite_scan.hpp"

@@ -9,9 +9,9 @@
 
 #include "api/samba_inference.hpp"
 #include "api/transformer_inference.hpp"
-#include "blocks/mamba1.hpp"
-#include "blocks/mamba2.hpp"
-#include "blocks/mamba3_block.hpp"
+#include "blocks/mamba1/mamba1.hpp"
+#include "blocks/mamba2/mamba2.hpp"
+#include "blocks/mamba3/mamba3.hpp"
 #include "core/errors.hpp"
 #include "numerics/lowbit.hpp"
 #include "test_samba_support.hpp"

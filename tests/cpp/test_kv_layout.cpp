@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "blocks/transformer_cache.hpp"
+#include "blocks/transformer/state.hpp"
 #include "core/errors.hpp"
 #include "core/thread_pool.hpp"
 #include "numerics/fp.hpp"

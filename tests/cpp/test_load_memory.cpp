@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "api/samba_inference.hpp"
-#include "blocks/mamba3_block.hpp"
-#include "blocks/transformer.hpp"
+#include "blocks/mamba3/mamba3.hpp"
+#include "blocks/transformer/transformer.hpp"
 #include "io/json.hpp"
 #include "io/samba_checkpoint.hpp"
 #include "io/sha256.hpp"

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "blocks/mamba3_block.hpp"
+#include "blocks/mamba3/mamba3.hpp"
 #include "golden_fixtures.hpp"
 #include "numerics/fp.hpp"
 #include "test_support.hpp"

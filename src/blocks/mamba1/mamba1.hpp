@@ -1,42 +1,27 @@
-// Mamba1Block, profile mojolearn.identical.mamba1.fp32.v1 (blocks.md 1): weights table, state, and the
+// Mamba1Block, profile mojolearn.identical.mamba1.fp32.v1 (blocks.md 1): weights table and the
 // one forward function (stateless prefill, carried prefill and decode step are all this function).
 #pragma once
 
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "blocks/causal_conv.hpp"
-#include "core/aligned_buffer.hpp"
+#include "blocks/common/causal_conv.hpp"
+#include "blocks/common/tensor_spec.hpp"
+#include "blocks/mamba1/state.hpp"
 #include "numerics/gemm.hpp"
 
 namespace samebits::blocks {
 
-// One named weight of a Mamba block: its shape, and the one alternative spelling some accept.
-struct MambaTensor {
-  const char* name;
-  std::vector<std::int64_t> shape;
-  std::vector<std::int64_t> alt_shape;  // empty when there is none
-  std::int64_t elements() const {
-    std::int64_t count = 1;
-    for (auto d : shape) count *= d;
-    return count;
-  }
-};
+// The RMSNorm eps of the block norm (Appendix A).
+inline constexpr float kMamba1NormEps = 1e-5f;
+static_assert(std::bit_cast<std::uint32_t>(kMamba1NormEps) == 0x3727C5ACu,
+              "Mamba RMSNorm eps differs from Appendix A");
 
-struct Mamba1Dims {
-  static constexpr std::int64_t kState = 16;
-  static constexpr std::int64_t kConv = 4;
-  std::int64_t d_model = 0;
-  std::int64_t d_inner = 0;  // 2 * d_model
-  std::int64_t dt_rank = 0;  // ceil(d_model / 16) (blocks.md Open point 9.1)
-  std::int64_t x_proj_rows() const { return dt_rank + 2 * kState; }
-  static Mamba1Dims for_d_model(std::int64_t d_model);
-};
-
-// The ten weights in upstream's _W_NAMES order.
+// The ten weights in upstream's _W_NAMES order; conv1d.weight may also come as [d_inner, 4] (alt_shape).
 inline constexpr std::size_t kMamba1TensorCount = 10;
 enum Mamba1Tensor : std::size_t {
   kM1NormWeight,
@@ -50,33 +35,10 @@ enum Mamba1Tensor : std::size_t {
   kM1D,
   kM1OutProj,
 };
-std::array<MambaTensor, kMamba1TensorCount> mamba1_tensors(const Mamba1Dims& dims);
+std::array<TensorSpec, kMamba1TensorCount> mamba1_tensors(const Mamba1Dims& dims);
 
 // Values in table order, each row-major with the table's element count.
 using Mamba1Weights = std::array<std::vector<float>, kMamba1TensorCount>;
-
-// The per-sequence state (blocks.md 1.2): conv_window [B, d_inner, 4] and h [B, d_inner, 16], zero at start.
-class Mamba1State {
- public:
-  Mamba1State(std::int64_t batch, std::int64_t d_inner);
-  Mamba1State clone() const;
-
-  std::int64_t batch() const { return batch_; }
-  std::int64_t d_inner() const { return d_inner_; }
-  float* conv_window() { return conv_window_.data(); }
-  const float* conv_window() const { return conv_window_.data(); }
-  float* h() { return h_.data(); }
-  const float* h() const { return h_.data(); }
-  std::int64_t conv_window_size() const { return batch_ * d_inner_ * Mamba1Dims::kConv; }
-  std::int64_t h_size() const { return batch_ * d_inner_ * Mamba1Dims::kState; }
-
- private:
-  Mamba1State() = default;
-  std::int64_t batch_ = 0;
-  std::int64_t d_inner_ = 0;
-  AlignedBuffer<float> conv_window_;
-  AlignedBuffer<float> h_;
-};
 
 // Immutable block: weights copied (shapes already validated), GEMM weights packed once.
 class Mamba1Block {

@@ -1,5 +1,5 @@
 // KV-cache layout operations: packed growth in place, ring appends, window span gathers (copies only).
-#include "blocks/transformer_cache.hpp"
+#include "blocks/transformer/state.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "blocks/block_support.hpp"
+#include "blocks/common/block_support.hpp"
 #include "core/thread_pool.hpp"
 #include "numerics/attention.hpp"
 #include "numerics/finite_scan.hpp"

@@ -1,10 +1,10 @@
 // The shared chunk arithmetic of the Mamba-3 fast path, and the reports computed from a post-call state.
-#include "blocks/mamba3_chunk.hpp"
+#include "blocks/mamba3/chunk.hpp"
 
 #include <algorithm>
 #include <cstring>
 
-#include "blocks/mamba3_scalar.hpp"
+#include "blocks/mamba3/scalar.hpp"
 #include "core/thread_pool.hpp"
 #include "numerics/fp.hpp"
 #include "numerics/gemm.hpp"

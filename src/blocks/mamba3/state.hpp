@@ -1,12 +1,10 @@
-// Mamba-3 SISO block (blocks.md 3): profile constants, the nine weights, the carried state and the block.
+// Mamba-3 SISO (blocks.md 3): the profile constants, the dims, and the state carried between calls (3.2).
 #pragma once
 
 #include <cstdint>
-#include <string>
 #include <vector>
 
 #include "core/aligned_buffer.hpp"
-#include "numerics/gemm.hpp"
 
 namespace samebits::blocks {
 
@@ -34,32 +32,6 @@ struct Mamba3Dims {
   std::int64_t col_a() const { return col_dt() + heads; }
   std::int64_t col_trap() const { return col_dt() + 2 * heads; }
   std::int64_t col_angle() const { return col_dt() + 3 * heads; }
-};
-
-// One named weight: the upstream parameter name and its exact shape.
-struct Mamba3TensorSpec {
-  const char* name;
-  std::vector<std::int64_t> shape;
-  std::int64_t elements() const;
-};
-
-// The nine tensors in upstream order (blocks.md 3.1) for these dims: the one table every check reads.
-std::vector<Mamba3TensorSpec> mamba3_tensors(const Mamba3Dims& dims);
-inline constexpr int kMamba3TensorCount = 9;
-
-// The nine weights, row-major, in table order (block_norm.weight, in_proj.weight, dt_bias,
-// B_norm.weight, C_norm.weight, B_bias, C_bias, D, out_proj.weight).
-struct Mamba3Weights {
-  std::vector<float> tensors[kMamba3TensorCount];
-  const std::vector<float>& block_norm() const { return tensors[0]; }
-  const std::vector<float>& in_proj() const { return tensors[1]; }
-  const std::vector<float>& dt_bias() const { return tensors[2]; }
-  const std::vector<float>& b_norm() const { return tensors[3]; }
-  const std::vector<float>& c_norm() const { return tensors[4]; }
-  const std::vector<float>& b_bias() const { return tensors[5]; }
-  const std::vector<float>& c_bias() const { return tensors[6]; }
-  const std::vector<float>& d_skip() const { return tensors[7]; }
-  const std::vector<float>& out_proj() const { return tensors[8]; }
 };
 
 // The carried state of blocks.md 3.2: ten float32 arrays in upstream layout, buffered_tokens and pending.
@@ -222,71 +194,6 @@ class Mamba3State {
   AlignedBuffer<float> krot_t_;  // see EngineAccess::krot_transposed
   bool krot_t_current_ = false;
   std::int64_t krot_t_rows_ = 0;
-};
-
-// The reports of blocks.md 3.2, written after a call when asked for.
-struct Mamba3Reports {
-  std::vector<float> h_last;      // [B, H, 64, 128] h after the final working chunk
-  std::vector<float> k_last;      // [B, H, 128] rotated, pre-scale k of the last working row
-  std::vector<float> v_last;      // [B, H, 64] raw v of the last working row
-  std::vector<float> theta_last;  // [B, H, 32] the angles after the last token
-};
-
-// The block: immutable weights (projections packed once, their raw buffers released) and one forward
-// for every call shape.
-class Mamba3Block {
- public:
-  // Sizes must match mamba3_tensors(Mamba3Dims::of(d_model)) with d_model = block_norm.weight's size;
-  // a mismatch is a ValueError naming the tensor. Non-finite weights are accepted here and refused by
-  // every call, as upstream's native layer does.
-  explicit Mamba3Block(Mamba3Weights weights);
-
-  const Mamba3Dims& dims() const { return dims_; }
-  // Every weight as given, bit for bit; in_proj and out_proj are rebuilt from their packed panels (the
-  // only copy the block keeps), so this is a fresh copy per call.
-  Mamba3Weights weights() const;
-  std::vector<float> weight(int index) const;
-  // The seven small tensors as held; in_proj() and out_proj() are empty here (they live in the panels).
-  const Mamba3Weights& held_weights() const { return weights_; }
-  Mamba3State allocate_state(std::int64_t batch) const { return Mamba3State(batch, dims_.heads); }
-
-  // y[B, L, d_model] for x[B, L, d_model], continuing `state` in place (a fresh state is the stateless
-  // forward; L = 1 is a decode step). Refusals (ValueError) come before any arithmetic: the state's
-  // batch/heads, buffered_tokens outside [0, 64], B or L < 1, Input_States on a mid-sequence state,
-  // then non-finite x, weights and state, named with `entry`. `reports` (optional) receives the four
-  // reports. Fast path: SIMD kernels, threads, and a decode step whose cost is flat in the position.
-  void forward(const float* x, std::int64_t B, std::int64_t L, Mamba3State& state, float* y,
-               Mamba3Reports* reports = nullptr, const char* entry = "mamba3_forward") const {
-    forward(x, B, L, state, y, reports, entry, false);
-  }
-  // `state_checked`: the caller already ran refuse(nullptr, B, L, state, entry) for this call (a Samba
-  // stack checks every layer before any layer moves), so the O(state) finiteness scan is not repeated.
-  void forward(const float* x, std::int64_t B, std::int64_t L, Mamba3State& state, float* y,
-               Mamba3Reports* reports, const char* entry, bool state_checked) const;
-  // The four reports of the call that left `state` as it is: they are a pure function of the post-call state
-  // (the sealed h, the buffered rows of the last working chunk, theta), so they can be taken right after a
-  // call or later, as long as the state has not changed in between. forward(..., reports) calls this.
-  Mamba3Reports reports_of(const Mamba3State& state) const;
-  // The scalar twin: blocks.md 3.3 literally (the whole working sequence, every chunk, gemm_reference,
-  // scalar primitives), single-threaded. Same refusals, same bits.
-  void forward_reference(const float* x, std::int64_t B, std::int64_t L, Mamba3State& state, float* y,
-                         Mamba3Reports* reports = nullptr, const char* entry = "mamba3_forward") const {
-    forward_reference(x, B, L, state, y, reports, entry, false);
-  }
-  void forward_reference(const float* x, std::int64_t B, std::int64_t L, Mamba3State& state, float* y,
-                         Mamba3Reports* reports, const char* entry, bool state_checked) const;
-
-  // Every refusal of a call, in order, without touching the state (see forward); x null skips the x
-  // scan, scan_state false skips the scan of the state's pieces.
-  void refuse(const float* x, std::int64_t B, std::int64_t L, const Mamba3State& state, const char* entry,
-              bool scan_state = true) const;
-
- private:
-  Mamba3Dims dims_;
-  Mamba3Weights weights_;
-  std::string weight_refusal_;  // "NaN in <name> at flat index <i> REFUSED" for a non-finite weight, or empty
-  gemm::PackedRhs packed_in_proj_;
-  gemm::PackedRhs packed_out_proj_;
 };
 
 }  // namespace samebits::blocks

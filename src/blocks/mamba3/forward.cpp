@@ -10,10 +10,10 @@
 #include <cstring>
 #include <vector>
 
-#include "blocks/block_support.hpp"
-#include "blocks/mamba3_block.hpp"
-#include "blocks/mamba3_chunk.hpp"
-#include "blocks/mamba3_scalar.hpp"
+#include "blocks/common/block_support.hpp"
+#include "blocks/mamba3/chunk.hpp"
+#include "blocks/mamba3/mamba3.hpp"
+#include "blocks/mamba3/scalar.hpp"
 #include "core/aligned_buffer.hpp"
 #include "core/errors.hpp"
 #include "core/thread_pool.hpp"

@@ -2,7 +2,7 @@
 // layout (stride max_tokens, or the ring) converted from and back to the caller's packed layout.
 #include <vector>
 
-#include "blocks/transformer.hpp"
+#include "blocks/transformer/transformer.hpp"
 #include "core/errors.hpp"
 #include "numerics/attention.hpp"
 #include "numerics/fp.hpp"

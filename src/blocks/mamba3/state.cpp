@@ -1,8 +1,9 @@
-// Mamba-3 dims, the weight table and the carried state (allocation, clone, Input_States).
+// Mamba-3 dims and the carried state (allocation, clone, Input_States).
+#include "blocks/mamba3/state.hpp"
+
 #include <algorithm>
 #include <cstring>
 
-#include "blocks/mamba3_block.hpp"
 #include "core/errors.hpp"
 #include "core/state_size.hpp"
 #include "core/thread_pool.hpp"
@@ -22,25 +23,6 @@ Mamba3Dims Mamba3Dims::of(std::int64_t d_model) {
   dims.heads = dims.d_inner / kHeadDim;
   dims.d_in_proj = 2 * dims.d_inner + 2 * kStateDim + 3 * dims.heads + kAngles;
   return dims;
-}
-
-std::int64_t Mamba3TensorSpec::elements() const {
-  std::int64_t count = 1;
-  for (auto d : shape) count *= d;
-  return count;
-}
-
-std::vector<Mamba3TensorSpec> mamba3_tensors(const Mamba3Dims& dims) {
-  const std::int64_t dm = dims.d_model, H = dims.heads;
-  return {{"block_norm.weight", {dm}},
-          {"in_proj.weight", {dims.d_in_proj, dm}},
-          {"dt_bias", {H}},
-          {"B_norm.weight", {kStateDim}},
-          {"C_norm.weight", {kStateDim}},
-          {"B_bias", {H, kStateDim}},
-          {"C_bias", {H, kStateDim}},
-          {"D", {H}},
-          {"out_proj.weight", {dm, dims.d_inner}}};
 }
 
 namespace {

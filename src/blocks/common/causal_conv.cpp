@@ -1,5 +1,5 @@
 // Causal conv + SiLU: the literal twin and the channel-vector fast path over the sscan kernels.
-#include "blocks/causal_conv.hpp"
+#include "blocks/common/causal_conv.hpp"
 
 #include <algorithm>
 

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "blocks/mamba3_block.hpp"
-#include "blocks/mamba3_scalar.hpp"
+#include "blocks/mamba3/mamba3.hpp"
+#include "blocks/mamba3/scalar.hpp"
 #include "core/errors.hpp"
 #include "numerics/fp.hpp"
 #include "numerics/gemm.hpp"

@@ -1,6 +1,7 @@
 // The Llama decoder block of blocks.md 4 (profile mojolearn.identical.transformer.fp32.v1): RMSNorm,
 // GQA attention with RoPE and a KV cache (full causal or a sliding window), residual, RMSNorm, SwiGLU,
-// residual. One code path for the fresh prefill, the carried prefill and the decode step.
+// residual. One code path for the fresh prefill, the carried prefill and the decode step. The dims and
+// the KV cache (the state) are in state.hpp.
 #pragma once
 
 #include <cstdint>
@@ -9,79 +10,34 @@
 #include <string>
 #include <vector>
 
+#include "blocks/common/tensor_spec.hpp"
+#include "blocks/transformer/state.hpp"
 #include "numerics/gemm.hpp"
 #include "numerics/rope.hpp"
 
 namespace samebits::blocks {
 
-struct TransformerDims {
-  std::int64_t d_model = 0;
-  std::int64_t n_heads = 0;
-  std::int64_t n_kv_heads = 0;
-  std::int64_t head_dim = 0;
-  std::int64_t intermediate = 0;
-  std::int64_t window = 0;  // 0 = full causal
-
-  std::int64_t q_width() const { return n_heads * head_dim; }
-  std::int64_t kv_width() const { return n_kv_heads * head_dim; }
-  std::int64_t group() const { return n_heads / n_kv_heads; }  // query heads per kv head
-};
-
-// Profile constants (blocks.md 4.1): RMSNorm eps 1e-6 (0x358637BD), RoPE theta 10000 (0x461C4000),
-// absolute positions bounded by max_positions 8192 (the sin/cos domain).
-inline constexpr float kTransformerNormEps = 1e-6f;
-inline constexpr float kRopeTheta = 10000.0f;
-inline constexpr std::int64_t kMaxPositions = 8192;
-
-// The nine tensors, in parameter order, with their shapes for `dims`.
-struct TransformerTensor {
-  const char* name;
-  std::vector<std::int64_t> shape;
-};
-std::vector<TransformerTensor> transformer_tensors(const TransformerDims& dims);
+// The nine tensors, in parameter order, with their shapes: the one table every check reads, and the one the
+// Samba registry composes (in its wider integer, hence the template). q_width = n_heads * head_dim,
+// kv_width = n_kv_heads * head_dim.
+template <typename Dim>
+std::vector<BasicTensorSpec<Dim>> transformer_tensor_table(Dim d_model, Dim q_width, Dim kv_width,
+                                                           Dim intermediate) {
+  return {{"input_layernorm.weight", {d_model}},         {"post_attention_layernorm.weight", {d_model}},
+          {"q_proj.weight", {q_width, d_model}},         {"k_proj.weight", {kv_width, d_model}},
+          {"v_proj.weight", {kv_width, d_model}},        {"o_proj.weight", {d_model, q_width}},
+          {"gate_proj.weight", {intermediate, d_model}}, {"up_proj.weight", {intermediate, d_model}},
+          {"down_proj.weight", {d_model, intermediate}}};
+}
+inline std::vector<TensorSpec> transformer_tensors(const TransformerDims& dims) {
+  return transformer_tensor_table<std::int64_t>(dims.d_model, dims.q_width(), dims.kv_width(),
+                                                dims.intermediate);
+}
 
 // Values in transformer_tensors order, each row-major in its shape.
 struct TransformerWeights {
   std::vector<float> input_norm, post_norm, q, k, v, o, gate, up, down;
 };
-
-// The caller-owned KV cache (blocks.md 4.2): two flat float32 buffers of batch * n_kv * capacity *
-// head_dim floats (capacity = window if window > 0 else max_tokens). Full causal: the first
-// batch * n_kv * cached_tokens * head_dim floats are [batch, n_kv, cached_tokens, head_dim]; the rest is
-// capacity, not state (zeros from allocation, never read as state). Window W: a ring of W slots per
-// (batch row, kv head), slot = position mod W, all of it state.
-struct KvCache {
-  float* k = nullptr;
-  float* v = nullptr;
-  std::int64_t batch = 0;
-  std::int64_t max_tokens = 0;
-  std::int64_t cached_tokens = 0;
-  // Full causal only: the spread layout, private to the engine. Block i = (b, kv head) holds its rows at
-  // [i * max_tokens, i * max_tokens + cached_tokens) instead of the packed [i * S, (i + 1) * S), so a call
-  // appends its rows without moving the cache. Only an owner that hands the buffers to nobody uses it,
-  // and it returns to the packed layout (kv::pack_spread) before anyone may look (see TransformerState).
-  bool spread = false;
-  // The owner vouches that the carried contents are finite (the engine checked them and nobody else has
-  // written them since): a call skips its O(cache) scan. Full causal only.
-  bool trusted = false;
-  // Spread only, optional: every block's keys again as attention key tiles (attention::Unit::key_tiles),
-  // block i's at i * kv::key_tile_floats(...), kept equal to the spread keys by every append_spread.
-  float* k_tiles = nullptr;
-
-  std::int64_t capacity(const TransformerDims& dims) const {
-    return dims.window > 0 ? dims.window : max_tokens;
-  }
-  std::int64_t floats(const TransformerDims& dims) const {
-    return batch * dims.n_kv_heads * capacity(dims) * dims.head_dim;
-  }
-};
-
-// When a call scans its cache for non-finite contents (blocks.md 4.3 refuses them before any arithmetic):
-// kNow in check_call; kAtAppend while the full-causal cache is restrided, one read of the cache instead
-// of two (a refusal is then raised after the projections but before anything is written, with the same
-// message); kDone when the caller already scanned it for this call (a Samba stack checks every layer
-// before any layer moves). A windowed cache (a ring, never restrided) is scanned as kNow.
-enum class StateScan { kNow, kAtAppend, kDone };
 
 // Immutable after construction; calls may run concurrently. The seven projection matrices live only in
 // their packed panels (each raw buffer is released as soon as it is packed); the two norm vectors stay.

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "blocks/mamba2.hpp"
+#include "blocks/mamba2/mamba2.hpp"
 #include "numerics/fp.hpp"
 #include "numerics/primitives.hpp"
 #include "numerics/rmsnorm.hpp"

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "blocks/mamba3_block.hpp"
+#include "blocks/mamba3/mamba3.hpp"
 #include "core/aligned_buffer.hpp"
 
 namespace samebits::blocks::mamba3_chunk {

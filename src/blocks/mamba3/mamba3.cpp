@@ -1,10 +1,10 @@
 // Mamba-3 block construction and the refusals every call runs before any arithmetic.
-#include "blocks/mamba3_block.hpp"
+#include "blocks/mamba3/mamba3.hpp"
 
 #include <string>
 #include <utility>
 
-#include "blocks/block_support.hpp"
+#include "blocks/common/block_support.hpp"
 #include "core/errors.hpp"
 #include "numerics/finite_scan.hpp"
 #include "numerics/mamba3_kernels.hpp"

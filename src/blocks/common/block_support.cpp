@@ -1,5 +1,5 @@
 // The per-call non-finite refusal shared by every block: a vectorized, pool-split scan, then the namer.
-#include "blocks/block_support.hpp"
+#include "blocks/common/block_support.hpp"
 
 #include <algorithm>
 #include <atomic>

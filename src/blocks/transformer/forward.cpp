@@ -1,0 +1,170 @@
+// TransformerBlock's fast forward (blocks.md 4.3): packed projections, the KV cache appended in place,
+// attention over key tiles or spans on the thread pool, SwiGLU.
+#include <algorithm>
+#include <cstring>
+
+#include "blocks/transformer/state.hpp"
+#include "blocks/transformer/transformer.hpp"
+#include "core/aligned_buffer.hpp"
+#include "core/errors.hpp"
+#include "core/thread_pool.hpp"
+#include "numerics/attention.hpp"
+#include "numerics/fp.hpp"
+#include "numerics/rmsnorm.hpp"
+#include "numerics/vector_math.hpp"
+
+namespace samebits::blocks {
+
+using fp::F;
+using fp::MUL;
+
+namespace {
+
+// Query positions per attention task: enough tasks to balance threads, few enough to share key loads.
+std::int64_t queries_per_task(std::int64_t length, std::int64_t group) {
+  const std::int64_t rows_per_task = 64;
+  return std::max<std::int64_t>(1, std::min(length, rows_per_task / std::max<std::int64_t>(group, 1)));
+}
+
+}  // namespace
+
+void TransformerBlock::forward(const float* x, std::int64_t batch, std::int64_t length, KvCache& cache,
+                               float* y, const std::string& what, StateScan scan) const {
+  if (x == nullptr) throw_value_error(what + ": x has no data");
+  check_call(x, batch, length, cache, what, scan);
+  const TransformerDims& d = dims_;
+  const std::int64_t dm = d.d_model, hd = d.head_dim, qw = d.q_width(), kw = d.kv_width(),
+                     it = d.intermediate;
+  const std::int64_t rows = batch * length;
+  const std::int64_t pos0 = cache.cached_tokens;
+  const std::int64_t qkv_width = qw + 2 * kw;
+  const std::shared_ptr<const rope::Table> table = rope_rows(pos0 + length);
+
+  // Steps 1-4: input norm, the q/k/v projections in one product (a cell depends only on k), RoPE on q, k.
+  AlignedBuffer<float> normed(static_cast<std::size_t>(rows * dm));
+  norm::rmsnorm(x, weights_.input_norm.data(), normed.data(), rows, dm, kTransformerNormEps);
+  AlignedBuffer<float> qkv(static_cast<std::size_t>(rows * qkv_width));
+  gemm::gemm_packed({normed.data(), dm, 1}, rows, qkv_, qkv.data());
+  parallel_for(
+      rows,
+      [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t t = begin; t < end; ++t) {
+          const std::int64_t position = pos0 + t % length;
+          float* row = qkv.data() + t * qkv_width;
+          rope::rotate_heads(row, d.n_heads, hd, hd, table->cos_row(position), table->sin_row(position));
+          rope::rotate_heads(row + qw, d.n_kv_heads, hd, hd, table->cos_row(position),
+                             table->sin_row(position));
+        }
+      },
+      16);
+
+  // Steps 6-9 for one (batch row, kv head) unit and one slice of its queries, over `keys` / `values`
+  // laid out [B, KV, span, HD].
+  AlignedBuffer<float> ctx(static_cast<std::size_t>(rows * qw));
+  const std::int64_t key_lo = d.window > 0 ? std::max<std::int64_t>(0, pos0 - d.window + 1) : 0;
+  const std::int64_t span = pos0 + length - key_lo;
+  const std::int64_t group = d.group();
+  const std::int64_t per_task = queries_per_task(length, group);
+  const std::int64_t slices = (length + per_task - 1) / per_task;
+  const std::int64_t units = batch * d.n_kv_heads;
+  const float* keys = nullptr;    // unit i's keys are rows [i * block_rows, i * block_rows + span)
+  const float* values = nullptr;  // likewise
+  std::int64_t block_rows = span;
+  const float* key_tiles = nullptr;  // spread with key tiles: unit i's at i * tile_floats
+  std::int64_t tile_floats = 0;
+  auto attend_task = [&](std::int64_t task) {
+    const std::int64_t unit_index = task / slices;
+    const std::int64_t b = unit_index / d.n_kv_heads;
+    const std::int64_t g = unit_index % d.n_kv_heads;
+    attention::Unit unit;
+    unit.q = qkv.data() + b * length * qkv_width + g * group * hd;
+    unit.q_stride = qkv_width;
+    unit.ctx = ctx.data() + b * length * qw + g * group * hd;
+    unit.ctx_stride = qw;
+    unit.queries = length;
+    unit.heads = group;
+    unit.keys = keys + unit_index * block_rows * hd;
+    unit.values = values + unit_index * block_rows * hd;
+    unit.span = span;
+    unit.head_dim = hd;
+    unit.key_lo = key_lo;
+    unit.pos0 = pos0;
+    unit.window = d.window;
+    unit.finite_keys = pos0 - key_lo;  // the carried part was refused when non-finite
+    if (key_tiles != nullptr) unit.key_tiles = key_tiles + unit_index * tile_floats;
+    const std::int64_t first = (task % slices) * per_task;
+    attention::attend(attention::query_slice(unit, first, std::min(per_task, length - first)));
+  };
+
+  // Step 5: the key span of every (batch row, kv head), then the cache append.
+  const kv::NewRows fresh{qkv.data() + qw, qkv.data() + qw + kw, qkv_width, length};
+  AlignedBuffer<float> span_keys, span_values;
+  bool attended = false;
+  if (d.window > 0) {
+    span_keys.resize_uninitialized(static_cast<std::size_t>(batch * d.n_kv_heads * span * hd));
+    span_values.resize_uninitialized(span_keys.size());
+    kv::gather_window_span(cache, d, fresh, key_lo, span_keys.data(), span_values.data());
+    kv::append_ring(cache, d, fresh);
+    keys = span_keys.data();
+    values = span_values.data();
+  } else {
+    // The packed region of (b, g) is then exactly its key span; a spread block starts its span.
+    keys = cache.k;
+    values = cache.v;
+    if (cache.spread) {
+      block_rows = cache.max_tokens;
+      kv::append_spread(cache, d, fresh);
+      key_tiles = cache.k_tiles;
+      tile_floats = kv::key_tile_floats(cache.max_tokens, d.head_dim);
+    } else if (scan != StateScan::kAtAppend || cache.trusted) {  // nothing to scan while moving
+      kv::append_packed(cache, d, fresh);
+    } else {
+      // Each unit attends right after its block is restrided, while the block is still in cache, on
+      // whichever thread moved it (the units are independent, so neither order nor thread changes a bit);
+      // when the restride does not visit (a long call on several threads), the units run in parallel below.
+      const kv::BlockVisitor visit = [&](std::int64_t block) {
+        for (std::int64_t slice = 0; slice < slices; ++slice) attend_task(block * slices + slice);
+      };
+      if (!kv::append_packed_checked(cache, d, fresh, visit, attended)) {
+        check_call(x, batch, length, cache, what, StateScan::kNow);  // names the first offender
+        throw_runtime_error(what + ": the cache scans disagree");    // unreachable: both test the same bits
+      }
+    }
+  }
+  if (!attended) {
+    parallel_for(units * slices, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t task = begin; task < end; ++task) attend_task(task);
+    });
+  }
+
+  // Step 10: the output projection and the first residual.
+  AlignedBuffer<float> residual(static_cast<std::size_t>(rows * dm));
+  gemm::gemm_packed({ctx.data(), qw, 1}, rows, o_, residual.data());
+  for (std::int64_t i = 0; i < rows * dm; ++i) residual[i] = F(F(x[i]) + F(residual[i]));
+
+  // Steps 11-12: post-attention norm, SwiGLU, down projection, second residual.
+  norm::rmsnorm(residual.data(), weights_.post_norm.data(), normed.data(), rows, dm, kTransformerNormEps);
+  AlignedBuffer<float> gate_up(static_cast<std::size_t>(rows * 2 * it));
+  gemm::gemm_packed({normed.data(), dm, 1}, rows, gate_up_, gate_up.data());
+  AlignedBuffer<float> hidden(static_cast<std::size_t>(rows * it));
+  parallel_for(
+      rows,
+      [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t t = begin; t < end; ++t) {
+          float* gate = gate_up.data() + t * 2 * it;
+          const float* up = gate + it;
+          float* out = hidden.data() + t * it;
+          const auto n = static_cast<std::size_t>(it);
+          vmath::flush(gate, gate, n);
+          vmath::silu(gate, gate, n);
+          vmath::flush(gate, gate, n);
+          for (std::int64_t j = 0; j < it; ++j) out[j] = F(MUL(F(gate[j]), F(up[j])));
+        }
+      },
+      4);
+  AlignedBuffer<float> down(static_cast<std::size_t>(rows * dm));
+  gemm::gemm_packed({hidden.data(), it, 1}, rows, down_, down.data());
+  for (std::int64_t i = 0; i < rows * dm; ++i) y[i] = F(F(residual[i]) + F(down[i]));
+}
+
+}  // namespace samebits::blocks
