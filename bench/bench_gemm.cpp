@@ -92,14 +92,14 @@ void run_gemm(benchmark::State& state, Target target, Shape s, int threads, int 
 
 void run_fma_peak(benchmark::State& state, Target target) {
   double flops = 0.0;
-  for (auto _ : state) flops = samebits::probe::measure_fma_peak_flops(target, kProbeSeconds);
+  for (auto _ : state) flops = samebits::machine_probe::measure_fma_peak_flops(target, kProbeSeconds);
   state.SetLabel(samebits::simd::target_name(target));
   state.counters["GFLOP/s"] = flops * 1.0e-9;  // per core: the probe runs on one thread
 }
 
 void run_read_bandwidth(benchmark::State& state, std::size_t bytes, int threads) {
   double rate = 0.0;
-  for (auto _ : state) rate = samebits::probe::measure_read_bandwidth(bytes, kProbeSeconds, threads);
+  for (auto _ : state) rate = samebits::machine_probe::measure_read_bandwidth(bytes, kProbeSeconds, threads);
   state.counters["GB/s"] = rate * 1.0e-9;
   state.counters["bytes"] = static_cast<double>(bytes);
   state.counters["threads"] = threads;

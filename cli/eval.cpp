@@ -29,8 +29,8 @@ double negative_log_likelihood(const float* logits, std::int64_t vocab, std::int
   float top = logits[0];
   for (std::int64_t u = 1; u < vocab; ++u) top = std::max(top, logits[u]);
   double total = 0.0;
-  for (std::int64_t u = 0; u < vocab; ++u) total += prim::expf(logits[u] - top);
-  return static_cast<double>(top) - logits[target] + prim::logf(static_cast<float>(total));
+  for (std::int64_t u = 0; u < vocab; ++u) total += primitives::expf(logits[u] - top);
+  return static_cast<double>(top) - logits[target] + primitives::logf(static_cast<float>(total));
 }
 
 // One line, redrawn in place: bar, percentage, bytes scored and speed.

@@ -110,7 +110,7 @@ std::vector<float> SambaModel::parameters() const {
 void SambaModel::embed(const std::int32_t* ids, std::int64_t count, float* x) const {
   const std::int64_t d = config_.d_model();
   if (!config_.tie_embeddings()) {
-    norm::embedding(embed_.data(), d, ids, count, x);
+    rmsnorm::embedding(embed_.data(), d, ids, count, x);
     return;
   }
   // Row j of the table is column j of the packed head: F(embed[j][p]) at panel j / 32, slot j % 32.
@@ -158,8 +158,8 @@ void SambaModel::run(const std::int32_t* ids, std::int64_t batch, std::int64_t l
   std::vector<float> raw_head;
   if constexpr (Reference) {
     raw_head = head_.unpack_transposed();
-    norm::embedding_reference(config_.tie_embeddings() ? raw_head.data() : embed_.data(), d, ids, rows,
-                              x.data());
+    rmsnorm::embedding_reference(config_.tie_embeddings() ? raw_head.data() : embed_.data(), d, ids, rows,
+                                 x.data());
   } else {
     embed(ids, rows, x.data());
   }
@@ -199,10 +199,10 @@ void SambaModel::run(const std::int32_t* ids, std::int64_t batch, std::int64_t l
   }
   const float* norm_f = norm_f_.data();
   if constexpr (Reference) {
-    norm::rmsnorm_reference(x.data(), norm_f, x.data(), rows, d, config_.norm_eps_f32());
+    rmsnorm::rmsnorm_reference(x.data(), norm_f, x.data(), rows, d, config_.norm_eps_f32());
     gemm::gemm_reference(gemm::Orientation::NT, x.data(), raw_head.data(), logits, rows, config_.vocab(), d);
   } else {
-    norm::rmsnorm(x.data(), norm_f, x.data(), rows, d, config_.norm_eps_f32());
+    rmsnorm::rmsnorm(x.data(), norm_f, x.data(), rows, d, config_.norm_eps_f32());
     gemm::gemm_packed({x.data(), d, 1}, rows, head_, logits);
   }
 }

@@ -20,7 +20,7 @@ namespace {
 constexpr std::uint32_t kMaskFillBits = 0xFF7FFFFFu;
 }  // namespace
 
-float score_scale(std::int64_t head_dim) { return F(prim::rsqrtf(static_cast<float>(head_dim))); }
+float score_scale(std::int64_t head_dim) { return F(primitives::rsqrtf(static_cast<float>(head_dim))); }
 
 Unit query_slice(const Unit& u, std::int64_t first, std::int64_t count) {
   Unit slice = u;
@@ -56,9 +56,9 @@ void attend_reference_rows(const Unit& u, std::int64_t row_begin, std::int64_t r
     }
     // Step 8: the softmax over every key, masked ones included.
     float mx = row[0];
-    for (std::int64_t j = 1; j < s; ++j) mx = prim::fmax(mx, row[j]);
+    for (std::int64_t j = 1; j < s; ++j) mx = primitives::fmax(mx, row[j]);
     mx = F(mx);
-    for (std::int64_t j = 0; j < s; ++j) row[j] = F(prim::expf(F(F(row[j]) - F(mx))));
+    for (std::int64_t j = 0; j < s; ++j) row[j] = F(primitives::expf(F(F(row[j]) - F(mx))));
     float acc = 0.0f;
     for (std::int64_t j = 0; j < s; ++j) acc = F(F(acc) + F(row[j]));
     const float den = F(acc);

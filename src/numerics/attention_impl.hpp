@@ -27,7 +27,7 @@ constexpr std::uint32_t kSkipBoundBits = 0x53800000u;  // 2^40
 constexpr std::uint32_t kNegFltMaxBits = 0xFF7FFFFFu;
 
 // The flags that prove skipped flushes inert; the thread's MXCSR is restored on exit.
-using samebits::mxcsr::FlagScope;
+using samebits::mxcsr_flags::FlagScope;
 
 inline std::uint32_t max_abs_bits(const float* data, std::int64_t count, std::uint32_t acc) {
   for (std::int64_t i = 0; i < count; ++i) {
@@ -216,7 +216,7 @@ void softmax_cells(float* cells, std::int64_t n, std::int64_t first, const std::
   mx = Isa::flush(mx);
   for (std::int64_t jj = 0; jj < n; ++jj)
     Isa::store(cells + jj * kLanes, Isa::flush(Isa::sub(Isa::flush(Isa::load(cells + jj * kLanes)), mx)));
-  samebits::vmath::exp(cells, cells, static_cast<std::size_t>(n * kLanes));
+  samebits::vector_math::exp(cells, cells, static_cast<std::size_t>(n * kLanes));
   V acc = zero;
   for (std::int64_t jj = 0; jj < n; ++jj) {
     const V e = Isa::flush(Isa::load(cells + jj * kLanes));
@@ -469,7 +469,7 @@ void softmax_keys(float* sc, std::int64_t n, std::int64_t first, std::int64_t lo
   for (jj = 0; jj + kLanes <= n; jj += kLanes)
     Isa::store(sc + jj, Isa::flush(Isa::sub(Isa::load(sc + jj), mx_v)));
   for (; jj < n; ++jj) sc[jj] = samebits::fp::F(sc[jj] - mx);
-  samebits::vmath::exp(sc, sc, static_cast<std::size_t>(n));
+  samebits::vector_math::exp(sc, sc, static_cast<std::size_t>(n));
   for (jj = 0; jj + kLanes <= n; jj += kLanes) Isa::store(sc + jj, Isa::flush(Isa::load(sc + jj)));
   for (; jj < n; ++jj) sc[jj] = samebits::fp::F(sc[jj]);
   // The denominator's chain needs no flushes: every flushed e_j is +0.0 or a normal in [FLT_MIN, 1] (the

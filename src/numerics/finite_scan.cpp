@@ -4,7 +4,7 @@
 #include "numerics/fp.hpp"
 #include "numerics/simd_kernels.hpp"
 
-namespace samebits::finite {
+namespace samebits::finite_scan {
 
 bool all_finite_reference(const float* data, std::int64_t count) {
   for (std::int64_t i = 0; i < count; ++i)
@@ -17,4 +17,4 @@ bool all_finite(const float* data, std::int64_t count) {
   return kernel != nullptr ? kernel(data, count) : all_finite_reference(data, count);
 }
 
-}  // namespace samebits::finite
+}  // namespace samebits::finite_scan

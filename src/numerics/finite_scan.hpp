@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-namespace samebits::finite {
+namespace samebits::finite_scan {
 
 // True when every float of data[0, count) is finite, judged on the bit pattern (exponent not all ones).
 // The answer is a pure function of the bits: the SIMD target only changes the speed.
@@ -19,4 +19,4 @@ FiniteFn all_finite_avx2();    // nullptr when not compiled in
 FiniteFn all_finite_avx512();  // nullptr when not compiled in
 }  // namespace detail
 
-}  // namespace samebits::finite
+}  // namespace samebits::finite_scan

@@ -1,4 +1,4 @@
-// The vector body of finite::all_finite, shared by finite_scan_avx2.cpp and finite_scan_avx512.cpp.
+// The vector body of finite_scan::all_finite, shared by finite_scan_avx2.cpp and finite_scan_avx512.cpp.
 // Include it inside a TU-unique namespace after the ISA's `struct Isa` (numerics/isa_*.hpp).
 
 // Four vectors per iteration keep several loads in flight; the verdict is one OR of "exponent all ones"
@@ -19,5 +19,5 @@ bool all_finite_vector(const float* data, std::int64_t count) {
   Isa::store(flags, Isa::select(bad, Isa::zero(), Isa::set1(1.0f)));
   for (std::int64_t l = 0; l < kLanes; ++l)
     if (flags[l] != 0.0f) return false;
-  return samebits::finite::all_finite_reference(data + i, count - i);
+  return samebits::finite_scan::all_finite_reference(data + i, count - i);
 }

@@ -59,7 +59,7 @@ void run_task(const Problem& pb, const PanelGroup& group, int tile_rows, std::in
   const std::size_t need = static_cast<std::size_t>(pb.leaves * leaf_stride);
   if (partials.size() < need) partials.resize_uninitialized(need);
 
-  mxcsr::FlagScope mxcsr;
+  mxcsr_flags::FlagScope mxcsr;
   // Neighbouring tiles read the same panel and rows of the same kind of data, so a tile that needed the
   // flushing pass predicts that the next one will too: that one then runs it directly instead of after a
   // wasted fast pass. The flushing pass raises the flags where its products went subnormal, so it keeps
@@ -71,10 +71,10 @@ void run_task(const Problem& pb, const PanelGroup& group, int tile_rows, std::in
     mxcsr.clear();
     if (flushing_predicted && group.fast[rows] != group.exact[rows]) {
       run_leaves(pb, group.exact, row0, rows, group, partials.data());
-      flushing_predicted = mxcsr::FlagScope::subnormal_seen();
+      flushing_predicted = mxcsr_flags::FlagScope::subnormal_seen();
     } else {
       run_leaves(pb, group.fast, row0, rows, group, partials.data());
-      if (group.fast[rows] != group.exact[rows] && mxcsr::FlagScope::subnormal_seen()) {
+      if (group.fast[rows] != group.exact[rows] && mxcsr_flags::FlagScope::subnormal_seen()) {
         run_leaves(pb, group.exact, row0, rows, group, partials.data());
         flushing_predicted = true;
       }

@@ -9,7 +9,7 @@
 #include "core/thread_pool.hpp"
 #include "numerics/simd_kernels.hpp"
 
-namespace samebits::probe {
+namespace samebits::machine_probe {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -135,4 +135,4 @@ double measure_read_bandwidth(std::size_t bytes, double seconds, int threads) {
   return best;
 }
 
-}  // namespace samebits::probe
+}  // namespace samebits::machine_probe

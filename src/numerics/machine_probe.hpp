@@ -6,7 +6,7 @@
 
 #include "numerics/simd_target.hpp"
 
-namespace samebits::probe {
+namespace samebits::machine_probe {
 
 // Single-thread floating-point peak in flop/s for `target`: many independent register-resident FMA
 // chains (enough to hide the FMA latency), each FMA counted as 2 flops per lane. Scalar measures the
@@ -41,4 +41,4 @@ float mul_add_rounds_baseline(long long rounds);
 unsigned long long or_reduce_baseline(const unsigned long long* data, std::size_t words);
 }  // namespace detail
 
-}  // namespace samebits::probe
+}  // namespace samebits::machine_probe

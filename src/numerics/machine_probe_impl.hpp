@@ -1,5 +1,5 @@
 // The machine-probe loops over one target's vector vocabulary (numerics/simd_kernels_impl.hpp includes it
-// inside samebits::probe::detail after `struct Isa`). Each returns a value that depends on every
+// inside samebits::machine_probe::detail after `struct Isa`). Each returns a value that depends on every
 // operation, so nothing is elided.
 
 // acc <- acc * kDecay + kDrift has the fixed point 1, so every chain stays a normal number near 1 however

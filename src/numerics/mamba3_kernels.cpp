@@ -70,7 +70,7 @@ void angle_scan_reference(float* run, std::int64_t lanes, const float* rates, st
     for (std::int64_t r = 0; r < lanes; ++r) {
       const float inc = F(fp::MUL(rates[s * rate_stride + r], dts));
       const float v = F(run[r] + inc);
-      run[r] = F(fp::FMA(-kTwoPi, prim::detail::floor(fp::DIV(v, kTwoPi)), v));
+      run[r] = F(fp::FMA(-kTwoPi, primitives::detail::floor(fp::DIV(v, kTwoPi)), v));
       out[s * out_stride + r] = run[r];
     }
   }

@@ -14,7 +14,7 @@ inline V splat_bits(std::uint32_t pattern) {
 }
 
 // The chain step: acc = F(FMA(F(a), F(b_eff), acc)) with b_eff = F(MUL(F(b), scale)) when scaled. Without
-// Flush the same operations run unflushed (valid only when mxcsr::run_exact's flags prove every flush
+// Flush the same operations run unflushed (valid only when mxcsr_flags::run_exact's flags prove every flush
 // inert, numerics.md 6a).
 template <bool Flush, bool Scaled>
 inline V chain_step(V a, V b, V scale, V acc) {
@@ -102,7 +102,7 @@ template <bool Scaled>
 void dot_chains_any(const float* a, std::int64_t a_stride, const float* b, std::int64_t b_stride,
                     const float* b_scale, std::int64_t rows, std::int64_t len, float* out) {
   if (rows <= 0) return;
-  samebits::mxcsr::run_exact([&]<bool Flush>() {
+  samebits::mxcsr_flags::run_exact([&]<bool Flush>() {
     dot_chains_pass<Flush, Scaled>(a, a_stride, b, b_stride, b_scale, rows, len, out);
   });
 }
@@ -189,7 +189,7 @@ void scaled_dot_chains_transposed_simd(const float* a, const float* b_t, std::in
     samebits::mamba3_kernels::scaled_dot_chains_transposed_reference(a, b_t, stride, b_scale, rows, len, out);
     return;
   }
-  samebits::mxcsr::run_exact(
+  samebits::mxcsr_flags::run_exact(
       [&]<bool Flush>() { transposed_chains_pass<Flush>(a, b_t, stride, b_scale, rows, len, out); });
 }
 
@@ -225,7 +225,8 @@ void axpy_chains_pass(const float* x, std::int64_t x_stride, const float* const*
 
 void axpy_chains_simd(const float* x, std::int64_t x_stride, const float* const* rows, std::int64_t k,
                       std::int64_t n, float* out) {
-  samebits::mxcsr::run_exact([&]<bool Flush>() { axpy_chains_pass<Flush>(x, x_stride, rows, k, n, out); });
+  samebits::mxcsr_flags::run_exact(
+      [&]<bool Flush>() { axpy_chains_pass<Flush>(x, x_stride, rows, k, n, out); });
 }
 
 void angle_scan_simd(float* run, std::int64_t lanes, const float* rates, std::int64_t rate_stride,
@@ -252,7 +253,7 @@ void angle_scan_simd(float* run, std::int64_t lanes, const float* rates, std::in
       const float inc = fp::F(fp::MUL(rates[s * rate_stride + r], fp::F(dt[s * dt_stride])));
       const float v = fp::F(value + inc);
       const float turns = fp::DIV(v, fp::from_bits(0x40C90FDBu));
-      value = fp::F(fp::FMA(fp::from_bits(0xC0C90FDBu), prim::detail::floor(turns), v));
+      value = fp::F(fp::FMA(fp::from_bits(0xC0C90FDBu), primitives::detail::floor(turns), v));
       out[s * out_stride + r] = value;
     }
     run[r] = value;

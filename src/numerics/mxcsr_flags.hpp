@@ -3,7 +3,7 @@
 
 #include <xmmintrin.h>
 
-namespace samebits::mxcsr {
+namespace samebits::mxcsr_flags {
 
 // A skipped flush could only have acted if a subnormal was produced inexactly (UE) or used as an
 // arithmetic operand (DE); kernels flush the values that leave them explicitly. So a pass that skips the
@@ -41,4 +41,4 @@ void run_exact(const Pass& pass) {
   pass.template operator()<true>();
 }
 
-}  // namespace samebits::mxcsr
+}  // namespace samebits::mxcsr_flags

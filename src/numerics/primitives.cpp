@@ -10,7 +10,7 @@
 #define SAMEBITS_PRIM_HAVE_SSE_SQRT 1
 #endif
 
-namespace samebits::prim {
+namespace samebits::primitives {
 
 using fp::bits;
 using fp::DIV;
@@ -303,4 +303,4 @@ float clamp(float x, float lo, float hi) noexcept {
   return v;
 }
 
-}  // namespace samebits::prim
+}  // namespace samebits::primitives

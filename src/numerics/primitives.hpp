@@ -4,7 +4,7 @@
 #include <bit>
 #include <cstdint>
 
-namespace samebits::prim {
+namespace samebits::primitives {
 
 // Every decimal literal of the step lists, rounded once to float32, each checked against numerics.md
 // Appendix A. They live here (constexpr data, no code) so the scalar primitives and the SIMD twins in
@@ -127,4 +127,4 @@ float log_core(float t, std::int32_t e) noexcept;
 float floor(float x) noexcept;
 }  // namespace detail
 
-}  // namespace samebits::prim
+}  // namespace samebits::primitives

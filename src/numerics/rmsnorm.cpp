@@ -7,7 +7,7 @@
 #include "numerics/simd_kernels.hpp"
 #include "numerics/vector_math.hpp"
 
-namespace samebits::norm {
+namespace samebits::rmsnorm {
 
 using fp::DIV;
 using fp::F;
@@ -17,7 +17,7 @@ using fp::MUL;
 namespace detail {
 float rmsnorm_rstd(float sum_of_squares, std::int64_t d, float eps) {
   const float mean = F(DIV(sum_of_squares, static_cast<float>(d)));
-  return F(prim::rsqrtf(F(mean + eps)));
+  return F(primitives::rsqrtf(F(mean + eps)));
 }
 }  // namespace detail
 
@@ -77,10 +77,10 @@ void embedding(const float* table, std::int64_t d, const std::int32_t* ids, std:
       count,
       [&](std::int64_t begin, std::int64_t end) {
         for (std::int64_t t = begin; t < end; ++t)
-          vmath::flush(table + static_cast<std::int64_t>(ids[t]) * d, out + t * d,
-                       static_cast<std::size_t>(d));
+          vector_math::flush(table + static_cast<std::int64_t>(ids[t]) * d, out + t * d,
+                             static_cast<std::size_t>(d));
       },
       16);
 }
 
-}  // namespace samebits::norm
+}  // namespace samebits::rmsnorm

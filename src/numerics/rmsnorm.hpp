@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-namespace samebits::norm {
+namespace samebits::rmsnorm {
 
 // y[r, :] = RMSNorm(x[r, :]) * w for rows r < rows, each row of width d >= 1:
 // serial flushed sum of squares, mean = F(DIV(acc, d)), rstd = F(rsqrtf(F(mean + eps))),
@@ -34,4 +34,4 @@ RmsnormKernels rmsnorm_avx512();
 float rmsnorm_rstd(float sum_of_squares, std::int64_t d, float eps);
 }  // namespace detail
 
-}  // namespace samebits::norm
+}  // namespace samebits::rmsnorm

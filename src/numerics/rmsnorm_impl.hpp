@@ -37,7 +37,7 @@ void rmsnorm_block(const float* x, const float* w, float* y, std::int64_t d, flo
   alignas(64) float sums[Isa::kLanes];
   Isa::store(sums, acc);
   for (int r = 0; r < Isa::kLanes; ++r)
-    scale_row(x + r * d, w, y + r * d, d, samebits::norm::detail::rmsnorm_rstd(sums[r], d, eps));
+    scale_row(x + r * d, w, y + r * d, d, samebits::rmsnorm::detail::rmsnorm_rstd(sums[r], d, eps));
 }
 
 void rmsnorm_rows(const float* x, const float* w, float* y, std::int64_t rows, std::int64_t d, float eps) {
@@ -51,6 +51,6 @@ void rmsnorm_rows(const float* x, const float* w, float* y, std::int64_t rows, s
       acc = F(samebits::fp::FMA(xj, xj, acc));  // one vfmadd here: this TU is compiled with FMA
     }
     for (; j < d; ++j) acc = samebits::fp::FMA(xr[j], xr[j], acc);
-    scale_row(xr, w, y + r * d, d, samebits::norm::detail::rmsnorm_rstd(acc, d, eps));
+    scale_row(xr, w, y + r * d, d, samebits::rmsnorm::detail::rmsnorm_rstd(acc, d, eps));
   }
 }

@@ -18,7 +18,7 @@ std::vector<float> inverse_frequencies(std::int64_t rope_dim, float theta) {
   std::vector<float> inv(static_cast<std::size_t>(half));
   for (std::int64_t i = 0; i < half; ++i) {
     const float e = F(DIV(static_cast<float>(2 * i), static_cast<float>(rope_dim)));
-    inv[static_cast<std::size_t>(i)] = F(DIV(1.0f, prim::powf(theta, e)));
+    inv[static_cast<std::size_t>(i)] = F(DIV(1.0f, primitives::powf(theta, e)));
   }
   return inv;
 }
@@ -50,8 +50,8 @@ Table Table::build_reference(const std::vector<float>& inv, std::int64_t positio
   for (std::int64_t p = 0; p < positions; ++p) {
     for (std::int64_t i = 0; i < table.half_; ++i) {
       const float angle = angle_of(p, inv[static_cast<std::size_t>(i)]);
-      table.cos_[static_cast<std::size_t>(p * table.half_ + i)] = F(prim::cosf(angle));
-      table.sin_[static_cast<std::size_t>(p * table.half_ + i)] = F(prim::sinf(angle));
+      table.cos_[static_cast<std::size_t>(p * table.half_ + i)] = F(primitives::cosf(angle));
+      table.sin_[static_cast<std::size_t>(p * table.half_ + i)] = F(primitives::sinf(angle));
     }
   }
   return table;
@@ -68,10 +68,10 @@ Table Table::build(const std::vector<float>& inv, std::int64_t positions) {
       angles[static_cast<std::size_t>(p * table.half_ + i)] = angle_of(p, inv[static_cast<std::size_t>(i)]);
   table.cos_.resize(count);
   table.sin_.resize(count);
-  vmath::cos(angles.data(), table.cos_.data(), count);
-  vmath::flush(table.cos_.data(), table.cos_.data(), count);
-  vmath::sin(angles.data(), table.sin_.data(), count);
-  vmath::flush(table.sin_.data(), table.sin_.data(), count);
+  vector_math::cos(angles.data(), table.cos_.data(), count);
+  vector_math::flush(table.cos_.data(), table.cos_.data(), count);
+  vector_math::sin(angles.data(), table.sin_.data(), count);
+  vector_math::flush(table.sin_.data(), table.sin_.data(), count);
   return table;
 }
 

@@ -24,9 +24,9 @@ inline constexpr float kAngleDomain = 8192.0f;
 class Table {
  public:
   Table() = default;
-  // The literal twin: one prim:: call per entry.
+  // The literal twin: one primitives:: call per entry.
   static Table build_reference(const std::vector<float>& inv, std::int64_t positions);
-  // The same bits through the dispatched vmath::sin / vmath::cos array kernels.
+  // The same bits through the dispatched vector_math::sin / vector_math::cos array kernels.
   static Table build(const std::vector<float>& inv, std::int64_t positions);
 
   std::int64_t positions() const { return positions_; }

@@ -5,7 +5,7 @@
 #include "numerics/primitives.hpp"
 #include "numerics/simd_kernels.hpp"
 
-namespace samebits::sscan {
+namespace samebits::selective_scan {
 
 using fp::F;
 using fp::FMA;
@@ -26,7 +26,7 @@ void conv4_silu_reference(const Conv4Args& a, std::int64_t c0, std::int64_t c1) 
         const float v = r < 0 ? a.head[(r + kConvTaps - 1) * a.channels + c] : a.body[r * a.body_stride + c];
         acc = F(FMA(F(a.weight_t[k * a.channels + c]), F(v), acc));
       }
-      a.out[t * a.out_stride + c] = F(prim::silu(acc));
+      a.out[t * a.out_stride + c] = F(primitives::silu(acc));
     }
   }
 }
@@ -44,7 +44,7 @@ void selective_scan_reference(const ScanArgs& a, std::int64_t c0, std::int64_t c
       const float uv = F(a.u[t * a.u_stride + d]);
       const float dl = F(a.delta[t * a.delta_stride + d]);
       for (std::int64_t s = 0; s < kScanStates; ++s) {
-        const float dA = F(prim::expf(F(MUL(dl, F(a.A[d * kScanStates + s])))));
+        const float dA = F(primitives::expf(F(MUL(dl, F(a.A[d * kScanStates + s])))));
         const float dB = F(MUL(dl, F(a.B[t * a.bc_stride + s])));
         const float dBu = F(MUL(dB, uv));
         h[s] = F(FMA(dA, h[s], dBu));
@@ -62,4 +62,4 @@ void selective_scan(const ScanArgs& args, std::int64_t c0, std::int64_t c1) {
   if (c0 < c1) selective_scan_reference(args, c0, c1);
 }
 
-}  // namespace samebits::sscan
+}  // namespace samebits::selective_scan

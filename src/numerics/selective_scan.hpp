@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-namespace samebits::sscan {
+namespace samebits::selective_scan {
 
 inline constexpr std::int64_t kConvTaps = 4;
 inline constexpr std::int64_t kScanStates = 16;
@@ -28,7 +28,7 @@ struct Conv4Args {
   std::int64_t channels;
 };
 
-// Channels [c0, c1) of every row. The twin walks one cell at a time with prim::silu and fp::FMA.
+// Channels [c0, c1) of every row. The twin walks one cell at a time with primitives::silu and fp::FMA.
 void conv4_silu_reference(const Conv4Args& args, std::int64_t c0, std::int64_t c1);
 void conv4_silu(const Conv4Args& args, std::int64_t c0, std::int64_t c1);
 
@@ -65,4 +65,4 @@ const ScanKernels* scan_kernels_avx2();
 const ScanKernels* scan_kernels_avx512();
 }  // namespace detail
 
-}  // namespace samebits::sscan
+}  // namespace samebits::selective_scan

@@ -7,9 +7,10 @@
 
 inline V flushed(V x) { return Isa::flush(x); }
 
-std::int64_t conv4_silu_lanes(const samebits::sscan::Conv4Args& a, std::int64_t c0, std::int64_t c1) {
+std::int64_t conv4_silu_lanes(const samebits::selective_scan::Conv4Args& a, std::int64_t c0,
+                              std::int64_t c1) {
   constexpr std::int64_t kLanes = Isa::kLanes;
-  constexpr std::int64_t kTaps = samebits::sscan::kConvTaps;
+  constexpr std::int64_t kTaps = samebits::selective_scan::kConvTaps;
   const std::int64_t end = c0 + (c1 - c0) / kLanes * kLanes;
   for (std::int64_t t = 0; t < a.rows; ++t) {
     const float* rows[kTaps];
@@ -32,7 +33,7 @@ std::int64_t conv4_silu_lanes(const samebits::sscan::Conv4Args& a, std::int64_t 
 
 // A and h are [channel][16 states]; lanes are channels, so each state's vector is a column: kLanes
 // channel rows are loaded whole and transposed in registers (kLanes divides the 16 states).
-constexpr int kStates = static_cast<int>(samebits::sscan::kScanStates);
+constexpr int kStates = static_cast<int>(samebits::selective_scan::kScanStates);
 static_assert(kStates % Isa::kLanes == 0, "the states split into whole lane tiles");
 
 // out[s] lane l = rows[(d0 + l) * kStates + s].
@@ -60,7 +61,7 @@ inline void store_state_columns(const V columns[kStates], std::int64_t d0, float
 // flushed either way, since an exact subnormal result raises no flag. The final h is stored only when
 // `keep` says the pass stands, so a flushing rerun starts from the same h.
 template <bool Flush, typename Keep>
-void scan_group(const samebits::sscan::ScanArgs& a, std::int64_t d0, const Keep& keep) {
+void scan_group(const samebits::selective_scan::ScanArgs& a, std::int64_t d0, const Keep& keep) {
   V A[kStates];
   V h[kStates];
   load_state_columns(a.A, d0, A);
@@ -94,17 +95,18 @@ void scan_group(const samebits::sscan::ScanArgs& a, std::int64_t d0, const Keep&
   store_state_columns(h, d0, a.h);
 }
 
-std::int64_t selective_scan_lanes(const samebits::sscan::ScanArgs& a, std::int64_t c0, std::int64_t c1) {
+std::int64_t selective_scan_lanes(const samebits::selective_scan::ScanArgs& a, std::int64_t c0,
+                                  std::int64_t c1) {
   constexpr std::int64_t kLanes = Isa::kLanes;
   const std::int64_t end = c0 + (c1 - c0) / kLanes * kLanes;
-  samebits::mxcsr::FlagScope flags;
+  samebits::mxcsr_flags::FlagScope flags;
   for (std::int64_t d0 = c0; d0 < end; d0 += kLanes) {
     flags.clear();
     bool stands = false;
-    scan_group<false>(a, d0, [&] { return stands = !samebits::mxcsr::FlagScope::subnormal_seen(); });
+    scan_group<false>(a, d0, [&] { return stands = !samebits::mxcsr_flags::FlagScope::subnormal_seen(); });
     if (!stands) scan_group<true>(a, d0, [] { return true; });
   }
   return end;
 }
 
-const samebits::sscan::detail::ScanKernels kScanKernels{&conv4_silu_lanes, &selective_scan_lanes};
+const samebits::selective_scan::detail::ScanKernels kScanKernels{&conv4_silu_lanes, &selective_scan_lanes};

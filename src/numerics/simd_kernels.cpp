@@ -8,7 +8,7 @@ namespace detail {
 const KernelTable& scalar_table() {
   static const KernelTable table{
       .gemm = &gemm::detail::scalar_kernels(),
-      .vector_math = &vmath::detail::scalar_kernels(),
+      .vector_math = &vector_math::detail::scalar_kernels(),
       .mamba3 = &mamba3_kernels::detail::scalar_kernels(),
       .selective_scan = nullptr,
       .ssd = nullptr,
@@ -17,8 +17,8 @@ const KernelTable& scalar_table() {
       .attend_5_to_8_rows = nullptr,
       .all_finite = nullptr,
       .transpose = nullptr,
-      .probe = {1, &probe::detail::mul_add_rounds_baseline, &probe::detail::mul_add_rounds_baseline,
-                &probe::detail::or_reduce_baseline}};
+      .probe = {1, &machine_probe::detail::mul_add_rounds_baseline,
+                &machine_probe::detail::mul_add_rounds_baseline, &machine_probe::detail::or_reduce_baseline}};
   return table;
 }
 

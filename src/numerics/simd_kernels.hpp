@@ -20,18 +20,18 @@ namespace samebits::simd {
 // array-kernel tables (GEMM leaves, vector math, Mamba-3) are never null: the scalar target has its own.
 struct KernelTable {
   const gemm::detail::KernelSet* gemm;
-  const vmath::detail::ArrayKernels* vector_math;
+  const vector_math::detail::ArrayKernels* vector_math;
   const mamba3_kernels::detail::Kernels* mamba3;
-  const sscan::detail::ScanKernels* selective_scan;
+  const selective_scan::detail::ScanKernels* selective_scan;
   const ssd::detail::SsdKernels* ssd;
-  norm::detail::RmsnormKernels rmsnorm;
+  rmsnorm::detail::RmsnormKernels rmsnorm;
   attention::detail::AttendFn attend;
   // For units of 5 to 8 query rows: on AVX-512 the 8-lane kernel, whose row block such a unit wastes less
   // of; `attend` on the other targets.
   attention::detail::AttendFn attend_5_to_8_rows;
-  finite::detail::FiniteFn all_finite;
+  finite_scan::detail::FiniteFn all_finite;
   transpose::detail::TransposeFn transpose;
-  probe::detail::ProbeLoops probe;  // the benches' machine probes; never null
+  machine_probe::detail::ProbeLoops probe;  // the benches' machine probes; never null
 };
 
 // The table of `target` (the scalar table for a target this build did not compile). Tests and benches

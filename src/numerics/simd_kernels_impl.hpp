@@ -24,12 +24,12 @@ namespace {
 }  // namespace
 }  // namespace samebits::gemm::detail
 
-namespace samebits::vmath::detail {
+namespace samebits::vector_math::detail {
 namespace {
 #include SAMEBITS_ISA_HEADER
 #include "numerics/vector_math_impl.hpp"
 }  // namespace
-}  // namespace samebits::vmath::detail
+}  // namespace samebits::vector_math::detail
 
 namespace samebits::mamba3_kernels::detail {
 namespace {
@@ -38,13 +38,13 @@ namespace {
 }  // namespace
 }  // namespace samebits::mamba3_kernels::detail
 
-namespace samebits::sscan::detail {
+namespace samebits::selective_scan::detail {
 namespace {
 #include SAMEBITS_ISA_HEADER
 #include "numerics/vector_math_impl.hpp"
 #include "numerics/selective_scan_impl.hpp"
 }  // namespace
-}  // namespace samebits::sscan::detail
+}  // namespace samebits::selective_scan::detail
 
 namespace samebits::ssd::detail {
 namespace {
@@ -54,12 +54,12 @@ namespace {
 }  // namespace
 }  // namespace samebits::ssd::detail
 
-namespace samebits::norm::detail {
+namespace samebits::rmsnorm::detail {
 namespace {
 #include SAMEBITS_ISA_HEADER
 #include "numerics/rmsnorm_impl.hpp"
 }  // namespace
-}  // namespace samebits::norm::detail
+}  // namespace samebits::rmsnorm::detail
 
 namespace samebits::attention::detail {
 namespace {
@@ -68,12 +68,12 @@ namespace {
 }  // namespace
 }  // namespace samebits::attention::detail
 
-namespace samebits::finite::detail {
+namespace samebits::finite_scan::detail {
 namespace {
 #include SAMEBITS_ISA_HEADER
 #include "numerics/finite_scan_impl.hpp"
 }  // namespace
-}  // namespace samebits::finite::detail
+}  // namespace samebits::finite_scan::detail
 
 namespace samebits::transpose::detail {
 namespace {
@@ -82,12 +82,12 @@ namespace {
 }  // namespace
 }  // namespace samebits::transpose::detail
 
-namespace samebits::probe::detail {
+namespace samebits::machine_probe::detail {
 namespace {
 #include SAMEBITS_ISA_HEADER
 #include "numerics/machine_probe_impl.hpp"
 }  // namespace
-}  // namespace samebits::probe::detail
+}  // namespace samebits::machine_probe::detail
 // clang-format on
 
 namespace samebits::simd::detail {
@@ -105,18 +105,18 @@ KernelTable isa_table(attention::detail::AttendFn attend_5_to_8_rows) {
     return s;
   }();
   const attention::detail::AttendFn attend = &attention::detail::attend_fast;
-  return KernelTable{
-      .gemm = &gemm_set,
-      .vector_math = &vmath::detail::kIsaKernels,
-      .mamba3 = &mamba3_kernels::detail::kIsaKernels,
-      .selective_scan = &sscan::detail::kScanKernels,
-      .ssd = &ssd::detail::kSsdKernels,
-      .rmsnorm = {norm::detail::Isa::kLanes, &norm::detail::rmsnorm_block, &norm::detail::rmsnorm_rows},
-      .attend = attend,
-      .attend_5_to_8_rows = attend_5_to_8_rows != nullptr ? attend_5_to_8_rows : attend,
-      .all_finite = &finite::detail::all_finite_vector,
-      .transpose = &transpose::detail::transpose_blocks,
-      .probe = probe::detail::kProbeLoops};
+  return KernelTable{.gemm = &gemm_set,
+                     .vector_math = &vector_math::detail::kIsaKernels,
+                     .mamba3 = &mamba3_kernels::detail::kIsaKernels,
+                     .selective_scan = &selective_scan::detail::kScanKernels,
+                     .ssd = &ssd::detail::kSsdKernels,
+                     .rmsnorm = {rmsnorm::detail::Isa::kLanes, &rmsnorm::detail::rmsnorm_block,
+                                 &rmsnorm::detail::rmsnorm_rows},
+                     .attend = attend,
+                     .attend_5_to_8_rows = attend_5_to_8_rows != nullptr ? attend_5_to_8_rows : attend,
+                     .all_finite = &finite_scan::detail::all_finite_vector,
+                     .transpose = &transpose::detail::transpose_blocks,
+                     .probe = machine_probe::detail::kProbeLoops};
 }
 
 }  // namespace

@@ -81,19 +81,20 @@ void segsum_prefix_scalar(float* frontier, std::int64_t from, std::int64_t count
                           float* mm) {
   for (std::int64_t j = from; j < count; ++j) {
     frontier[j] = F(frontier[j] + dA_i);
-    mm[j] = F(MUL(F(g[j]), F(F(prim::expf(frontier[j])))));
+    mm[j] = F(MUL(F(g[j]), F(F(primitives::expf(frontier[j])))));
   }
 }
 
 // Column i - 1: a fresh running sum.
 void segsum_fresh_column(float* frontier, std::int64_t i, float dA_i, const float* g, float* mm) {
   frontier[i - 1] = F(0.0f + dA_i);
-  mm[i - 1] = F(MUL(F(g[i - 1]), F(F(prim::expf(frontier[i - 1])))));
+  mm[i - 1] = F(MUL(F(g[i - 1]), F(F(primitives::expf(frontier[i - 1])))));
 }
 
 // The diagonal and the structural zeros.
 void segsum_diagonal(std::int64_t i, const float* g, float* mm, std::int64_t width) {
-  static const float diagonal = F(F(prim::expf(0.0f)));  // Lseg[i][i] = expf(+0.0), one value for every row
+  static const float diagonal =
+      F(F(primitives::expf(0.0f)));  // Lseg[i][i] = expf(+0.0), one value for every row
   mm[i] = F(MUL(F(g[i]), diagonal));
   for (std::int64_t j = i + 1; j < width; ++j) mm[j] = 0.0f;
 }

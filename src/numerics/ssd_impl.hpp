@@ -34,11 +34,11 @@ inline bool leaves_fit(std::int64_t k, std::int64_t& leaf, int& leaves) {
 constexpr int kGroups = 4;
 
 // Chain values go through flush_if: flushed after every operation in the flushing pass, left alone in the
-// pass that the MXCSR flags vouch for (mxcsr::run_exact). Leaf partials and results are flushed in both
+// pass that the MXCSR flags vouch for (mxcsr_flags::run_exact). Leaf partials and results are flushed in both
 // passes, and so is the broadcast a[p], which sits off the chain (a tiny Mm entry then never forces the
 // flushing pass).
 
-using samebits::mxcsr::run_exact;
+using samebits::mxcsr_flags::run_exact;
 
 // Where the rows of B_eff from `stop` on are all +0.0, a chain's steps there are FMA(F(a[p]), +0.0, acc):
 // for finite a[p] they leave a nonzero chain alone and turn a -0.0 chain into +0.0 exactly when some a[p]

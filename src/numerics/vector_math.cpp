@@ -5,7 +5,7 @@
 #include "numerics/primitives.hpp"
 #include "numerics/simd_kernels.hpp"
 
-namespace samebits::vmath {
+namespace samebits::vector_math {
 namespace detail {
 namespace {
 
@@ -20,10 +20,10 @@ float flush_one(float x) noexcept { return fp::F(x); }
 
 const ArrayKernels& scalar_kernels() {
   static const ArrayKernels kernels{
-      &scalar_loop<prim::expf>,     &scalar_loop<prim::logf>,    &scalar_loop<prim::log1pf>,
-      &scalar_loop<prim::softplus>, &scalar_loop<prim::sigmoid>, &scalar_loop<prim::silu>,
-      &scalar_loop<prim::tanhf>,    &scalar_loop<prim::sqrtf>,   &scalar_loop<prim::rsqrtf>,
-      &scalar_loop<prim::sinf>,     &scalar_loop<prim::cosf>,    &scalar_loop<flush_one>,
+      &scalar_loop<primitives::expf>,     &scalar_loop<primitives::logf>,    &scalar_loop<primitives::log1pf>,
+      &scalar_loop<primitives::softplus>, &scalar_loop<primitives::sigmoid>, &scalar_loop<primitives::silu>,
+      &scalar_loop<primitives::tanhf>,    &scalar_loop<primitives::sqrtf>,   &scalar_loop<primitives::rsqrtf>,
+      &scalar_loop<primitives::sinf>,     &scalar_loop<primitives::cosf>,    &scalar_loop<flush_one>,
   };
   return kernels;
 }
@@ -49,4 +49,4 @@ void sin(const float* x, float* y, std::size_t n) { active_kernels().sin(x, y, n
 void cos(const float* x, float* y, std::size_t n) { active_kernels().cos(x, y, n); }
 void flush(const float* x, float* y, std::size_t n) { active_kernels().flush(x, y, n); }
 
-}  // namespace samebits::vmath
+}  // namespace samebits::vector_math

@@ -3,9 +3,9 @@
 
 #include <cstddef>
 
-namespace samebits::vmath {
+namespace samebits::vector_math {
 
-// y[i] = prim::<fn>(x[i]) for i < n, bit for bit on every SIMD target (NaN payloads, +-0,
+// y[i] = primitives::<fn>(x[i]) for i < n, bit for bit on every SIMD target (NaN payloads, +-0,
 // subnormals, infinities and every threshold included). y may equal x (in-place); other overlaps
 // are not allowed. The target is simd::active_target() at the time of the call.
 void exp(const float* x, float* y, std::size_t n);
@@ -37,4 +37,4 @@ const ArrayKernels& avx512_kernels();
 
 }  // namespace detail
 
-}  // namespace samebits::vmath
+}  // namespace samebits::vector_math

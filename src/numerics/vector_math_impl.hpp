@@ -12,7 +12,7 @@
 using V = Isa::V;
 using I = Isa::I;
 using M = Isa::M;
-namespace lit = samebits::prim::lit;
+namespace lit = samebits::primitives::lit;
 
 inline V splat(float value) { return Isa::set1(value); }
 inline V splat_bits(std::uint32_t pattern) {
@@ -37,8 +37,8 @@ inline V flush(V x) {
   return Isa::select(Isa::lt(abs_of(x), splat(lit::kFltMin)), x, Isa::cast_f(sign_bits(x)));
 }
 
-// F where a pass flushes, nothing where the MXCSR flags vouch that no flush could act (mxcsr::run_exact,
-// numerics.md 6a): the one switch the two passes of a chain kernel differ by.
+// F where a pass flushes, nothing where the MXCSR flags vouch that no flush could act
+// (mxcsr_flags::run_exact, numerics.md 6a): the one switch the two passes of a chain kernel differ by.
 template <bool kFlush>
 inline V flush_if(V x) {
   if constexpr (kFlush) return Isa::flush(x);
@@ -241,7 +241,7 @@ void array_kernel(const float* x, float* y, std::size_t n) {
   }
 }
 
-const samebits::vmath::detail::ArrayKernels kIsaKernels{
+const samebits::vector_math::detail::ArrayKernels kIsaKernels{
     &array_kernel<exp_lanes>,      &array_kernel<log_lanes>,     &array_kernel<log1p_lanes>,
     &array_kernel<softplus_lanes>, &array_kernel<sigmoid_lanes>, &array_kernel<silu_lanes>,
     &array_kernel<tanh_lanes>,     &array_kernel<sqrt_lanes>,    &array_kernel<rsqrt_lanes>,

@@ -30,17 +30,17 @@ TEST(FiniteScan, EveryTargetFindsEveryNonFiniteAtEveryPosition) {
     const std::string where = simd::target_name(target);
     for (std::int64_t count : {0, 1, 7, 15, 16, 17, 63, 64, 65, 127, 128, 129, 200}) {
       std::vector<float> data(static_cast<std::size_t>(count), 1.0f);
-      ASSERT_TRUE(finite::all_finite(data.data(), count)) << where;
+      ASSERT_TRUE(finite_scan::all_finite(data.data(), count)) << where;
       for (std::int64_t i = 0; i < count; ++i) {
         float& cell = data[static_cast<std::size_t>(i)];
         for (std::uint32_t bad : kNonFinite) {
           cell = fp::from_bits(bad);
-          ASSERT_FALSE(finite::all_finite(data.data(), count)) << where << " n=" << count << " at " << i;
-          ASSERT_FALSE(finite::all_finite_reference(data.data(), count));
+          ASSERT_FALSE(finite_scan::all_finite(data.data(), count)) << where << " n=" << count << " at " << i;
+          ASSERT_FALSE(finite_scan::all_finite_reference(data.data(), count));
         }
         for (std::uint32_t good : kFinite) {
           cell = fp::from_bits(good);
-          ASSERT_TRUE(finite::all_finite(data.data(), count)) << where << " n=" << count << " at " << i;
+          ASSERT_TRUE(finite_scan::all_finite(data.data(), count)) << where << " n=" << count << " at " << i;
         }
         cell = 1.0f;
       }
@@ -55,8 +55,8 @@ TEST(FiniteScan, AnUnalignedStartIsScannedExactly) {
     simd::set_target(target);
     for (std::int64_t offset = 0; offset < 17; ++offset) {
       data[static_cast<std::size_t>(offset + 100)] = fp::from_bits(0x7FC00000u);
-      EXPECT_FALSE(finite::all_finite(data.data() + offset, 200));
-      EXPECT_TRUE(finite::all_finite(data.data() + offset, 100));  // stops just before it
+      EXPECT_FALSE(finite_scan::all_finite(data.data() + offset, 200));
+      EXPECT_TRUE(finite_scan::all_finite(data.data() + offset, 100));  // stops just before it
       data[static_cast<std::size_t>(offset + 100)] = 2.0f;
     }
   }

@@ -49,27 +49,27 @@ struct Unary {
 Unary unary(Fn fn) {
   switch (fn) {
     case Fn::Exp:
-      return {"expf", prim::expf, vmath::exp};
+      return {"expf", primitives::expf, vector_math::exp};
     case Fn::Log:
-      return {"logf", prim::logf, vmath::log};
+      return {"logf", primitives::logf, vector_math::log};
     case Fn::Log1p:
-      return {"log1pf", prim::log1pf, vmath::log1p};
+      return {"log1pf", primitives::log1pf, vector_math::log1p};
     case Fn::Softplus:
-      return {"softplus", prim::softplus, vmath::softplus};
+      return {"softplus", primitives::softplus, vector_math::softplus};
     case Fn::Sigmoid:
-      return {"sigmoid", prim::sigmoid, vmath::sigmoid};
+      return {"sigmoid", primitives::sigmoid, vector_math::sigmoid};
     case Fn::Silu:
-      return {"silu", prim::silu, vmath::silu};
+      return {"silu", primitives::silu, vector_math::silu};
     case Fn::Tanh:
-      return {"tanhf", prim::tanhf, vmath::tanh};
+      return {"tanhf", primitives::tanhf, vector_math::tanh};
     case Fn::Sqrt:
-      return {"sqrtf", prim::sqrtf, vmath::sqrt};
+      return {"sqrtf", primitives::sqrtf, vector_math::sqrt};
     case Fn::Rsqrt:
-      return {"rsqrtf", prim::rsqrtf, vmath::rsqrt};
+      return {"rsqrtf", primitives::rsqrtf, vector_math::rsqrt};
     case Fn::Sin:
-      return {"sinf", prim::sinf, vmath::sin};
+      return {"sinf", primitives::sinf, vector_math::sin};
     case Fn::Cos:
-      return {"cosf", prim::cosf, vmath::cos};
+      return {"cosf", primitives::cosf, vector_math::cos};
   }
   return {"?", nullptr, nullptr};
 }
@@ -220,19 +220,19 @@ TEST(PrimitiveTable, ScalarAndEveryTargetGiveTheHandCheckedBits) {
 }
 
 // silu(-inf) is -inf / inf: a NaN (the x86 default NaN), whatever its payload.
-TEST(PrimitiveTable, SiluOfMinusInfinityIsNaN) { EXPECT_TRUE(fp::is_nan(prim::silu(-INFINITY))); }
+TEST(PrimitiveTable, SiluOfMinusInfinityIsNaN) { EXPECT_TRUE(fp::is_nan(primitives::silu(-INFINITY))); }
 
 TEST(Expf, NeverReturnsASubnormal) {
   // Every float from -87.5 to -87 (the underflow edge): the result is +0 or at least FLT_MIN.
   for (std::uint32_t u = 0xC2AE0000u; u <= 0xC2AF0000u; ++u) {
-    const float y = prim::expf(from_bits(u));
+    const float y = primitives::expf(from_bits(u));
     ASSERT_TRUE(bits(y) == 0u || y >= fp::flt_min()) << std::hex << u;
   }
   // The bound itself is not below the bound: it is computed, and must not be a subnormal either.
-  const float at_bound = prim::expf(prim::lit::kExpUnderflowBound);
+  const float at_bound = primitives::expf(primitives::lit::kExpUnderflowBound);
   EXPECT_TRUE(bits(at_bound) == 0u || at_bound >= fp::flt_min());
   // The overflow bound itself is finite.
-  EXPECT_TRUE(fp::is_finite(prim::expf(prim::lit::kExpOverflowBound)));
+  EXPECT_TRUE(fp::is_finite(primitives::expf(primitives::lit::kExpOverflowBound)));
 }
 
 // log1pf's window is [0xBE95F61A, 0x3ED413CD] on bit patterns: log_core(x, 0) inside, logf(x + 1)
@@ -244,9 +244,9 @@ TEST(Log1p, WindowBoundariesSelectTheRightBranch) {
       const float x = from_bits(edge + static_cast<std::uint32_t>(d));
       // Bit patterns grow away from zero on both sides: inside means d <= 0.
       const bool inside = d <= 0;
-      const float core = prim::detail::log_core(x, 0);
-      const float shifted = prim::logf(x + 1.0f);
-      ASSERT_EQ(bits(prim::log1pf(x)), bits(inside ? core : shifted)) << std::hex << bits(x);
+      const float core = primitives::detail::log_core(x, 0);
+      const float shifted = primitives::logf(x + 1.0f);
+      ASSERT_EQ(bits(primitives::log1pf(x)), bits(inside ? core : shifted)) << std::hex << bits(x);
       if (bits(core) != bits(shifted)) ++branches_differ;
     }
   }
@@ -260,33 +260,34 @@ TEST(Log1p, WindowBoundariesSelectTheRightBranch) {
 TEST(Softplus, ThresholdTwentyIsInclusive) {
   for (int d = -1000; d <= 1000; ++d) {
     const float x = from_bits(0x41A00000u + static_cast<std::uint32_t>(d));
-    const float log1p_form = prim::log1pf(prim::expf(x));
-    ASSERT_EQ(bits(prim::softplus(x)), bits(d <= 0 ? log1p_form : x)) << std::hex << bits(x);
+    const float log1p_form = primitives::log1pf(primitives::expf(x));
+    ASSERT_EQ(bits(primitives::softplus(x)), bits(d <= 0 ? log1p_form : x)) << std::hex << bits(x);
     ASSERT_EQ(bits(log1p_form), bits(x)) << "the forms agree near 20";
   }
-  EXPECT_EQ(bits(prim::softplus(100.0f)), bits(100.0f)) << "the log1p form would give +inf";
-  EXPECT_EQ(bits(prim::softplus(from_bits(kFltMax))), kFltMax);
-  EXPECT_EQ(bits(prim::log1pf(prim::expf(100.0f))), kPlusInf);
+  EXPECT_EQ(bits(primitives::softplus(100.0f)), bits(100.0f)) << "the log1p form would give +inf";
+  EXPECT_EQ(bits(primitives::softplus(from_bits(kFltMax))), kFltMax);
+  EXPECT_EQ(bits(primitives::log1pf(primitives::expf(100.0f))), kPlusInf);
 }
 
 // tanhf: below 0.625 the polynomial, from 0.625 up the expf form (numerics.md 2.7 step 3).
 TEST(Tanh, BranchPointSelectsTheRightFormula) {
-  auto exp_form = [](float a) { return 1.0f - fp::DIV(2.0f, prim::expf(a + a) + 1.0f); };
+  auto exp_form = [](float a) { return 1.0f - fp::DIV(2.0f, primitives::expf(a + a) + 1.0f); };
   auto poly_form = [](float a) {
     const float s = a * a;
-    float p = prim::lit::kTanhP0;
-    p = fp::FMA(p, s, prim::lit::kTanhP1);
-    p = fp::FMA(p, s, prim::lit::kTanhP2);
-    p = fp::FMA(p, s, prim::lit::kTanhP3);
-    p = fp::FMA(p, s, prim::lit::kTanhP4);
+    float p = primitives::lit::kTanhP0;
+    p = fp::FMA(p, s, primitives::lit::kTanhP1);
+    p = fp::FMA(p, s, primitives::lit::kTanhP2);
+    p = fp::FMA(p, s, primitives::lit::kTanhP3);
+    p = fp::FMA(p, s, primitives::lit::kTanhP4);
     return fp::FMA(p * s, a, a);
   };
   int forms_differ = 0;
   for (int d = -200; d <= 200; ++d) {
     const float a = from_bits(0x3F200000u + static_cast<std::uint32_t>(d));
     const float expected = a >= 0.625f ? exp_form(a) : poly_form(a);
-    ASSERT_EQ(bits(prim::tanhf(a)), bits(expected)) << std::hex << bits(a);
-    ASSERT_EQ(bits(prim::tanhf(-a)), bits(expected) ^ 0x80000000u) << std::hex << bits(a);  // odd function
+    ASSERT_EQ(bits(primitives::tanhf(a)), bits(expected)) << std::hex << bits(a);
+    ASSERT_EQ(bits(primitives::tanhf(-a)), bits(expected) ^ 0x80000000u)
+        << std::hex << bits(a);  // odd function
     if (bits(exp_form(a)) != bits(poly_form(a))) ++forms_differ;
   }
   EXPECT_GT(forms_differ, 20);
@@ -297,8 +298,8 @@ TEST(Silu, IsOneDivisionNotTimesSigmoid) {
   int differ = 0;
   for (int i = -4000; i <= 4000; ++i) {
     const float x = static_cast<float>(i) / 256.0f;
-    ASSERT_EQ(bits(prim::silu(x)), bits(fp::DIV(x, prim::expf(-x) + 1.0f)));
-    if (bits(prim::silu(x)) != bits(x * prim::sigmoid(x))) ++differ;
+    ASSERT_EQ(bits(primitives::silu(x)), bits(fp::DIV(x, primitives::expf(-x) + 1.0f)));
+    if (bits(primitives::silu(x)) != bits(x * primitives::sigmoid(x))) ++differ;
   }
   EXPECT_GT(differ, 100);
 }
@@ -307,12 +308,12 @@ TEST(Sqrt, PerfectSquaresAreExact) {
   // k^2 < 2^24 is exact in float, and its square root is k.
   for (int k = 1; k <= 4096; ++k) {
     const float square = static_cast<float>(k * k);
-    ASSERT_EQ(prim::sqrtf(square), static_cast<float>(k));
-    ASSERT_EQ(prim::sqrtf_reference(square), static_cast<float>(k));
+    ASSERT_EQ(primitives::sqrtf(square), static_cast<float>(k));
+    ASSERT_EQ(primitives::sqrtf_reference(square), static_cast<float>(k));
     // Scaled by 2^-120 (below 2^-96, the scaled path) while the square stays normal.
     const float tiny = square * 0x1.0p-120f;
     if (tiny >= fp::flt_min()) {
-      ASSERT_EQ(prim::sqrtf_reference(tiny), static_cast<float>(k) * 0x1.0p-60f) << k;
+      ASSERT_EQ(primitives::sqrtf_reference(tiny), static_cast<float>(k) * 0x1.0p-60f) << k;
     }
   }
 }
@@ -323,8 +324,8 @@ TEST(Sqrt, PerfectSquaresAreExact) {
 TEST(Trig, MultiplesOfPiOverFour) {
   for (int k = -16; k <= 16; ++k) {
     const float x = static_cast<float>(k * 0.78539816339744830962);
-    const float s = prim::sinf(x);
-    const float c = prim::cosf(x);
+    const float s = primitives::sinf(x);
+    const float c = primitives::cosf(x);
     const int octant = ((k % 8) + 8) % 8;
     if (octant == 2) {
       EXPECT_EQ(s, 1.0f) << k;
@@ -350,38 +351,39 @@ TEST(Trig, MultiplesOfPiOverFour) {
     }
   }
   // sin(float pi) = -(float pi - pi) to first order: float pi - pi = 8.742278000372485e-08.
-  EXPECT_NEAR(prim::sinf(3.14159265358979f), -8.742278000372485e-08, 2 * 0x1.0p-47);
+  EXPECT_NEAR(primitives::sinf(3.14159265358979f), -8.742278000372485e-08, 2 * 0x1.0p-47);
   // cos(float pi/2) = -(float pi/2 - pi/2) = -4.371139000186243e-08.
-  EXPECT_NEAR(prim::cosf(1.57079632679490f), -4.371139000186243e-08, 2 * 0x1.0p-48);
+  EXPECT_NEAR(primitives::cosf(1.57079632679490f), -4.371139000186243e-08, 2 * 0x1.0p-48);
 }
 
 TEST(Powf, SpecialCases) {
   const float nan = from_bits(kQuietPayload);
-  EXPECT_EQ(bits(prim::powf(nan, 0.0f)), kOne) << "p == 0 is checked first";
-  EXPECT_EQ(bits(prim::powf(nan, -0.0f)), kOne) << "-0 == 0";
-  EXPECT_EQ(bits(prim::powf(-3.0f, 0.0f)), kOne);
-  EXPECT_EQ(bits(prim::powf(2.0f, nan)), kQNaN);
-  EXPECT_EQ(bits(prim::powf(nan, 1.0f)), kQNaN);
-  EXPECT_EQ(bits(prim::powf(0.0f, nan)), kQNaN) << "NaN test comes before the zero test";
-  EXPECT_EQ(bits(prim::powf(-2.0f, 2.0f)), kQNaN) << "x < 0";
-  EXPECT_EQ(bits(prim::powf(-INFINITY, 2.0f)), kQNaN);
-  EXPECT_EQ(bits(prim::powf(0.0f, 2.0f)), kPlusZero);
-  EXPECT_EQ(bits(prim::powf(-0.0f, 3.0f)), kPlusZero) << "-0 is not < 0; x == 0 and p > 0 give +0";
-  EXPECT_EQ(bits(prim::powf(0.0f, -1.0f)), kPlusInf);
-  EXPECT_EQ(bits(prim::powf(-0.0f, -0.5f)), kPlusInf);
-  EXPECT_EQ(bits(prim::powf(1.0f, 5.0f)), kOne) << "logf(1) = +0, 5 * +0 = +0, expf(+0) = 1";
-  EXPECT_EQ(bits(prim::powf(1.0f, -5.0f)), kOne) << "-5 * +0 = -0, expf(-0) = 1";
-  EXPECT_EQ(bits(prim::powf(from_bits(kSmallestSubnormal), 2.0f)), kPlusZero) << "logf(subnormal) = -inf";
-  EXPECT_EQ(bits(prim::powf(from_bits(kSmallestSubnormal), -2.0f)), kPlusInf);
-  EXPECT_EQ(bits(prim::powf(INFINITY, 1.0f)), kPlusInf);
-  EXPECT_EQ(bits(prim::powf(INFINITY, -1.0f)), kPlusZero);
+  EXPECT_EQ(bits(primitives::powf(nan, 0.0f)), kOne) << "p == 0 is checked first";
+  EXPECT_EQ(bits(primitives::powf(nan, -0.0f)), kOne) << "-0 == 0";
+  EXPECT_EQ(bits(primitives::powf(-3.0f, 0.0f)), kOne);
+  EXPECT_EQ(bits(primitives::powf(2.0f, nan)), kQNaN);
+  EXPECT_EQ(bits(primitives::powf(nan, 1.0f)), kQNaN);
+  EXPECT_EQ(bits(primitives::powf(0.0f, nan)), kQNaN) << "NaN test comes before the zero test";
+  EXPECT_EQ(bits(primitives::powf(-2.0f, 2.0f)), kQNaN) << "x < 0";
+  EXPECT_EQ(bits(primitives::powf(-INFINITY, 2.0f)), kQNaN);
+  EXPECT_EQ(bits(primitives::powf(0.0f, 2.0f)), kPlusZero);
+  EXPECT_EQ(bits(primitives::powf(-0.0f, 3.0f)), kPlusZero) << "-0 is not < 0; x == 0 and p > 0 give +0";
+  EXPECT_EQ(bits(primitives::powf(0.0f, -1.0f)), kPlusInf);
+  EXPECT_EQ(bits(primitives::powf(-0.0f, -0.5f)), kPlusInf);
+  EXPECT_EQ(bits(primitives::powf(1.0f, 5.0f)), kOne) << "logf(1) = +0, 5 * +0 = +0, expf(+0) = 1";
+  EXPECT_EQ(bits(primitives::powf(1.0f, -5.0f)), kOne) << "-5 * +0 = -0, expf(-0) = 1";
+  EXPECT_EQ(bits(primitives::powf(from_bits(kSmallestSubnormal), 2.0f)), kPlusZero)
+      << "logf(subnormal) = -inf";
+  EXPECT_EQ(bits(primitives::powf(from_bits(kSmallestSubnormal), -2.0f)), kPlusInf);
+  EXPECT_EQ(bits(primitives::powf(INFINITY, 1.0f)), kPlusInf);
+  EXPECT_EQ(bits(primitives::powf(INFINITY, -1.0f)), kPlusZero);
   // powf(4, 0.5) is exp(0.5 * logf(4)) = expf(0x3F317218) = expf(float ln 2), within 1 ulp of 2.
-  EXPECT_NEAR(prim::powf(4.0f, 0.5f), 2.0f, 2.4e-7f);
+  EXPECT_NEAR(primitives::powf(4.0f, 0.5f), 2.0f, 2.4e-7f);
 }
 
 TEST(Fmax, ZerosNaNsAndOrder) {
   auto fmax_bits = [](std::uint32_t a, std::uint32_t b) {
-    return bits(prim::fmax(from_bits(a), from_bits(b)));
+    return bits(primitives::fmax(from_bits(a), from_bits(b)));
   };
   EXPECT_EQ(fmax_bits(kMinusZero, kPlusZero), kPlusZero) << "-0 < +0 in the total order";
   EXPECT_EQ(fmax_bits(kPlusZero, kMinusZero), kPlusZero);
@@ -398,15 +400,19 @@ TEST(Fmax, ZerosNaNsAndOrder) {
   // Any fold shape of a mixed list of zeros, subnormals and values gives the same bits.
   const std::vector<float> values{-0.0f, 0.0f, from_bits(0x80000005u), -3.0f, from_bits(kSmallestSubnormal),
                                   -0.0f};
-  const float left = prim::fmax(
-      prim::fmax(prim::fmax(prim::fmax(prim::fmax(values[0], values[1]), values[2]), values[3]), values[4]),
+  const float left = primitives::fmax(
+      primitives::fmax(
+          primitives::fmax(primitives::fmax(primitives::fmax(values[0], values[1]), values[2]), values[3]),
+          values[4]),
       values[5]);
-  const float right = prim::fmax(
+  const float right = primitives::fmax(
       values[0],
-      prim::fmax(values[1], prim::fmax(values[2], prim::fmax(values[3], prim::fmax(values[4], values[5])))));
-  const float tree =
-      prim::fmax(prim::fmax(prim::fmax(values[5], values[4]), prim::fmax(values[3], values[2])),
-                 prim::fmax(values[1], values[0]));
+      primitives::fmax(
+          values[1],
+          primitives::fmax(values[2], primitives::fmax(values[3], primitives::fmax(values[4], values[5])))));
+  const float tree = primitives::fmax(
+      primitives::fmax(primitives::fmax(values[5], values[4]), primitives::fmax(values[3], values[2])),
+      primitives::fmax(values[1], values[0]));
   EXPECT_EQ(bits(left), kPlusZero);
   EXPECT_EQ(bits(right), kPlusZero);
   EXPECT_EQ(bits(tree), kPlusZero);
@@ -414,7 +420,7 @@ TEST(Fmax, ZerosNaNsAndOrder) {
 
 TEST(Clamp, ZerosNaNsAndBounds) {
   auto clamp_bits = [](std::uint32_t x, std::uint32_t lo, std::uint32_t hi) {
-    return bits(prim::clamp(from_bits(x), from_bits(lo), from_bits(hi)));
+    return bits(primitives::clamp(from_bits(x), from_bits(lo), from_bits(hi)));
   };
   EXPECT_EQ(clamp_bits(kMinusZero, kPlusZero, kOne), kPlusZero) << "key(+0) > key(-0): raised to lo";
   EXPECT_EQ(clamp_bits(kPlusZero, kMinusOne, kMinusZero), kMinusZero) << "key(-0) < key(+0): lowered to hi";
@@ -440,8 +446,9 @@ TEST(Floor, MatchesFloorfOnEdges) {
       1.5f,         -1.5f,      2.0f,           -2.0f,      0x1.fffffep22f, -0x1.fffffep22f,
       0x1.0p23f,    -0x1.0p23f, 0x1.000002p23f, 1e30f,      -1e30f,         0x1.0p-149f,
       -0x1.0p-149f, INFINITY,   -INFINITY,      128.49998f, -125.5f,        -0.99999994f};
-  for (float v : cases) EXPECT_EQ(bits(prim::detail::floor(v)), bits(std::floor(v))) << std::hexfloat << v;
-  EXPECT_TRUE(fp::is_nan(prim::detail::floor(NAN)));
+  for (float v : cases)
+    EXPECT_EQ(bits(primitives::detail::floor(v)), bits(std::floor(v))) << std::hexfloat << v;
+  EXPECT_TRUE(fp::is_nan(primitives::detail::floor(NAN)));
 }
 
 }  // namespace

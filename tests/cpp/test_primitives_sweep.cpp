@@ -207,26 +207,27 @@ void sweep(const char* name, const char* twin, UnaryPrim scalar, ArrayFn array, 
 
 TEST(PrimitiveSweep, Exp) {
   sweep(
-      "expf", "exp", prim::expf, vmath::exp, make_inputs(1, -104.0f, 90.0f), kExpUlps,
+      "expf", "exp", primitives::expf, vector_math::exp, make_inputs(1, -104.0f, 90.0f), kExpUlps,
       [](float v) {
         if (fp::is_nan(v)) return exactly(bits(v));
-        if (v > prim::lit::kExpOverflowBound) return exactly(0x7F800000u);
-        if (v < prim::lit::kExpUnderflowBound) return exactly(0u);
+        if (v > primitives::lit::kExpOverflowBound) return exactly(0x7F800000u);
+        if (v < primitives::lit::kExpUnderflowBound) return exactly(0u);
         return near(std::exp(static_cast<double>(v)));
       },
       [](float v, float y) {
         ASSERT_FALSE(fp::is_subnormal(y)) << "expf never returns a subnormal; input " << std::hexfloat << v;
         // goldens.md 6: step 3 unfused gives the same floor as the FMA for every float32 input.
-        if (v >= prim::lit::kExpUnderflowBound && v <= prim::lit::kExpOverflowBound) {
-          const float fused = fp::FMA(v, prim::lit::kLog2e, 0.5f);
-          const float product = v * prim::lit::kLog2e;
-          ASSERT_EQ(prim::detail::floor(fused), prim::detail::floor(product + 0.5f)) << std::hexfloat << v;
+        if (v >= primitives::lit::kExpUnderflowBound && v <= primitives::lit::kExpOverflowBound) {
+          const float fused = fp::FMA(v, primitives::lit::kLog2e, 0.5f);
+          const float product = v * primitives::lit::kLog2e;
+          ASSERT_EQ(primitives::detail::floor(fused), primitives::detail::floor(product + 0.5f))
+              << std::hexfloat << v;
         }
       });
 }
 
 TEST(PrimitiveSweep, Log) {
-  sweep("logf", "log", prim::logf, vmath::log, make_inputs(2, 0.0f, 4.0f), kLogUlps, [](float v) {
+  sweep("logf", "log", primitives::logf, vector_math::log, make_inputs(2, 0.0f, 4.0f), kLogUlps, [](float v) {
     if (fp::is_nan(v)) return exactly(bits(v));
     if (std::fabs(v) < fp::flt_min()) return exactly(0xFF800000u);
     if (v < 0) return exactly(0x7FC00000u);
@@ -235,17 +236,18 @@ TEST(PrimitiveSweep, Log) {
 }
 
 TEST(PrimitiveSweep, Log1p) {
-  sweep("log1pf", "log1p", prim::log1pf, vmath::log1p, make_inputs(3, -1.0f, 3.0f), kLog1pUlps, [](float v) {
-    const float f = fp::F(v);
-    if (fp::is_nan(v)) return exactly(bits(v));
-    if (f == 0.0f) return exactly(bits(f));
-    if (f < -1.0f) return exactly(0x7FC00000u);
-    return near(std::log1p(static_cast<double>(f)));
-  });
+  sweep("log1pf", "log1p", primitives::log1pf, vector_math::log1p, make_inputs(3, -1.0f, 3.0f), kLog1pUlps,
+        [](float v) {
+          const float f = fp::F(v);
+          if (fp::is_nan(v)) return exactly(bits(v));
+          if (f == 0.0f) return exactly(bits(f));
+          if (f < -1.0f) return exactly(0x7FC00000u);
+          return near(std::log1p(static_cast<double>(f)));
+        });
 }
 
 TEST(PrimitiveSweep, Softplus) {
-  sweep("softplus", "softplus", prim::softplus, vmath::softplus, make_inputs(4, -100.0f, 40.0f),
+  sweep("softplus", "softplus", primitives::softplus, vector_math::softplus, make_inputs(4, -100.0f, 40.0f),
         kSoftplusUlps, [](float v) {
           if (fp::is_nan(v) || v > 20.0f) return exactly(bits(v));
           return near(std::log1p(std::exp(static_cast<double>(v))));
@@ -253,38 +255,40 @@ TEST(PrimitiveSweep, Softplus) {
 }
 
 TEST(PrimitiveSweep, Sigmoid) {
-  sweep("sigmoid", "sigmoid", prim::sigmoid, vmath::sigmoid, make_inputs(5, -100.0f, 40.0f), kSigmoidUlps,
-        [](float v) {
+  sweep("sigmoid", "sigmoid", primitives::sigmoid, vector_math::sigmoid, make_inputs(5, -100.0f, 40.0f),
+        kSigmoidUlps, [](float v) {
           if (fp::is_nan(v)) return exactly(bits(v));
           return near(1.0 / (1.0 + std::exp(-static_cast<double>(v))));
         });
 }
 
 TEST(PrimitiveSweep, Silu) {
-  sweep("silu", "silu", prim::silu, vmath::silu, make_inputs(6, -110.0f, 40.0f), kSiluUlps, [](float v) {
-    if (fp::is_nan(v)) return exactly(bits(v));
-    if (v == -INFINITY) return any_nan();  // -inf / inf
-    // expf(-x) = +inf, so d = +inf and DIV(x, inf) = -0 although x * e^x is still a normal float down to
-    // about -103: a property of the step list, not an error of this code.
-    if (-v > prim::lit::kExpOverflowBound) return exactly(0x80000000u);
-    const double d = static_cast<double>(v);
-    return near(d / (1.0 + std::exp(-d)));
-  });
+  sweep("silu", "silu", primitives::silu, vector_math::silu, make_inputs(6, -110.0f, 40.0f), kSiluUlps,
+        [](float v) {
+          if (fp::is_nan(v)) return exactly(bits(v));
+          if (v == -INFINITY) return any_nan();  // -inf / inf
+          // expf(-x) = +inf, so d = +inf and DIV(x, inf) = -0 although x * e^x is still a normal float down
+          // to about -103: a property of the step list, not an error of this code.
+          if (-v > primitives::lit::kExpOverflowBound) return exactly(0x80000000u);
+          const double d = static_cast<double>(v);
+          return near(d / (1.0 + std::exp(-d)));
+        });
 }
 
 TEST(PrimitiveSweep, Tanh) {
-  sweep("tanhf", "tanh", prim::tanhf, vmath::tanh, make_inputs(7, -12.0f, 12.0f), kTanhUlps, [](float v) {
-    const float f = fp::F(v);
-    if (fp::is_nan(v)) return exactly(bits(v));
-    if (f == 0.0f) return exactly(bits(f));
-    return near(std::tanh(static_cast<double>(f)));
-  });
+  sweep("tanhf", "tanh", primitives::tanhf, vector_math::tanh, make_inputs(7, -12.0f, 12.0f), kTanhUlps,
+        [](float v) {
+          const float f = fp::F(v);
+          if (fp::is_nan(v)) return exactly(bits(v));
+          if (f == 0.0f) return exactly(bits(f));
+          return near(std::tanh(static_cast<double>(f)));
+        });
 }
 
 TEST(PrimitiveSweep, SqrtIsCorrectlyRounded) {
   const auto x = make_inputs(8, 0.0f, 1000.0f);
   for (float v : x) {
-    const float y = prim::sqrtf(v);
+    const float y = primitives::sqrtf(v);
     if (fp::is_nan(v)) {
       ASSERT_EQ(bits(y), bits(v));
     } else if (std::fabs(v) < fp::flt_min()) {
@@ -294,14 +298,14 @@ TEST(PrimitiveSweep, SqrtIsCorrectlyRounded) {
     } else {
       // double has 53 >= 2 * 24 + 2 bits, so rounding the double root to float is correctly rounded.
       ASSERT_EQ(bits(y), bits(static_cast<float>(std::sqrt(static_cast<double>(v))))) << std::hexfloat << v;
-      ASSERT_EQ(bits(y), bits(prim::sqrtf_reference(v))) << std::hexfloat << v;
+      ASSERT_EQ(bits(y), bits(primitives::sqrtf_reference(v))) << std::hexfloat << v;
     }
   }
-  expect_targets_match_scalar("sqrt", prim::sqrtf, vmath::sqrt, x);
+  expect_targets_match_scalar("sqrt", primitives::sqrtf, vector_math::sqrt, x);
 }
 
 TEST(PrimitiveSweep, Rsqrt) {
-  sweep("rsqrtf", "rsqrt", prim::rsqrtf, vmath::rsqrt, make_inputs(9, 0.0f, 1000.0f), kRsqrtUlps,
+  sweep("rsqrtf", "rsqrt", primitives::rsqrtf, vector_math::rsqrt, make_inputs(9, 0.0f, 1000.0f), kRsqrtUlps,
         [](float v) {
           const float f = fp::F(v);
           if (fp::is_nan(v)) return exactly(bits(v));
@@ -340,11 +344,11 @@ void check_trig(const char* name, UnaryPrim fn, ArrayFn array, double (*ref_fn)(
 
 TEST(PrimitiveSweep, Sin) {
   check_trig(
-      "sinf", prim::sinf, vmath::sin, [](double v) { return std::sin(v); }, 10, true);
+      "sinf", primitives::sinf, vector_math::sin, [](double v) { return std::sin(v); }, 10, true);
 }
 TEST(PrimitiveSweep, Cos) {
   check_trig(
-      "cosf", prim::cosf, vmath::cos, [](double v) { return std::cos(v); }, 11, false);
+      "cosf", primitives::cosf, vector_math::cos, [](double v) { return std::cos(v); }, 11, false);
 }
 
 TEST(PrimitiveSweep, Flush) {
@@ -355,7 +359,7 @@ TEST(PrimitiveSweep, Flush) {
     ASSERT_EQ(bits(fp::F(v)), subnormal ? (u & 0x80000000u) : u);
   }
   expect_targets_match_scalar(
-      "flush", [](float v) noexcept { return fp::F(v); }, vmath::flush, x);
+      "flush", [](float v) noexcept { return fp::F(v); }, vector_math::flush, x);
 }
 
 // Tails and in-place calls: every length 0..70 at every misalignment 0..3 equals the scalar loop.
@@ -367,17 +371,17 @@ TEST(PrimitiveSweep, TailsAndInPlace) {
     ArrayFn array;
   };
   const Case cases[] = {
-      {"exp", prim::expf, vmath::exp},
-      {"log", prim::logf, vmath::log},
-      {"log1p", prim::log1pf, vmath::log1p},
-      {"softplus", prim::softplus, vmath::softplus},
-      {"sigmoid", prim::sigmoid, vmath::sigmoid},
-      {"silu", prim::silu, vmath::silu},
-      {"tanh", prim::tanhf, vmath::tanh},
-      {"sqrt", prim::sqrtf, vmath::sqrt},
-      {"rsqrt", prim::rsqrtf, vmath::rsqrt},
-      {"sin", prim::sinf, vmath::sin},
-      {"cos", prim::cosf, vmath::cos},
+      {"exp", primitives::expf, vector_math::exp},
+      {"log", primitives::logf, vector_math::log},
+      {"log1p", primitives::log1pf, vector_math::log1p},
+      {"softplus", primitives::softplus, vector_math::softplus},
+      {"sigmoid", primitives::sigmoid, vector_math::sigmoid},
+      {"silu", primitives::silu, vector_math::silu},
+      {"tanh", primitives::tanhf, vector_math::tanh},
+      {"sqrt", primitives::sqrtf, vector_math::sqrt},
+      {"rsqrt", primitives::rsqrtf, vector_math::rsqrt},
+      {"sin", primitives::sinf, vector_math::sin},
+      {"cos", primitives::cosf, vector_math::cos},
   };
   Rng rng(99);
   for (simd::Target target : simd::available_targets()) {
@@ -421,7 +425,7 @@ TEST(PrimitiveSweep, Pow) {
   for (std::size_t i = 0; i < xs.size(); ++i) {
     const float x = xs[i];
     const float p = ps[(i * 7919 + rng.next() % 13) % ps.size()];
-    const float y = prim::powf(x, p);
+    const float y = primitives::powf(x, p);
     if (p == 0.0f) {
       ASSERT_EQ(bits(y), 0x3F800000u);
     } else if (fp::is_nan(x) || fp::is_nan(p) || x < 0.0f) {
@@ -463,17 +467,18 @@ TEST(PrimitiveSweep, FmaxAndClamp) {
   };
   for (std::size_t i = 0; i < kInputsPerPrimitive; ++i) {
     const float a = pick(), b = pick(), c = pick();
-    const float m = prim::fmax(a, b);
+    const float m = primitives::fmax(a, b);
     if (fp::is_nan(a) || fp::is_nan(b)) {
       ASSERT_EQ(bits(m), 0x7FC00000u);
     } else {
       ASSERT_EQ(bits(m), bits(total_max(fp::F(a), fp::F(b)))) << std::hexfloat << a << " " << b;
-      ASSERT_EQ(bits(m), bits(prim::fmax(b, a)));  // commutative
+      ASSERT_EQ(bits(m), bits(primitives::fmax(b, a)));  // commutative
       if (!fp::is_nan(c)) {                        // associative
-        ASSERT_EQ(bits(prim::fmax(prim::fmax(a, b), c)), bits(prim::fmax(a, prim::fmax(b, c))));
+        ASSERT_EQ(bits(primitives::fmax(primitives::fmax(a, b), c)),
+                  bits(primitives::fmax(a, primitives::fmax(b, c))));
       }
     }
-    const float v = prim::clamp(a, b, c);
+    const float v = primitives::clamp(a, b, c);
     if (fp::is_nan(a) || fp::is_nan(b) || fp::is_nan(c)) {
       ASSERT_EQ(bits(v), 0x7FC00000u);
     } else {

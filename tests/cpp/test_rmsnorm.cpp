@@ -17,11 +17,11 @@ using testing::Rng;
 TEST(RmsNorm, HandCheckedValues) {
   // x = 2 everywhere, d = 4: sum of squares 16, mean 4, rsqrt(4) = 0.5 exactly, so y = w * (2 * 0.5) = w.
   std::vector<float> x(4, 2.0f), w{1.0f, -3.0f, 0.25f, 7.0f}, y(4);
-  norm::rmsnorm_reference(x.data(), w.data(), y.data(), 1, 4, 0.0f);
+  rmsnorm::rmsnorm_reference(x.data(), w.data(), y.data(), 1, 4, 0.0f);
   EXPECT_EQ(y, w);
   // A zero row with eps 1e-5: rstd = rsqrt(1e-5) finite, y = w * 0 = +0 or -0 by the signs of w and x.
   std::vector<float> z{0.0f, -0.0f}, wz{1.0f, 1.0f}, yz(2);
-  norm::rmsnorm_reference(z.data(), wz.data(), yz.data(), 1, 2, 1e-5f);
+  rmsnorm::rmsnorm_reference(z.data(), wz.data(), yz.data(), 1, 2, 1e-5f);
   EXPECT_EQ(fp::bits(yz[0]), 0x00000000u);
   EXPECT_EQ(fp::bits(yz[1]), 0x80000000u);  // x first, then the weight: -0 * rstd = -0, 1 * -0 = -0
 }
@@ -36,14 +36,14 @@ TEST(RmsNorm, FastEqualsTwinOverSizes) {
       auto w = rng.uniform_vector(d, 2.0f);
       for (float eps : {1e-5f, 1e-6f}) {
         std::vector<float> want(x.size());
-        norm::rmsnorm_reference(x.data(), w.data(), want.data(), rows, d, eps);
+        rmsnorm::rmsnorm_reference(x.data(), w.data(), want.data(), rows, d, eps);
         for_each_target_and_threads([&](const std::string& where) {
           std::vector<float> got(x.size(), -1.0f);
-          norm::rmsnorm(x.data(), w.data(), got.data(), rows, d, eps);
+          rmsnorm::rmsnorm(x.data(), w.data(), got.data(), rows, d, eps);
           ASSERT_EQ(testing::first_difference(want.data(), got.data(), rows * d), -1)
               << "rows=" << rows << " d=" << d << " " << where;
           std::vector<float> in_place = x;  // y may alias x
-          norm::rmsnorm(in_place.data(), w.data(), in_place.data(), rows, d, eps);
+          rmsnorm::rmsnorm(in_place.data(), w.data(), in_place.data(), rows, d, eps);
           ASSERT_EQ(testing::first_difference(want.data(), in_place.data(), rows * d), -1)
               << "aliased " << where;
         });
@@ -67,10 +67,10 @@ TEST(RmsNorm, FastEqualsTwinWithSubnormalsAndTinyRows) {
   }
   for (auto& v : w) v = (rng.next() % 4 == 0) ? fp::from_bits(0x00000005u) : rng.uniform() * 1e-30f;
   std::vector<float> want(x.size());
-  norm::rmsnorm_reference(x.data(), w.data(), want.data(), rows, d, 1e-5f);
+  rmsnorm::rmsnorm_reference(x.data(), w.data(), want.data(), rows, d, 1e-5f);
   for_each_target_and_threads([&](const std::string& where) {
     std::vector<float> got(x.size());
-    norm::rmsnorm(x.data(), w.data(), got.data(), rows, d, 1e-5f);
+    rmsnorm::rmsnorm(x.data(), w.data(), got.data(), rows, d, 1e-5f);
     ASSERT_EQ(testing::first_difference(want.data(), got.data(), rows * d), -1) << where;
   });
 }
@@ -115,10 +115,10 @@ TEST(RmsNorm, FlushesStopOnlyOnceTheSumIsNormal) {
     }
     const auto w = rng.uniform_vector(d, 2.0f);
     std::vector<float> want(x.size());
-    norm::rmsnorm_reference(x.data(), w.data(), want.data(), rows, d, 0.0f);
+    rmsnorm::rmsnorm_reference(x.data(), w.data(), want.data(), rows, d, 0.0f);
     for_each_target_and_threads([&](const std::string& where) {
       std::vector<float> got(x.size(), -1.0f);
-      norm::rmsnorm(x.data(), w.data(), got.data(), rows, d, 0.0f);
+      rmsnorm::rmsnorm(x.data(), w.data(), got.data(), rows, d, 0.0f);
       ASSERT_EQ(testing::first_difference(want.data(), got.data(), rows * d), -1)
           << "rows=" << rows << " " << where;
     });
@@ -134,11 +134,12 @@ TEST(Embedding, GatherFlushesAndEqualsTwin) {
   for (int t = 0; t < 301; ++t) ids.push_back(static_cast<std::int32_t>(rng.next() % vocab));
   ids[7] = 3;
   std::vector<float> want(ids.size() * d);
-  norm::embedding_reference(table.data(), d, ids.data(), static_cast<std::int64_t>(ids.size()), want.data());
+  rmsnorm::embedding_reference(table.data(), d, ids.data(), static_cast<std::int64_t>(ids.size()),
+                               want.data());
   EXPECT_EQ(fp::bits(want[7 * d + 4]), 0x80000000u);
   for_each_target_and_threads([&](const std::string& where) {
     std::vector<float> got(want.size());
-    norm::embedding(table.data(), d, ids.data(), static_cast<std::int64_t>(ids.size()), got.data());
+    rmsnorm::embedding(table.data(), d, ids.data(), static_cast<std::int64_t>(ids.size()), got.data());
     ASSERT_EQ(testing::first_difference(want.data(), got.data(), static_cast<std::int64_t>(want.size())), -1)
         << where;
   });

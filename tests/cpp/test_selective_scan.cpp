@@ -62,15 +62,15 @@ void expect_scan_matches_twin(const std::vector<float>& u, const std::vector<flo
                               const std::vector<float>& h0, std::int64_t channels, std::int64_t rows,
                               const std::string& what) {
   std::vector<float> want_h = h0, want_y(static_cast<std::size_t>(rows * channels));
-  const sscan::ScanArgs args{u.data(),  channels, delta.data(),  channels,      B,        C,
-                             bc_stride, A.data(), want_h.data(), want_y.data(), channels, rows};
-  sscan::selective_scan_reference(args, 0, channels);
+  const selective_scan::ScanArgs args{u.data(),  channels, delta.data(),  channels,      B,        C,
+                                      bc_stride, A.data(), want_h.data(), want_y.data(), channels, rows};
+  selective_scan::selective_scan_reference(args, 0, channels);
   for_each_target([&](const char* where) {
     std::vector<float> h = h0, y(want_y.size(), 9.0f);
-    sscan::ScanArgs fast = args;
+    selective_scan::ScanArgs fast = args;
     fast.h = h.data();
     fast.y = y.data();
-    sscan::selective_scan(fast, 0, channels);
+    selective_scan::selective_scan(fast, 0, channels);
     ASSERT_TRUE(testing::same_bits(want_y, y)) << where << " " << what;
     ASSERT_TRUE(testing::same_bits(want_h, h)) << where << " " << what;
   });
@@ -91,14 +91,14 @@ TEST(SelectiveScanKernels, ConvMatchesTwin) {
         const std::vector<float> weight = make(static_cast<std::size_t>(4 * channels));
         const std::vector<float> bias = make(static_cast<std::size_t>(channels));
         std::vector<float> want(static_cast<std::size_t>(rows * channels));
-        sscan::Conv4Args args{head.data(), body.data(), stride, weight.data(), bias.data(),
-                              want.data(), channels,    rows,   channels};
-        sscan::conv4_silu_reference(args, 0, channels);
+        selective_scan::Conv4Args args{head.data(), body.data(), stride, weight.data(), bias.data(),
+                                       want.data(), channels,    rows,   channels};
+        selective_scan::conv4_silu_reference(args, 0, channels);
         for_each_target([&](const char* where) {
           std::vector<float> got(want.size(), 7.0f);
-          sscan::Conv4Args fast = args;
+          selective_scan::Conv4Args fast = args;
           fast.out = got.data();
-          sscan::conv4_silu(fast, 0, channels);
+          selective_scan::conv4_silu(fast, 0, channels);
           ASSERT_TRUE(testing::same_bits(want, got)) << where << " channels=" << channels << " rows=" << rows;
         });
       }
@@ -137,9 +137,9 @@ TEST(SelectiveScanKernels, ScanFlushesASubnormalDiscretizedB) {
   std::vector<float> h(channels * 16, 0.0f), y(channels, 1.0f);
   for_each_target([&](const char* where) {
     std::fill(h.begin(), h.end(), 0.0f);
-    sscan::ScanArgs args{u.data(), channels, delta.data(), channels, bc.data(), bc.data() + 16,
-                         32,       A.data(), h.data(),     y.data(), channels,  1};
-    sscan::selective_scan(args, 0, channels);
+    selective_scan::ScanArgs args{u.data(), channels, delta.data(), channels, bc.data(), bc.data() + 16,
+                                  32,       A.data(), h.data(),     y.data(), channels,  1};
+    selective_scan::selective_scan(args, 0, channels);
     for (float v : h) ASSERT_EQ(fp::bits(v), 0u) << where;
     for (float v : y) ASSERT_EQ(fp::bits(v), 0u) << where;
   });
@@ -184,9 +184,9 @@ TEST(SelectiveScanKernels, ScanFlushesAnExactSubnormalOutput) {
   }
   for_each_target([&](const char* where) {
     std::vector<float> h = h0, y(channels, 9.0f);
-    sscan::ScanArgs args{u.data(), channels, delta.data(), channels, bc.data(), bc.data() + 16,
-                         32,       A.data(), h.data(),     y.data(), channels,  1};
-    sscan::selective_scan(args, 0, channels);
+    selective_scan::ScanArgs args{u.data(), channels, delta.data(), channels, bc.data(), bc.data() + 16,
+                                  32,       A.data(), h.data(),     y.data(), channels,  1};
+    selective_scan::selective_scan(args, 0, channels);
     for (float v : y) ASSERT_EQ(fp::bits(v), 0u) << where;
     ASSERT_TRUE(testing::same_bits(h0, h)) << where;
   });

@@ -86,8 +86,8 @@ TEST(SqrtExhaustive, LiteralAlgorithmEqualsHardwareSqrtForEveryInput) {
       for (std::uint32_t i = 0; i < kBlock; ++i) {
         const std::uint32_t u = first + i;
         const float x = from_bits(u);
-        const float fast = prim::sqrtf(x);
-        if (bits(prim::sqrtf_reference(x)) != bits(fast)) literal_vs_fast.add(u);
+        const float fast = primitives::sqrtf(x);
+        if (bits(primitives::sqrtf_reference(x)) != bits(fast)) literal_vs_fast.add(u);
         // An independent correctly rounded root for the positive normals: the double root rounded
         // to float (53 >= 2 * 24 + 2 bits, so no double-rounding error).
         if (u >= 0x00800000u && u <= 0x7F7FFFFFu &&
@@ -100,7 +100,7 @@ TEST(SqrtExhaustive, LiteralAlgorithmEqualsHardwareSqrtForEveryInput) {
   EXPECT_EQ(fast_vs_double.count.load(), 0u) << "first input 0x" << std::hex << fast_vs_double.first_input;
 }
 
-const vmath::detail::ArrayKernels& kernels_of(simd::Target target) {
+const vector_math::detail::ArrayKernels& kernels_of(simd::Target target) {
   return *simd::kernels_for(target).vector_math;
 }
 
@@ -117,7 +117,7 @@ TEST(SqrtExhaustive, EveryTargetEqualsTheScalarPrimitive) {
       const std::uint32_t first = static_cast<std::uint32_t>(block * kBlock);
       for (std::uint32_t i = 0; i < kBlock; ++i) {
         in[i] = from_bits(first + i);
-        expected[i] = prim::sqrtf(in[i]);
+        expected[i] = primitives::sqrtf(in[i]);
       }
       for (std::size_t t = 0; t < targets.size(); ++t) {
         kernels_of(targets[t]).sqrt(in.data(), out.data(), kBlock);

@@ -24,7 +24,7 @@ void refuse_if_any_non_finite(const ScannedArray* arrays, std::size_t count, con
   bool clean = true;
   if (total <= 4 * kBlock) {
     for (std::size_t a = 0; a < count && clean; ++a)
-      clean = finite::all_finite(arrays[a].data, arrays[a].count);
+      clean = finite_scan::all_finite(arrays[a].data, arrays[a].count);
   } else {
     // Block b covers floats [b * kBlock, (b + 1) * kBlock) of the arrays laid end to end, each array's
     // blocks starting afresh so no block spans two arrays.
@@ -40,7 +40,8 @@ void refuse_if_any_non_finite(const ScannedArray* arrays, std::size_t count, con
           ++a;
         }
         const std::int64_t lo = (b - first_block) * kBlock, hi = std::min(arrays[a].count, lo + kBlock);
-        if (!finite::all_finite(arrays[a].data + lo, hi - lo)) ok.store(false, std::memory_order_relaxed);
+        if (!finite_scan::all_finite(arrays[a].data + lo, hi - lo))
+          ok.store(false, std::memory_order_relaxed);
       }
     });
     clean = ok.load();

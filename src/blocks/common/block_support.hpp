@@ -51,7 +51,7 @@ inline void refuse_if_non_finite(const float* data, std::int64_t count, const st
 template <typename Spans>
 bool spans_finite(const Spans& spans) {
   for (const auto& span : spans)
-    if (!finite::all_finite(span.at, span.count)) return false;
+    if (!finite_scan::all_finite(span.at, span.count)) return false;
   return true;
 }
 

@@ -58,7 +58,7 @@ void CausalConv::run_reference(const float* pre, std::int64_t pre_stride, std::i
           const float v = pos >= 0 ? pre[(b * length + pos) * pre_stride + c] : win[kTaps + pos];
           acc = F(FMA(F(weight_[c * kTaps + k]), F(v), acc));
         }
-        out[(b * length + li) * channels_ + c] = F(prim::silu(acc));
+        out[(b * length + li) * channels_ + c] = F(primitives::silu(acc));
       }
     }
   }
@@ -89,11 +89,11 @@ void CausalConv::run(const float* pre, std::int64_t pre_stride, std::int64_t bat
             const float* win = window + (b * channels_ + c) * kTaps;
             for (std::int64_t r = 0; r < kHeadRows; ++r) head[r * channels_ + c] = win[1 + r];
           }
-          const sscan::Conv4Args args{
+          const selective_scan::Conv4Args args{
               head,         pre + b * length * pre_stride, pre_stride, weight_t_.data(),
               bias_.data(), out + b * length * channels_,  channels_,  length,
               channels_};
-          sscan::conv4_silu(args, c0, c1);
+          selective_scan::conv4_silu(args, c0, c1);
           update_window_channels(pre, pre_stride, b, length, channels_, c0, c1, window);
         }
       },

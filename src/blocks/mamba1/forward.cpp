@@ -32,7 +32,7 @@ void Mamba1Block::forward(const float* x, std::int64_t batch, std::int64_t lengt
   refuse_non_finite_inputs(x, M * dm, state, entry);
 
   std::vector<float> normed(static_cast<std::size_t>(M * dm));
-  norm::rmsnorm(x, weights_[kM1NormWeight].data(), normed.data(), M, dm, kMamba1NormEps);
+  rmsnorm::rmsnorm(x, weights_[kM1NormWeight].data(), normed.data(), M, dm, kMamba1NormEps);
   std::vector<float> P(static_cast<std::size_t>(M * 2 * di));  // xh | z
   gemm::gemm_packed({normed.data(), dm, 1}, M, in_proj_, P.data());
 
@@ -67,27 +67,27 @@ void Mamba1Block::forward(const float* x, std::int64_t batch, std::int64_t lengt
           for (std::int64_t t = row0; t < row0 + length; ++t) {
             float* row = delta.data() + t * di + c0;
             for (std::int64_t d = 0; d < c1 - c0; ++d) row[d] = F(row[d] + F(dt_bias[c0 + d]));
-            vmath::softplus(row, row, width);
-            vmath::flush(row, row, width);
+            vector_math::softplus(row, row, width);
+            vector_math::flush(row, row, width);
           }
           // 9. the scan.
-          const sscan::ScanArgs args{u.data() + row0 * di,
-                                     di,
-                                     delta.data() + row0 * di,
-                                     di,
-                                     xp.data() + row0 * xr + R,
-                                     xp.data() + row0 * xr + R + Mamba1Dims::kState,
-                                     xr,
-                                     A_.data(),
-                                     state.h() + b * di * Mamba1Dims::kState,
-                                     scan_y.data() + row0 * di,
-                                     di,
-                                     length};
-          sscan::selective_scan(args, c0, c1);
+          const selective_scan::ScanArgs args{u.data() + row0 * di,
+                                              di,
+                                              delta.data() + row0 * di,
+                                              di,
+                                              xp.data() + row0 * xr + R,
+                                              xp.data() + row0 * xr + R + Mamba1Dims::kState,
+                                              xr,
+                                              A_.data(),
+                                              state.h() + b * di * Mamba1Dims::kState,
+                                              scan_y.data() + row0 * di,
+                                              di,
+                                              length};
+          selective_scan::selective_scan(args, c0, c1);
           // 10-11. skip = F(y + F(MUL(F(u), F(D)))); gate = F(MUL(skip, F(silu(F(z))))), over scan_y.
           for (std::int64_t t = row0; t < row0 + length; ++t) {
-            vmath::flush(P.data() + t * 2 * di + di + c0, gate, width);
-            vmath::silu(gate, gate, width);
+            vector_math::flush(P.data() + t * 2 * di + di + c0, gate, width);
+            vector_math::silu(gate, gate, width);
             float* row = scan_y.data() + t * di;
             const float* urow = u.data() + t * di;
             for (std::int64_t d = c0; d < c1; ++d) {

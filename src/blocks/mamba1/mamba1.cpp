@@ -50,7 +50,7 @@ Mamba1Block::Mamba1Block(Mamba1Weights weights)
     }
   }
   A_.resize(weights_[kM1ALog].size());
-  for (std::size_t i = 0; i < A_.size(); ++i) A_[i] = -F(prim::expf(F(weights_[kM1ALog][i])));
+  for (std::size_t i = 0; i < A_.size(); ++i) A_[i] = -F(primitives::expf(F(weights_[kM1ALog][i])));
   const std::int64_t dm = dims_.d_model, di = dims_.d_inner;
   in_proj_ = gemm::PackedRhs::from_transposed(weights_[kM1InProj].data(), 2 * di, dm, Placement::kWeightPool);
   x_proj_ = gemm::PackedRhs::from_transposed(weights_[kM1XProj].data(), dims_.x_proj_rows(), di,

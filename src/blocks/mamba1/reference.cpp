@@ -1,4 +1,4 @@
-// Mamba-1 block, the scalar twin (blocks.md 1.3 literally): gemm_reference, prim::, one cell at a time.
+// Mamba-1 block, the scalar twin (blocks.md 1.3 literally): gemm_reference, primitives::, one cell at a time.
 // Same refusals and same bits as the fast path (forward.cpp).
 #include "blocks/mamba1/mamba1.hpp"
 #include "numerics/fp.hpp"
@@ -22,13 +22,13 @@ void Mamba1Block::forward_reference(const float* x, std::int64_t batch, std::int
 
   // 2. RMSNorm, 3. in_proj.
   std::vector<float> normed(static_cast<std::size_t>(M * dm));
-  norm::rmsnorm_reference(x, w[kM1NormWeight].data(), normed.data(), M, dm, kMamba1NormEps);
+  rmsnorm::rmsnorm_reference(x, w[kM1NormWeight].data(), normed.data(), M, dm, kMamba1NormEps);
   std::vector<float> P(static_cast<std::size_t>(M * 2 * di));
   gemm::gemm_reference(Orientation::NT, normed.data(), w[kM1InProj].data(), P.data(), M, 2 * di, dm);
 
   // 4. A = -F(expf(F(A_log))).
   std::vector<float> A(static_cast<std::size_t>(di * N));
-  for (std::int64_t i = 0; i < di * N; ++i) A[i] = -F(prim::expf(F(w[kM1ALog][i])));
+  for (std::int64_t i = 0; i < di * N; ++i) A[i] = -F(primitives::expf(F(w[kM1ALog][i])));
 
   // 5. causal conv + SiLU, window update.
   std::vector<float> u(static_cast<std::size_t>(M * di));
@@ -45,7 +45,7 @@ void Mamba1Block::forward_reference(const float* x, std::int64_t batch, std::int
   std::vector<float> delta(static_cast<std::size_t>(M * di));
   for (std::int64_t t = 0; t < M; ++t)
     for (std::int64_t d = 0; d < di; ++d)
-      delta[t * di + d] = F(prim::softplus(F(dtp[t * di + d] + F(w[kM1DtProjBias][d]))));
+      delta[t * di + d] = F(primitives::softplus(F(dtp[t * di + d] + F(w[kM1DtProjBias][d]))));
 
   // 9. the selective scan, each (b, d) independent.
   std::vector<float> scan_y(static_cast<std::size_t>(M * di));
@@ -59,7 +59,7 @@ void Mamba1Block::forward_reference(const float* x, std::int64_t batch, std::int
         const float uv = F(u[t * di + d]);
         const float dl = F(delta[t * di + d]);
         for (std::int64_t s = 0; s < N; ++s) {
-          const float dA = F(prim::expf(F(MUL(dl, F(A[d * N + s])))));
+          const float dA = F(primitives::expf(F(MUL(dl, F(A[d * N + s])))));
           const float dB = F(MUL(dl, F(xp[t * xr + R + s])));
           const float dBu = F(MUL(dB, uv));
           h[s] = F(FMA(dA, h[s], dBu));
@@ -77,7 +77,7 @@ void Mamba1Block::forward_reference(const float* x, std::int64_t batch, std::int
   for (std::int64_t t = 0; t < M; ++t) {
     for (std::int64_t d = 0; d < di; ++d) {
       const float skip = F(scan_y[t * di + d] + F(MUL(F(u[t * di + d]), F(w[kM1D][d]))));
-      gate[t * di + d] = F(MUL(skip, F(prim::silu(F(P[t * 2 * di + di + d])))));
+      gate[t * di + d] = F(MUL(skip, F(primitives::silu(F(P[t * 2 * di + di + d])))));
     }
   }
 

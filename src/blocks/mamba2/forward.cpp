@@ -89,14 +89,14 @@ void chunk_pass_head(const float* xd, const float* b_rows, std::int64_t b_stride
   cstate.resize(static_cast<std::size_t>(P * N));
   const float dl = dacs[real - 1];  // padded rows copy the last real value
   for (std::int64_t i = 0; i < real; ++i) dec[i] = F(dl - dacs[i]);
-  vmath::exp(dec.data(), dec.data(), static_cast<std::size_t>(real));
-  vmath::flush(dec.data(), dec.data(), static_cast<std::size_t>(real));
+  vector_math::exp(dec.data(), dec.data(), static_cast<std::size_t>(real));
+  vector_math::flush(dec.data(), dec.data(), static_cast<std::size_t>(real));
   for (std::int64_t i = 0; i < real; ++i) ssd::scale(b_rows + i * b_stride, dec[i], bd.data() + i * N, N);
   std::fill(bd.begin() + real * N, bd.end(), 0.0f);
   gemm::gemm_packed({bd.data(), 1, N}, N, gemm::PackedRhs::from_row_major(xd, Q, P), ct.data());
   for (std::int64_t p = 0; p < P; ++p)
     for (std::int64_t n = 0; n < N; ++n) cstate[p * N + n] = ct[n * P + p];
-  ssd::chunk_pass(F(prim::expf(F(dl))), h_prev, cstate.data(), h_out, P * N);
+  ssd::chunk_pass(F(primitives::expf(F(dl))), h_prev, cstate.data(), h_out, P * N);
 }
 
 }  // namespace
@@ -104,7 +104,7 @@ void chunk_pass_head(const float* xd, const float* b_rows, std::int64_t b_stride
 namespace mamba2_detail {
 
 float dt_of(float raw, float bias, float lo, float hi) {
-  return F(prim::clamp(F(prim::softplus(F(F(raw) + F(bias)))), lo, hi));
+  return F(primitives::clamp(F(primitives::softplus(F(F(raw) + F(bias)))), lo, hi));
 }
 
 void h_last_from_state(const Mamba2StateData& data, const float* A, const float* dt_bias, float dt_lo,
@@ -307,8 +307,8 @@ class SsdCall {
     for (std::int64_t t = 0; t < B_ * length_; ++t)
       for (std::int64_t h = 0; h < H; ++h)
         dt_new_[t * H + h] = F(F(dtraw_new_[t * dtraw_stride_ + h]) + F(v_.dt_bias[h]));
-    vmath::softplus(dt_new_.data(), dt_new_.data(), dt_new_.size());
-    for (float& v : dt_new_) v = F(prim::clamp(F(v), v_.dt_lo, v_.dt_hi));
+    vector_math::softplus(dt_new_.data(), dt_new_.data(), dt_new_.size());
+    for (float& v : dt_new_) v = F(primitives::clamp(F(v), v_.dt_lo, v_.dt_hi));
   }
 
   // G = C B^T (k = 128, one leaf per cell) for the chunk's output rows, shared by every head.
@@ -394,7 +394,7 @@ class SsdCall {
     }
     // y = Ydiag + F(MUL(ch, F(expf(dacs)))) for the output rows.
     for (std::int64_t r = 0; r < rows; ++r) s.sc[r] = F(dacs[first + r]);
-    vmath::exp(s.sc.data(), s.sc.data(), static_cast<std::size_t>(rows));
+    vector_math::exp(s.sc.data(), s.sc.data(), static_cast<std::size_t>(rows));
     for (std::int64_t r = 0; r < rows; ++r) {
       const std::int64_t i = first + r;
       const float sc = F(s.sc[r]);
@@ -471,7 +471,7 @@ std::shared_ptr<Mamba2Report> Mamba2Block::forward(const float* x, std::int64_t 
   data.trusted = false;
 
   std::vector<float> normed(static_cast<std::size_t>(M * dm));
-  norm::rmsnorm(x, weights_[kM2BlockNorm].data(), normed.data(), M, dm, kNormEps);
+  rmsnorm::rmsnorm(x, weights_[kM2BlockNorm].data(), normed.data(), M, dm, kNormEps);
   std::vector<float> proj(static_cast<std::size_t>(M * dip));  // z | xBC | dt_raw
   gemm::gemm_packed({normed.data(), dm, 1}, M, in_proj_, proj.data());
   std::vector<float> xbc(static_cast<std::size_t>(M * cd));
@@ -488,8 +488,8 @@ std::shared_ptr<Mamba2Report> Mamba2Block::forward(const float* x, std::int64_t 
       [&](std::int64_t begin, std::int64_t end) {
         std::vector<float> gate(static_cast<std::size_t>(di));
         for (std::int64_t t = begin; t < end; ++t) {
-          vmath::flush(proj.data() + t * dip, gate.data(), static_cast<std::size_t>(di));
-          vmath::silu(gate.data(), gate.data(), static_cast<std::size_t>(di));
+          vector_math::flush(proj.data() + t * dip, gate.data(), static_cast<std::size_t>(di));
+          vector_math::silu(gate.data(), gate.data(), static_cast<std::size_t>(di));
           float* row = gated.data() + t * di;
           const float* xrow = xbc.data() + t * cd;
           for (std::int64_t h = 0; h < H; ++h) {
@@ -503,7 +503,7 @@ std::shared_ptr<Mamba2Report> Mamba2Block::forward(const float* x, std::int64_t 
         }
       },
       grain_for(di));
-  norm::rmsnorm(gated.data(), weights_[kM2GatedNorm].data(), gated.data(), M, di, kNormEps);
+  rmsnorm::rmsnorm(gated.data(), weights_[kM2GatedNorm].data(), gated.data(), M, di, kNormEps);
   std::vector<float> out(static_cast<std::size_t>(M * dm));
   gemm::gemm_packed({gated.data(), di, 1}, M, out_proj_, out.data());
   for (std::int64_t i = 0; i < M * dm; ++i) y[i] = F(F(x[i]) + out[i]);

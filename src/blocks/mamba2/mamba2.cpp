@@ -66,7 +66,7 @@ Mamba2Block::Mamba2Block(Mamba2Weights weights, float dt_lo, float dt_hi)
     }
   }
   A_.resize(static_cast<std::size_t>(dims_.nheads));
-  for (std::int64_t h = 0; h < dims_.nheads; ++h) A_[h] = -F(prim::expf(F(weights_[kM2ALog][h])));
+  for (std::int64_t h = 0; h < dims_.nheads; ++h) A_[h] = -F(primitives::expf(F(weights_[kM2ALog][h])));
   in_proj_ = gemm::PackedRhs::from_transposed(weights_[kM2InProj].data(), dims_.d_in_proj, dims_.d_model,
                                               Placement::kWeightPool);
   out_proj_ = gemm::PackedRhs::from_transposed(weights_[kM2OutProj].data(), dims_.d_model, dims_.d_inner,

@@ -37,13 +37,13 @@ void Mamba2Block::forward_reference(const float* x, std::int64_t batch, std::int
 
   // 2. block RMSNorm and in_proj.
   std::vector<float> normed(static_cast<std::size_t>(M * dm));
-  norm::rmsnorm_reference(x, w[kM2BlockNorm].data(), normed.data(), M, dm, kNormEps);
+  rmsnorm::rmsnorm_reference(x, w[kM2BlockNorm].data(), normed.data(), M, dm, kNormEps);
   std::vector<float> proj(static_cast<std::size_t>(M * dip));
   gemm::gemm_reference(Orientation::NT, normed.data(), w[kM2InProj].data(), proj.data(), M, dip, dm);
 
   // 3. A per head.
   std::vector<float> A(static_cast<std::size_t>(H));
-  for (std::int64_t h = 0; h < H; ++h) A[h] = -F(prim::expf(F(w[kM2ALog][h])));
+  for (std::int64_t h = 0; h < H; ++h) A[h] = -F(primitives::expf(F(w[kM2ALog][h])));
 
   // 4. conv + SiLU over the xBC channels.
   std::vector<float> xbc_new(static_cast<std::size_t>(M * cd));
@@ -124,13 +124,13 @@ void Mamba2Block::forward_reference(const float* x, std::int64_t batch, std::int
         // Segment sums, column-serial; the diagonal is expf(+0.0); above it +0.0. (Padded rows only
         // feed rows of M that are never read, so they are not formed.)
         std::vector<float> lseg(static_cast<std::size_t>(Q * Q), 0.0f);
-        const float diagonal = F(prim::expf(0.0f));
+        const float diagonal = F(primitives::expf(0.0f));
         for (std::int64_t j = 0; j < real; ++j) {
           lseg[j * Q + j] = diagonal;
           float acc = 0.0f;
           for (std::int64_t i = j + 1; i < real; ++i) {
             acc = F(acc + dA[h * Q + i]);
-            lseg[i * Q + j] = F(prim::expf(acc));
+            lseg[i * Q + j] = F(primitives::expf(acc));
           }
         }
         std::vector<float> mm(static_cast<std::size_t>(real * Q), 0.0f);
@@ -143,21 +143,21 @@ void Mamba2Block::forward_reference(const float* x, std::int64_t batch, std::int
         const float dl = dacs[h * Q + Q - 1];
         std::vector<float> bd(static_cast<std::size_t>(Q * N), 0.0f);
         for (std::int64_t i = 0; i < real; ++i) {
-          const float dec = F(prim::expf(F(dl - dacs[h * Q + i])));
+          const float dec = F(primitives::expf(F(dl - dacs[h * Q + i])));
           for (std::int64_t n = 0; n < N; ++n) bd[i * N + n] = F(MUL(F(bm[i * N + n]), dec));
         }
         std::vector<float> cstate(static_cast<std::size_t>(head_size));
         gemm::gemm_reference(Orientation::TN, xd_h, bd.data(), cstate.data(), P, N, Q);
 
         std::vector<float> h_prev(h_run.begin() + h * head_size, h_run.begin() + (h + 1) * head_size);
-        const float scale = F(prim::expf(F(dl)));
+        const float scale = F(primitives::expf(F(dl)));
         for (std::int64_t e = 0; e < head_size; ++e)
           h_run[h * head_size + e] = F(FMA(scale, F(h_prev[e]), F(cstate[e])));
 
         std::vector<float> ch(static_cast<std::size_t>(real * P));
         gemm::gemm_reference(Orientation::NT, cm.data(), h_prev.data(), ch.data(), real, P, N);
         for (std::int64_t i = 0; i < real; ++i) {
-          const float sc = F(prim::expf(F(dacs[h * Q + i])));
+          const float sc = F(primitives::expf(F(dacs[h * Q + i])));
           for (std::int64_t p = 0; p < P; ++p) {
             const float yoff = F(MUL(F(ch[i * P + p]), sc));
             y_work[(b * T + c0 + i) * di + h * P + p] = F(ydiag[i * P + p] + yoff);
@@ -201,13 +201,13 @@ void Mamba2Block::forward_reference(const float* x, std::int64_t batch, std::int
           const std::int64_t j = h * P + p;
           const float skip =
               F(y_work[(b * T + q0 + li) * di + j] + F(MUL(F(xbc_new[t * cd + j]), F(w[kM2D][h]))));
-          g[t * di + j] = F(MUL(F(skip), F(prim::silu(F(proj[t * dip + j])))));
+          g[t * di + j] = F(MUL(F(skip), F(primitives::silu(F(proj[t * dip + j])))));
         }
       }
     }
   }
   std::vector<float> gn(static_cast<std::size_t>(M * di));
-  norm::rmsnorm_reference(g.data(), w[kM2GatedNorm].data(), gn.data(), M, di, kNormEps);
+  rmsnorm::rmsnorm_reference(g.data(), w[kM2GatedNorm].data(), gn.data(), M, di, kNormEps);
   std::vector<float> out(static_cast<std::size_t>(M * dm));
   gemm::gemm_reference(Orientation::NT, gn.data(), w[kM2OutProj].data(), out.data(), M, dm, di);
   for (std::int64_t i = 0; i < M * dm; ++i) y[i] = F(F(x[i]) + out[i]);

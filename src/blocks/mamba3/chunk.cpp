@@ -37,7 +37,7 @@ void extend_open_chunk(float* dacs, float* colacc, std::int64_t i, float a) {
 void fold_rows(HeadScratch& s, const float* const* v_rows, std::int64_t real) {
   const float dl = F(s.dacs[Q - 1]);
   for (std::int64_t i = 0; i < real; ++i) s.decay_in[i] = F(dl - F(s.dacs[i]));
-  vmath::exp(s.decay_in.data(), s.decay_in.data(), static_cast<std::size_t>(real));
+  vector_math::exp(s.decay_in.data(), s.decay_in.data(), static_cast<std::size_t>(real));
   for (std::int64_t i = 0; i < real; ++i)
     mamba3_kernels::scaled_copy(v_rows[i], F(s.decay_in[i]), s.vs.data() + i * P, P);
   // inc = GEMM_TN(vs, kscale) (k = real <= 64, one leaf): cell (p, n) is the chain over the rows i of
@@ -49,7 +49,7 @@ void fold_rows(HeadScratch& s, const float* const* v_rows, std::int64_t real) {
     std::fill(s.inc.data(), s.inc.data() + P * N, 0.0f);
   if (real < Q)
     for (std::int64_t i = 0; i < P * N; ++i) s.inc[i] = s.inc[i] + 0.0f;
-  mamba3_kernels::decay_accumulate(s.h_run.data(), F(prim::expf(dl)), s.inc.data(), P * N);
+  mamba3_kernels::decay_accumulate(s.h_run.data(), F(primitives::expf(dl)), s.inc.data(), P * N);
 }
 
 }  // namespace mamba3_chunk

@@ -139,7 +139,7 @@ class ForwardCall {
     const std::int64_t dm = d_.d_model, dip = d_.d_in_proj;
     std::vector<float>& normed = a_.normed;
     sized(normed, M_ * dm);
-    norm::rmsnorm(x_, w_.block_norm().data(), normed.data(), M_, dm, kNormEps);
+    rmsnorm::rmsnorm(x_, w_.block_norm().data(), normed.data(), M_, dm, kNormEps);
     sized(proj_, M_ * dip);
     gemm::gemm_packed({normed.data(), dm, 1}, M_, in_proj_, proj_.data());
 
@@ -156,8 +156,8 @@ class ForwardCall {
         pre_dt[m * H_ + h] = F(F(row[d_.col_dt() + h]) + F(w_.dt_bias()[h]));
         pre_sig[m * H_ + h] = F(row[d_.col_trap() + h]);
       }
-    vmath::softplus(pre_dt.data(), dt_.data(), dt_.size());
-    vmath::sigmoid(pre_sig.data(), sig_.data(), sig_.size());
+    vector_math::softplus(pre_dt.data(), dt_.data(), dt_.size());
+    vector_math::sigmoid(pre_sig.data(), sig_.data(), sig_.size());
     for (std::int64_t m = 0; m < M_; ++m)
       for (std::int64_t h = 0; h < H_; ++h) {
         const std::int64_t i = m * H_ + h;
@@ -175,14 +175,14 @@ class ForwardCall {
       std::memcpy(bn_.data() + m * N, proj_.data() + m * dip + d_.col_b(), N * sizeof(float));
       std::memcpy(cn_.data() + m * N, proj_.data() + m * dip + d_.col_c(), N * sizeof(float));
     }
-    norm::rmsnorm(bn_.data(), w_.b_norm().data(), bn_.data(), M_, N, kNormEps);
-    norm::rmsnorm(cn_.data(), w_.c_norm().data(), cn_.data(), M_, N, kNormEps);
+    rmsnorm::rmsnorm(bn_.data(), w_.b_norm().data(), bn_.data(), M_, N, kNormEps);
+    rmsnorm::rmsnorm(cn_.data(), w_.c_norm().data(), cn_.data(), M_, N, kNormEps);
 
     // Step 8's per-token rate a = tanh(angle_raw) * pi, shared by every head.
     sized(rate_, M_ * R);
     for (std::int64_t m = 0; m < M_; ++m)
       for (std::int64_t r = 0; r < R; ++r) rate_[m * R + r] = F(proj_[m * dip + d_.col_angle() + r]);
-    vmath::tanh(rate_.data(), rate_.data(), rate_.size());
+    vector_math::tanh(rate_.data(), rate_.data(), rate_.size());
     for (float& v : rate_) v = F(MUL(v, kPi));
   }
 
@@ -213,9 +213,9 @@ class ForwardCall {
     std::vector<float>&cosines = a_.cosines, &sines = a_.sines;
     sized(cosines, rows * R);
     sized(sines, rows * R);
-    vmath::cos(angle_.data(), cosines.data(),
-               cosines.size());  // F(angle) is the identity: angles are flushed
-    vmath::sin(angle_.data(), sines.data(), sines.size());
+    vector_math::cos(angle_.data(), cosines.data(),
+                     cosines.size());  // F(angle) is the identity: angles are flushed
+    vector_math::sin(angle_.data(), sines.data(), sines.size());
     sized(rotq_, rows * N);
     sized(rotk_, rows * N);
     std::vector<float>&qb = a_.qb, &kb = a_.kb;
@@ -300,7 +300,7 @@ class ForwardCall {
         extend_open_chunk(s.dacs, s.colacc, i, F(adt_at(b, c0 + i, h)));
         float* lrow = s.lseg.data() + (i - first) * Q;
         std::memcpy(lrow, s.colacc, i * sizeof(float));
-        vmath::exp(lrow, lrow, static_cast<std::size_t>(i));
+        vector_math::exp(lrow, lrow, static_cast<std::size_t>(i));
       }
       for (std::int64_t i = real; i < Q; ++i) s.dacs[i] = s.dacs[real - 1];
       if (real > first) {
@@ -409,10 +409,10 @@ class ForwardCall {
                       HeadScratch& s) {
     const std::int64_t rows = real - first, m0 = new_row(b, c0 + first), dip = d_.d_in_proj;
     for (std::int64_t r = 0; r < rows; ++r) s.e_row[r] = F(s.dacs[first + r]);
-    vmath::exp(s.e_row.data(), s.e_row.data(), static_cast<std::size_t>(rows));
+    vector_math::exp(s.e_row.data(), s.e_row.data(), static_cast<std::size_t>(rows));
     for (std::int64_t r = 0; r < rows; ++r)
-      vmath::flush(proj_.data() + (m0 + r) * dip + d_.col_z() + h * P, s.z.data() + r * P, P);
-    vmath::silu(s.z.data(), s.silu_z.data(), static_cast<std::size_t>(rows * P));
+      vector_math::flush(proj_.data() + (m0 + r) * dip + d_.col_z() + h * P, s.z.data() + r * P, P);
+    vector_math::silu(s.z.data(), s.silu_z.data(), static_cast<std::size_t>(rows * P));
     const float d_skip = F(w_.d_skip()[h]);
     for (std::int64_t r = 0; r < rows; ++r) {
       const std::int64_t m = m0 + r;

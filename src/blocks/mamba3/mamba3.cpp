@@ -20,7 +20,7 @@ constexpr int kOutProj = 8;  // out_proj.weight's
 
 // The first non-finite element as "NaN in <name> at flat index <i> REFUSED", or empty.
 std::string non_finite_message(const float* data, std::int64_t count, const std::string& name) {
-  if (finite::all_finite(data, count)) return {};
+  if (finite_scan::all_finite(data, count)) return {};
   try {
     refuse_non_finite(data, count, "", name);
   } catch (const Error& e) {

@@ -38,7 +38,7 @@ void Mamba3Block::forward_reference(const float* x, std::int64_t B, std::int64_t
 
   // Step 2: block norm and in_proj.
   std::vector<float> normed(M * dm), proj(M * dip);
-  norm::rmsnorm_reference(x, w.block_norm().data(), normed.data(), M, dm, kNormEps);
+  rmsnorm::rmsnorm_reference(x, w.block_norm().data(), normed.data(), M, dm, kNormEps);
   gemm_reference(Orientation::NT, normed.data(), w.in_proj().data(), proj.data(), M, dip, dm);
   auto col = [&](std::int64_t m, std::int64_t c) { return proj[m * dip + c]; };
 
@@ -57,8 +57,8 @@ void Mamba3Block::forward_reference(const float* x, std::int64_t B, std::int64_t
       b_raw[m * N + n] = col(m, d.col_b() + n);
       c_raw[m * N + n] = col(m, d.col_c() + n);
     }
-  norm::rmsnorm_reference(b_raw.data(), w.b_norm().data(), bn.data(), M, N, kNormEps);
-  norm::rmsnorm_reference(c_raw.data(), w.c_norm().data(), cn.data(), M, N, kNormEps);
+  rmsnorm::rmsnorm_reference(b_raw.data(), w.b_norm().data(), bn.data(), M, N, kNormEps);
+  rmsnorm::rmsnorm_reference(c_raw.data(), w.c_norm().data(), cn.data(), M, N, kNormEps);
 
   // Step 5: the working sequence, buffered rows first.
   const std::int64_t q0 = state.buffered_tokens;
@@ -85,7 +85,7 @@ void Mamba3Block::forward_reference(const float* x, std::int64_t B, std::int64_t
         for (std::int64_t p = 0; p < P; ++p) vw[(r + h) * P + p] = col(m, d.col_x() + h * P + p);
         // Step 6.
         adtw[r + h] = F(MUL(F(a_new[m * H + h]), F(dtw[r + h])));
-        sigw[r + h] = F(prim::sigmoid(F(col(m, d.col_trap() + h))));
+        sigw[r + h] = F(primitives::sigmoid(F(col(m, d.col_trap() + h))));
       }
     }
 
@@ -131,7 +131,7 @@ void Mamba3Block::forward_reference(const float* x, std::int64_t B, std::int64_t
           const std::int64_t e0 = 2 * j, e1 = 2 * j + 1;
           if (j < R) {
             const float th = F(angle[(m * H + h) * R + j]);
-            const float c = F(prim::cosf(th)), s = F(prim::sinf(th));
+            const float c = F(primitives::cosf(th)), s = F(primitives::sinf(th));
             rotq[base + e0] = F(F(MUL(qv[e0], c)) - F(MUL(qv[e1], s)));
             rotq[base + e1] = F(F(MUL(qv[e0], s)) + F(MUL(qv[e1], c)));
             rotk[base + e0] = F(F(MUL(kv[e0], c)) - F(MUL(kv[e1], s)));
@@ -174,7 +174,7 @@ void Mamba3Block::forward_reference(const float* x, std::int64_t B, std::int64_t
           float acc = 0.0f;
           for (std::int64_t i = j + 1; i < Q; ++i) {
             if (i < real) acc = F(acc + F(adtw[row(b, c * Q + i) + h]));
-            L_[i * Q + j] = F(prim::expf(acc));
+            L_[i * Q + j] = F(primitives::expf(acc));
           }
         }
       }
@@ -211,13 +211,13 @@ void Mamba3Block::forward_reference(const float* x, std::int64_t B, std::int64_t
         const float dl = F(dc[Q - 1]);
         std::vector<float> vs(Q * P, 0.0f), ks(Q * N, 0.0f), inc(P * N);
         for (std::int64_t i = 0; i < real; ++i) {
-          const float e = F(prim::expf(F(dl - F(dc[i]))));
+          const float e = F(primitives::expf(F(dl - F(dc[i]))));
           const std::int64_t r = row(b, c * Q + i) + h;
           for (std::int64_t p = 0; p < P; ++p) vs[i * P + p] = F(MUL(F(vw[r * P + p]), e));
           for (std::int64_t n = 0; n < N; ++n) ks[i * N + n] = kscale[r * N + n];
         }
         gemm_reference(Orientation::TN, vs.data(), ks.data(), inc.data(), P, N, Q);
-        const float decay = F(prim::expf(dl));
+        const float decay = F(primitives::expf(dl));
         for (std::int64_t i = 0; i < P * N; ++i) h_run[i] = F(FMA(decay, F(h_run[i]), F(inc[i])));
       }
       std::copy(h_run.begin(), h_run.end(), h_last.begin() + (b * H + h) * P * N);
@@ -250,14 +250,14 @@ void Mamba3Block::forward_reference(const float* x, std::int64_t B, std::int64_t
           const std::int64_t t = c * Q + i;
           if (t < q0) continue;  // buffered rows emit no outputs
           const std::int64_t m = b * L + (t - q0);
-          const float e = F(prim::expf(F(dc[i])));
+          const float e = F(primitives::expf(F(dc[i])));
           const float tv = F(F(w.d_skip()[h]) + qkdot[m * H + h]);
           for (std::int64_t p = 0; p < P; ++p) {
             const float ys = F(MUL(F(ch[i * P + p]), e));
             const float y0 = F(ys + Yi[i * P + p]);
             const float skip = F(y0 + F(MUL(tv, F(vw[(row(b, t) + h) * P + p]))));
             const float z = F(col(m, d.col_z() + h * P + p));
-            gate[m * di + h * P + p] = F(MUL(F(skip), F(prim::silu(z))));
+            gate[m * di + h * P + p] = F(MUL(F(skip), F(primitives::silu(z))));
           }
         }
       }

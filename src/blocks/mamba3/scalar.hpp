@@ -21,12 +21,12 @@ static_assert(std::bit_cast<std::uint32_t>(kNormEps) == 0x3727C5ACu, "eps differ
 inline float heavy_tail_a(float dd_a) {
   const float xa = fp::F(dd_a);
   const float ht = xa >= 0.0f ? fp::F(1.0f + xa) : fp::F(fp::DIV(1.0f, fp::F(1.0f - xa)));
-  return fp::F(prim::clamp(-ht, -std::bit_cast<float>(0x7F800000u), -kAFloor));
+  return fp::F(primitives::clamp(-ht, -std::bit_cast<float>(0x7F800000u), -kAFloor));
 }
 
 // Step 3: dt = softplus(dd_dt + dt_bias), no clamp.
 inline float softplus_dt(float dd_dt, float dt_bias) {
-  return fp::F(prim::softplus(fp::F(fp::F(dd_dt) + fp::F(dt_bias))));
+  return fp::F(primitives::softplus(fp::F(fp::F(dd_dt) + fp::F(dt_bias))));
 }
 
 // Step 7: gamma_t = dt_t * sig_t and the trapezoid's shifted term beta'_t = dt_{t+1} (1 - sig_{t+1}).
@@ -37,11 +37,11 @@ inline float beta_prime_of(float dt_next, float sig_next) {
 
 // Step 8: mod2pi(v) = FMA(-2pi, floor(DIV(v, 2pi)), v), flushed.
 inline float mod_two_pi(float v) {
-  return fp::F(fp::FMA(-kTwoPi, prim::detail::floor(fp::DIV(v, kTwoPi)), v));
+  return fp::F(fp::FMA(-kTwoPi, primitives::detail::floor(fp::DIV(v, kTwoPi)), v));
 }
 
 // Step 8: the angle rate of one token, a = tanh(angle_raw) * pi (shared by every head).
-inline float angle_rate(float angle_raw) { return fp::F(fp::MUL(prim::tanhf(fp::F(angle_raw)), kPi)); }
+inline float angle_rate(float angle_raw) { return fp::F(fp::MUL(primitives::tanhf(fp::F(angle_raw)), kPi)); }
 
 // Step 8: one recurrence step, run <- mod2pi(run + a * dt).
 inline float angle_step(float run, float rate, float dt) {

@@ -42,7 +42,7 @@ void TransformerBlock::forward(const float* x, std::int64_t batch, std::int64_t 
 
   // Steps 1-4: input norm, the q/k/v projections in one product (a cell depends only on k), RoPE on q, k.
   AlignedBuffer<float> normed(static_cast<std::size_t>(rows * dm));
-  norm::rmsnorm(x, weights_.input_norm.data(), normed.data(), rows, dm, kTransformerNormEps);
+  rmsnorm::rmsnorm(x, weights_.input_norm.data(), normed.data(), rows, dm, kTransformerNormEps);
   AlignedBuffer<float> qkv(static_cast<std::size_t>(rows * qkv_width));
   gemm::gemm_packed({normed.data(), dm, 1}, rows, qkv_, qkv.data());
   parallel_for(
@@ -143,7 +143,7 @@ void TransformerBlock::forward(const float* x, std::int64_t batch, std::int64_t 
   for (std::int64_t i = 0; i < rows * dm; ++i) residual[i] = F(F(x[i]) + F(residual[i]));
 
   // Steps 11-12: post-attention norm, SwiGLU, down projection, second residual.
-  norm::rmsnorm(residual.data(), weights_.post_norm.data(), normed.data(), rows, dm, kTransformerNormEps);
+  rmsnorm::rmsnorm(residual.data(), weights_.post_norm.data(), normed.data(), rows, dm, kTransformerNormEps);
   AlignedBuffer<float> gate_up(static_cast<std::size_t>(rows * 2 * it));
   gemm::gemm_packed({normed.data(), dm, 1}, rows, gate_up_, gate_up.data());
   AlignedBuffer<float> hidden(static_cast<std::size_t>(rows * it));
@@ -155,9 +155,9 @@ void TransformerBlock::forward(const float* x, std::int64_t batch, std::int64_t 
           const float* up = gate + it;
           float* out = hidden.data() + t * it;
           const auto n = static_cast<std::size_t>(it);
-          vmath::flush(gate, gate, n);
-          vmath::silu(gate, gate, n);
-          vmath::flush(gate, gate, n);
+          vector_math::flush(gate, gate, n);
+          vector_math::silu(gate, gate, n);
+          vector_math::flush(gate, gate, n);
           for (std::int64_t j = 0; j < it; ++j) out[j] = F(MUL(F(gate[j]), F(up[j])));
         }
       },

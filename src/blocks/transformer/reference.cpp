@@ -67,7 +67,7 @@ void TransformerBlock::forward_reference(const float* x_in, std::int64_t batch, 
   // Steps 1-4.
   const std::vector<float> x(x_in, x_in + m * dm);
   std::vector<float> n1(static_cast<std::size_t>(m * dm));
-  norm::rmsnorm_reference(x.data(), weights.input_norm.data(), n1.data(), m, dm, kTransformerNormEps);
+  rmsnorm::rmsnorm_reference(x.data(), weights.input_norm.data(), n1.data(), m, dm, kTransformerNormEps);
   std::vector<float> q = linear(n1, weights.q, m, qw, dm);
   std::vector<float> k = linear(n1, weights.k, m, kw, dm);
   const std::vector<float> v = linear(n1, weights.v, m, kw, dm);
@@ -132,12 +132,12 @@ void TransformerBlock::forward_reference(const float* x_in, std::int64_t batch, 
   std::vector<float> r1(static_cast<std::size_t>(m * dm));
   for (std::int64_t i = 0; i < m * dm; ++i) r1[i] = F(F(x[i]) + F(o[i]));
   std::vector<float> n2(static_cast<std::size_t>(m * dm));
-  norm::rmsnorm_reference(r1.data(), weights.post_norm.data(), n2.data(), m, dm, kTransformerNormEps);
+  rmsnorm::rmsnorm_reference(r1.data(), weights.post_norm.data(), n2.data(), m, dm, kTransformerNormEps);
   const std::vector<float> gate = linear(n2, weights.gate, m, it, dm);
   const std::vector<float> up = linear(n2, weights.up, m, it, dm);
   std::vector<float> mlp(static_cast<std::size_t>(m * it));
   for (std::int64_t i = 0; i < m * it; ++i) {
-    const float act = F(prim::silu(F(gate[i])));
+    const float act = F(primitives::silu(F(gate[i])));
     mlp[i] = F(MUL(F(act), F(up[i])));
   }
   const std::vector<float> down = linear(mlp, weights.down, m, dm, it);

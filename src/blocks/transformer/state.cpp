@@ -42,7 +42,7 @@ struct Packed {
   // Carried rows [from, old_len) of one block in one buffer: their scan, the move to the new stride and
   // back. Rows below `from` are the caller's (restride_blocks_in_parallel keeps them aside).
   bool rows_finite(const float* buf, std::int64_t block, std::int64_t from = 0) const {
-    return finite::all_finite(buf + (block * old_len + from) * hd, (old_len - from) * hd);
+    return finite_scan::all_finite(buf + (block * old_len + from) * hd, (old_len - from) * hd);
   }
   void move_up(float* buf, std::int64_t block, std::int64_t from = 0) const {
     copy_floats(buf + (block * new_len + from) * hd, buf + (block * old_len + from) * hd,
@@ -124,7 +124,7 @@ bool restride_blocks_in_parallel(const Packed& p, const BlockVisitor& visit) {
       if (refused.load(std::memory_order_relaxed)) return;
       const std::int64_t c = covered_rows(p, i);
       for (int which : {0, 1}) {
-        if (!finite::all_finite(saved_rows(which, i), c * hd) || !p.rows_finite(p.buffer(which), i, c)) {
+        if (!finite_scan::all_finite(saved_rows(which, i), c * hd) || !p.rows_finite(p.buffer(which), i, c)) {
           refused.store(true, std::memory_order_relaxed);
           return;
         }
@@ -327,7 +327,7 @@ void refuse_non_finite_state(const KvCache& cache, const TransformerDims& dims, 
   for (const auto& [buffer, name] : {std::pair{cache.k, "k_cache"}, std::pair{cache.v, "v_cache"}})
     for (std::int64_t block = 0; block < blocks; ++block) {
       const float* rows = block_row(buffer, cache, hd, block, 0);
-      if (!finite::all_finite(rows, held * hd))
+      if (!finite_scan::all_finite(rows, held * hd))
         refuse_non_finite(rows, held * hd, what, name, block * held * hd);
     }
 }
@@ -337,7 +337,8 @@ bool rows_finite(const KvCache& cache, const TransformerDims& dims, std::int64_t
   const std::int64_t blocks = cache.batch * dims.n_kv_heads;
   for (const float* buffer : {cache.k, cache.v})
     for (std::int64_t block = 0; block < blocks; ++block)
-      if (!finite::all_finite(block_row(buffer, cache, hd, block, first), (held - first) * hd)) return false;
+      if (!finite_scan::all_finite(block_row(buffer, cache, hd, block, first), (held - first) * hd))
+        return false;
   return true;
 }
 
