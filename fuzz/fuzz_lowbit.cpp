@@ -19,7 +19,7 @@ using lowbit::WeightFormat;
 
 constexpr std::size_t kMaxElements = 4096;  // every vector the harness fills stays this small
 
-// code * 2^e as formats.md 5 defines it, computed independently of lowbit.cpp: exact in double for
+// code * 2^e as docs/formats.md §5 defines it, computed independently of lowbit.cpp: exact in double for
 // -126 <= e <= 127, +-inf when that leaves float32, the NaN of 0 * inf above 127, signed zero below -126.
 bool matches_dequantized(std::int8_t code, std::int32_t e, float got) {
   if (e > 127) return code == 0 ? std::isnan(got) : std::isinf(got) && (got > 0) == (code > 0);

@@ -3,7 +3,7 @@
 The task: 8 features drawn around three class centres; the label is the nearest centre. Training is
 plain full-batch AdamW in float32 with the SmallMLPTrainer defaults (lr 1e-3 is slow, so this script
 uses lr 0.02 and records it in the file's config). The file is written by the project's test-only
-checkpoint writer (tests/python/mlp_checkpoint_writer.py), so it follows formats.md 4 exactly.
+checkpoint writer (tests/python/mlp_checkpoint_writer.py), so it follows docs/formats.md §4 exactly.
 
 Regenerate with:  python3 tools/make_demo_mlp.py [--out assets/mlp-demo.ckpt]
 """

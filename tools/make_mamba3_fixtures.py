@@ -1,5 +1,5 @@
 """Float64 reference fixtures for the Mamba-3 block, computed in PyTorch from the MATH, not from the
-chunked profile (blocks.md 3.4): per token and head the trapezoidal recurrence
+chunked profile (docs/blocks.md §3.4): per token and head the trapezoidal recurrence
 
     H_t = alpha_t H_{t-1} + beta_t v_{t-1} k_{t-1}^T + gamma_t v_t k_t^T,   y_t = H_t q_t + D v_t,
     alpha_t = exp(A_t dt_t), gamma_t = sigmoid(trap_t) dt_t, beta_t = (1 - sigmoid(trap_t)) dt_t alpha_t,

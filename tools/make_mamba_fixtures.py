@@ -42,7 +42,7 @@ def softplus(v):
 
 
 def mamba1_forward(w, x):
-    """The Mamba-1 block (blocks.md 1) in w's dtype, from a zero state."""
+    """The Mamba-1 block (docs/blocks.md §1) in w's dtype, from a zero state."""
     dm = x.shape[-1]
     di, r = 2 * dm, (dm + 15) // 16
     n = rmsnorm(x, w["norm.weight"])
@@ -64,7 +64,7 @@ def mamba1_forward(w, x):
 
 
 def mamba2_forward(w, x, dt_limit=(0.0, float("inf")), h0=None):
-    """The Mamba-2 block (blocks.md 2) in w's dtype, by its per-token recurrence from h0 (zeros)."""
+    """The Mamba-2 block (docs/blocks.md §2) in w's dtype, by its per-token recurrence from h0 (zeros)."""
     B, L, dm = x.shape
     di = 2 * dm
     H, cd = di // 64, di + 256

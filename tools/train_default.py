@@ -1,7 +1,7 @@
 """Trains samebits' default model: a small byte-level Samba stack (Mamba-3 and attention layers) on the King
-James Bible, in PyTorch, and ships it as a streamed v2 archive (formats.md 3) that samebits loads.
+James Bible, in PyTorch, and ships it as a streamed v2 archive (docs/formats.md §3) that samebits loads.
 
-samebits does no training. This tool implements the MATHEMATICS of the stack (blocks.md 3.4 and 4, api.md 7)
+samebits does no training. This tool implements the MATHEMATICS of the stack (docs/blocks.md §3.4 and §4, docs/api.md §7)
 in ordinary float32 PyTorch, not mojolearn's exact chunked arithmetic; samebits then runs the trained weights
 with its own exact arithmetic, and the two agree within float32 rounding (checked by --check before training
 and by tests/python/test_default_model.py afterwards).
@@ -49,7 +49,7 @@ ASSET_DIR = ROOT / "assets" / "default-model"
 CHECKPOINT_NAME = "samba-kjv.ckpt"
 FIXTURE = ROOT / "tests" / "fixtures" / "default_model" / "heldout_logits.npz"
 
-HEAD_DIM, STATE_DIM, ANGLES = 64, 128, 32  # Mamba-3 constants (formats.md 1.4)
+HEAD_DIM, STATE_DIM, ANGLES = 64, 128, 32  # Mamba-3 constants (docs/formats.md §1.4)
 MAMBA_EPS, ATTENTION_EPS, ROPE_THETA, A_FLOOR = 1e-5, 1e-6, 10000.0, 1e-4
 HELDOUT_FRACTION = 0.05
 
@@ -85,7 +85,7 @@ def registry(cfg):
 
 
 def init_weights(cfg, seed):
-    """formats.md 1.7's scheme: embedding N(0, 0.02); other matrices kaiming-uniform 1/sqrt(fan_in);
+    """docs/formats.md §1.7's scheme: embedding N(0, 0.02); other matrices kaiming-uniform 1/sqrt(fan_in);
     dt_bias U(-4, -2); norm weights, D, B_bias and C_bias one."""
     gen = torch.Generator().manual_seed(seed)
     weights = {}
@@ -149,7 +149,7 @@ def chunked_mix(q, k, v, adt, scale, gamma, chunk=64):
 
 
 def mamba3(w, x):
-    """One Mamba-3 block (blocks.md 3.4) from a zero state: x (B, L, dm) -> x + out."""
+    """One Mamba-3 block (docs/blocks.md §3.4) from a zero state: x (B, L, dm) -> x + out."""
     bsz, length, dm = x.shape
     di = 2 * dm
     nh = di // HEAD_DIM
@@ -191,7 +191,7 @@ def rotate_half(t):
 
 
 def attention(w, x, cfg):
-    """The Llama decoder layer (blocks.md 4, default options, full causal) from position 0."""
+    """The Llama decoder layer (docs/blocks.md §4, default options, full causal) from position 0."""
     bsz, length, dm = x.shape
     nh, nkv, hd = cfg["n_heads"], cfg["n_kv_heads"], cfg["head_dim"]
     n1 = rmsnorm(x, w["input_layernorm.weight"], ATTENTION_EPS)
@@ -210,7 +210,7 @@ def attention(w, x, cfg):
 
 
 def logits(cfg, weights, ids):
-    """(B, L) byte ids -> (B, L, vocab) logits, every block from a zero state (api.md 7)."""
+    """(B, L) byte ids -> (B, L, vocab) logits, every block from a zero state (docs/api.md §7)."""
     x = weights["embed.weight"][ids]
     for i, kind in enumerate(cfg["layers"]):
         prefix = f"layers.{i}."
@@ -256,7 +256,7 @@ def heldout_bits_per_byte(cfg, weights, data, context, batch=32, dtype=torch.flo
 # ------------------------------------------------------------------------------------------- archive
 
 def write_archive(path, cfg, weights, optimizer_state, meta):
-    """The streamed v2 archive through the spec-built writer, published atomically (formats.md 3.1)."""
+    """The streamed v2 archive through the spec-built writer, published atomically (docs/formats.md §3.1)."""
     names = [name for name, _ in registry(cfg)]
     flat = lambda ts: np.concatenate([ts[n].detach().float().reshape(-1).numpy() for n in names])  # noqa: E731
     numpy_weights = {n: weights[n].detach().float().numpy().copy() for n in names}
@@ -278,7 +278,7 @@ def write_archive(path, cfg, weights, optimizer_state, meta):
 
 
 def read_archive(path):
-    """(config dict, weights) from a streamed v2 archive (formats.md 3.2), header digest and parameter digest
+    """(config dict, weights) from a streamed v2 archive (docs/formats.md §3.2), header digest and parameter digest
     checked; independent of samebits' reader."""
     data = Path(path).read_bytes()
     if data[:17] != writer.MAGIC:

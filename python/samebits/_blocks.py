@@ -70,7 +70,7 @@ def refuse_state_with_lengths(state, what):
 
 
 def ragged_forward(run, x, state, lengths, what):
-    """The one ragged spelling (blocks.md 6): refuse a carried state, check `lengths` against x's
+    """The one ragged spelling (docs/blocks.md §6): refuse a carried state, check `lengths` against x's
     (B, L), run `run` on a copy of x whose padding positions are +0.0 (ids: 0), then overwrite the
     padding positions of its (B, L, ...) output with +0.0. x is C-contiguous and already checked."""
     refuse_state_with_lengths(state, what)

@@ -1,4 +1,4 @@
-"""SambaConfig: the shape of a Samba stack (formats.md 1), validated by the engine's own rules and messages."""
+"""SambaConfig: the shape of a Samba stack (docs/formats.md §1), validated by the engine's own rules and messages."""
 
 import os
 import struct

@@ -33,7 +33,7 @@ _DTYPE_SENTENCE = (
     "float64 is refused rather than downcast, so that the bits that ran are bits you made. Convert "
     "yourself and pass float32."
 )
-# Keyword options of the parent block that this CPU path serves only at their defaults (blocks.md 9.4).
+# Keyword options of the parent block that this CPU path serves only at their defaults (docs/blocks.md §9.4).
 _DEFAULT_OPTIONS = (
     ("rope_theta", 10000.0),
     ("rope_scaling", None),
@@ -99,7 +99,7 @@ def _state_buffer(value, what, name, shape):
 
 
 class TransformerState:
-    """The block's decode state, the KV cache (blocks.md 4.2), updated in place by forward and step.
+    """The block's decode state, the KV cache (docs/blocks.md §4.2), updated in place by forward and step.
 
     With B = batch_size, KV = n_kv_heads, HD = head_dim and capacity = window if window > 0 else
     max_tokens, `k_cache` and `v_cache` are FLAT float32 arrays of B * KV * capacity * HD floats. Full

@@ -1,6 +1,6 @@
 """samebits.lowbit: weight storage as bf16 bits or int8 codes, materialized exactly to float32.
 
-Only the storage is low-bit; all arithmetic stays float32 (formats.md section 5). A packed matrix is
+Only the storage is low-bit; all arithmetic stays float32 (docs/formats.md §5). A packed matrix is
 materialized bit-exactly before an inference class runs its fp32 path, so a model built from packed
 weights computes exactly what the fp32 model computes from ``unpack(packed)[0]``.
 

@@ -105,7 +105,7 @@ NumpyOut<float> dequantize_int8(HostIn<std::int8_t, nb::ndim<2>> codes,
 
 void bind_lowbit(nb::module_& m) {
   m.def("_lowbit_to_bf16", &to_bf16, nb::arg("weights").noconvert(),
-        "float32 (rows, cols) C-contiguous -> uint16 bf16 bits (formats.md 5.2, contract L-2).");
+        "float32 (rows, cols) C-contiguous -> uint16 bf16 bits (docs/formats.md §5.2, contract L-2).");
   m.def("_lowbit_from_bf16", &from_bf16, nb::arg("bits").noconvert(),
         "uint16 bf16 bits of any rank, C-contiguous -> float32 of the same shape (exact widening).");
   m.def("_lowbit_quantize_int8", &quantize_int8, nb::arg("weights").noconvert(),

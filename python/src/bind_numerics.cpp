@@ -18,7 +18,7 @@ simd::Target target_from_name(const std::string& name) {
   throw_value_error("samebits: unknown SIMD target '" + name + "' (scalar, avx2 or avx512)");
 }
 
-// C = A_eff * B_eff for the named orientation; shapes follow numerics.md 3.1.
+// C = A_eff * B_eff for the named orientation; shapes follow docs/numerics.md §3.1.
 FloatArrayOut run_gemm(const FloatArrayIn& a, const FloatArrayIn& b, const std::string& orientation,
                        bool reference) {
   if (a.ndim() != 2 || b.ndim() != 2) throw_value_error("samebits.gemm: a and b must be 2-D float32 arrays");

@@ -1,5 +1,5 @@
-// Public C++ API of the Mamba-3 block (api.md 6): Mamba3BlockInference with upstream's validation wording
-// over the exact block of src/blocks/mamba3/mamba3.hpp.
+// Public C++ API of the Mamba-3 block (docs/api.md §6): Mamba3BlockInference with upstream's validation
+// wording over the exact block of src/blocks/mamba3/mamba3.hpp.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +18,7 @@ using Mamba3Reports = blocks::Mamba3Reports;
 
 class Mamba3BlockInference {
  public:
-  // The nine named weights (blocks.md 3.1), in any order: key set, the norm's rank, d_model (a multiple
+  // The nine named weights (docs/blocks.md §3.1), in any order: key set, the norm's rank, d_model (a multiple
   // of 32) and every shape are refused with upstream's wording ("samebits Mamba3Block: …"). The values
   // are copied. weight_format records how the weights were given ("float32", "bfloat16", "int8").
   explicit Mamba3BlockInference(const std::vector<std::pair<std::string, TensorView>>& weights,

@@ -228,7 +228,8 @@ Mamba2BlockInference::Mamba2BlockInference(const NamedTensors& weights, double d
     mamba_api::check_weight_shape(kM2, table[i], view.shape);
     values[i] = copy_of(view);
   }
-  // The limits go down unjudged (blocks.md 2.1): a float64 -> float32 conversion, round to nearest even.
+  // The limits go down unjudged (docs/blocks.md §2.1): a float64 -> float32 conversion, round to nearest
+  // even.
   block_ = std::make_shared<const blocks::Mamba2Block>(std::move(values), static_cast<float>(dt_lo),
                                                        static_cast<float>(dt_hi));
 }

@@ -1,4 +1,4 @@
-// Public C++ API of the Mamba blocks (api.md 4, 5): Mamba1BlockInference and Mamba2BlockInference with
+// Public C++ API of the Mamba blocks (docs/api.md §4, §5): Mamba1BlockInference and Mamba2BlockInference with
 // upstream's validation wording, over the exact blocks of src/blocks.
 #pragma once
 
@@ -40,7 +40,7 @@ void check_state_buffer(const std::string& what, const std::string& name,
 
 class Mamba1BlockInference {
  public:
-  // The ten named weights (blocks.md 1.1); key set, norm rank and shapes refused with upstream wording.
+  // The ten named weights (docs/blocks.md §1.1); key set, norm rank and shapes refused with upstream wording.
   explicit Mamba1BlockInference(const NamedTensors& weights, std::string weight_format = "float32");
 
   // Checks the Python layer runs one by one so dtype refusals interleave in upstream's order.
@@ -76,7 +76,7 @@ class Mamba1BlockInference {
 
 class Mamba2BlockInference {
  public:
-  // The nine named weights (blocks.md 2.1) and dt_limit (lo, hi), converted to float32 here.
+  // The nine named weights (docs/blocks.md §2.1) and dt_limit (lo, hi), converted to float32 here.
   Mamba2BlockInference(const NamedTensors& weights, double dt_lo = 0.0, double dt_hi = 1.0 / 0.0,
                        std::string weight_format = "float32");
 

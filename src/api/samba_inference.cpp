@@ -74,7 +74,7 @@ std::vector<std::vector<float>> tensor_parameters(const models::SambaConfig& con
     const auto it =
         std::find_if(weights.begin(), weights.end(), [&](const auto& w) { return w.first == entry.name; });
     const TensorView& view = it->second;
-    // intermediate is not range-checked by the config (formats.md 1.2), so an entry may want a negative
+    // intermediate is not range-checked by the config (docs/formats.md §1.2), so an entry may want a negative
     // dimension; no array has one, so that entry can never be filled.
     const bool fillable = std::all_of(entry.shape.begin(), entry.shape.end(), [](auto d) { return d >= 0; });
     if (view.shape != entry.shape || !fillable)

@@ -1,5 +1,6 @@
-// SambaInference (api.md 7): the forward-only Samba language model over token ids, with its per-sequence
-// SambaState. The model is immutable and may be shared by threads; each state belongs to one caller.
+// SambaInference (docs/api.md §7): the forward-only Samba language model over token ids, with its
+// per-sequence SambaState. The model is immutable and may be shared by threads; each state belongs to one
+// caller.
 #pragma once
 
 #include <cstdint>
@@ -28,8 +29,8 @@ struct SambaLayerRef {
   TransformerState* attention = nullptr;
 };
 
-// One zero-initialized block state per layer, in stack order (formats.md 2). Copies are explicit: clone()
-// forks a sequence batch at its current position.
+// One zero-initialized block state per layer, in stack order (docs/formats.md §2). Copies are explicit:
+// clone() forks a sequence batch at its current position.
 class SambaState {
  public:
   SambaState(std::int64_t batch_size, std::int64_t max_tokens)

@@ -16,7 +16,7 @@
 namespace samebits {
 
 const char* version();
-// The neural arithmetic profile this engine implements (formats.md Open point 8.3).
+// The neural arithmetic profile this engine implements (docs/formats.md §8.3).
 const char* neural_arithmetic_profile();
 // The numeric mode every surface runs in.
 const char* numeric_mode();
@@ -40,14 +40,14 @@ std::string shape_repr(const std::vector<std::int64_t>& shape);
 std::array<std::int64_t, 2> check_token_shape(const std::vector<std::int64_t>& shape, std::int64_t d_model,
                                               bool step, const std::string& what);
 
-// Ragged-batch lengths (api.md 11): `batch` entries, each in [1, length]; refused by name with `what`
+// Ragged-batch lengths (docs/api.md §11): `batch` entries, each in [1, length]; refused by name with `what`
 // ("samebits TransformerBlock.forward") otherwise.
 void check_ragged_lengths(const std::vector<std::int64_t>& lengths, std::int64_t batch, std::int64_t length,
                           const std::string& what);
 
-// The one ragged spelling (blocks.md 6): a copy of x [batch, length, width] whose padding positions hold
-// zeros (+0.0 / id 0) goes through `run`, whose [batch, length, out_width] result gets its padding positions
-// overwritten with +0.0. No arithmetic changes, so real positions equal each row run alone.
+// The one ragged spelling (docs/blocks.md §6): a copy of x [batch, length, width] whose padding positions
+// hold zeros (+0.0 / id 0) goes through `run`, whose [batch, length, out_width] result gets its padding
+// positions overwritten with +0.0. No arithmetic changes, so real positions equal each row run alone.
 template <typename T, typename Run>
 std::vector<float> ragged_run(const T* x, std::int64_t batch, std::int64_t length, std::int64_t width,
                               const std::vector<std::int64_t>& lengths, std::int64_t out_width, Run&& run) {
@@ -70,7 +70,8 @@ std::string python_name_list(const std::vector<std::string>& names);
 void check_weight_key_set(const std::vector<std::string>& given, const std::vector<std::string>& expected,
                           const std::string& prefix, const std::string& names_note);
 
-// Forward-only SmallMLPTrainer network (api.md 1). Immutable after construction; copies share the model.
+// Forward-only SmallMLPTrainer network (docs/api.md §1). Immutable after construction; copies share the
+// model.
 class MLPInference {
  public:
   // Shapes (16, 8), (16,), (3, 16), (3,); all finite. The values are copied.
@@ -81,7 +82,7 @@ class MLPInference {
   // and weight_format() records the format. Mixed formats are refused.
   MLPInference(const lowbit::PackedMatrix& weight1, const TensorView& bias1,
                const lowbit::PackedMatrix& weight2, const TensorView& bias2);
-  // A SmallMLPTrainer checkpoint (formats.md 4); every refusal is a ValueError.
+  // A SmallMLPTrainer checkpoint (docs/formats.md §4); every refusal is a ValueError.
   static MLPInference from_checkpoint(const std::string& path);
 
   // X: (rows, 8) with 1 <= rows <= 256, finite. Returns (rows, 3) logits, row-major.

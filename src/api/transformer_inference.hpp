@@ -1,4 +1,4 @@
-// TransformerBlockInference (api.md 3): the forward-only Llama block with upstream validation wording,
+// TransformerBlockInference (docs/api.md §3): the forward-only Llama block with upstream validation wording,
 // its KV-cache state, stateless / carried / ragged forward, step, and the scalar twin for cross-checks.
 #pragma once
 
@@ -47,7 +47,7 @@ class TransformerBlockInference {
   std::vector<float> forward(const TensorView& x, TransformerState& state) const;
   // One token per row: x (B, 1, d_model) or (B, d_model); the output has x's rank.
   std::vector<float> step(const TensorView& x, TransformerState& state) const;
-  // Ragged (blocks.md 6): padding inputs replaced by +0.0, the stateless forward, padding outputs +0.0.
+  // Ragged (docs/blocks.md §6): padding inputs replaced by +0.0, the stateless forward, padding outputs +0.0.
   std::vector<float> forward_ragged(const TensorView& x, const std::vector<std::int64_t>& lengths) const;
 
   // The scalar twin of each forward (same refusals, same bits).

@@ -1,5 +1,5 @@
-// TransformerState (api.md 3): the Transformer block's KV cache, the one owner of its buffers and of their
-// layout policy (packed / spread, key tiles, trust, exposure).
+// TransformerState (docs/api.md §3): the Transformer block's KV cache, the one owner of its buffers and of
+// their layout policy (packed / spread, key tiles, trust, exposure).
 #pragma once
 
 #include <cstdint>
@@ -10,7 +10,7 @@
 
 namespace samebits {
 
-// The decode state (blocks.md 4.2): k_cache / v_cache of batch * n_kv * capacity * head_dim floats
+// The decode state (docs/blocks.md §4.2): k_cache / v_cache of batch * n_kv * capacity * head_dim floats
 // (capacity = window if window > 0 else max_tokens). Everything outside the engine sees the packed layout:
 // full causal, the first batch * n_kv * cached_tokens * head_dim floats are the [B, KV, S, HD] cache and
 // the rest is capacity; a window keeps a ring of W slots per (batch row, kv head), slot = position mod W.

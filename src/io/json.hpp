@@ -1,5 +1,5 @@
 // Strict JSON: a value model, a refusing parser and the Python-compatible canonical encoder
-// (formats.md 3.12).
+// (docs/formats.md §3.12).
 #pragma once
 
 #include <cstddef>

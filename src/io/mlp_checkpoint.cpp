@@ -1,5 +1,6 @@
 // SmallMLPTrainer checkpoint reader: the file checks of MLPInference.from_checkpoint, then the trainer's
-// payload decoder and state validator, in upstream's order and with upstream's sentences (formats.md 4.3).
+// payload decoder and state validator, in upstream's order and with upstream's sentences
+// (docs/formats.md §4.3).
 #include "io/mlp_checkpoint.hpp"
 
 #include <bit>
@@ -27,7 +28,7 @@ constexpr double kFloat32Max = 3.4028234663852886e+38;  // numpy.finfo(float32).
 constexpr std::size_t kMomentCount = 195;               // 128 + 16 + 48 + 3
 constexpr std::size_t kFlagCount = 4;                   // one per tensor
 
-// data_schedule bounds (formats.md 4.4).
+// data_schedule bounds (docs/formats.md §4.4).
 constexpr int kScheduleMaxNodes = 128;
 constexpr int kScheduleMaxDepth = 8;
 constexpr std::size_t kScheduleMaxItems = 128;

@@ -1,4 +1,4 @@
-// Reader of SmallMLPTrainer checkpoint files (formats.md section 4): every check, in order, with upstream's
+// Reader of SmallMLPTrainer checkpoint files (docs/formats.md §4): every check, in order, with upstream's
 // messages.
 #pragma once
 
@@ -13,7 +13,7 @@ namespace samebits::io {
 inline constexpr std::size_t kMlpFileLimit = 32768;  // bytes, final newline included
 inline constexpr std::string_view kMlpFileSchema = "mojolearn.small-mlp-checkpoint.v1";
 inline constexpr std::string_view kMlpStateSchema = "mojolearn.small-mlp-trainer.v1";
-// The engine's neural arithmetic profile (formats.md Open point 8.3); also the default of the
+// The engine's neural arithmetic profile (docs/formats.md §8.3); also the default of the
 // optional envelope key `arithmetic_profile`.
 inline constexpr std::string_view kNeuralArithmeticProfile = "mojolearn.neural-training.fp32.v1";
 // samebits serves only the identical tier, so that is the process mode a file must have been saved under.

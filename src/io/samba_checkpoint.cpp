@@ -1,5 +1,5 @@
-// Samba checkpoint readers: the streamed v2 archive (formats.md 3.2-3.9) and the legacy JSON file (3.11),
-// both finished by SambaInference.from_checkpoint's own checks (3.10), in upstream's order.
+// Samba checkpoint readers: the streamed v2 archive (docs/formats.md §3.2-§3.9) and the legacy JSON file
+// (3.11), both finished by SambaInference.from_checkpoint's own checks (3.10), in upstream's order.
 #include "io/samba_checkpoint.hpp"
 
 #include <sys/stat.h>

@@ -1,5 +1,5 @@
-// Samba checkpoints (formats.md 3): SambaConfig <-> JSON, and the readers of the streamed v2 archive and
-// the legacy JSON file, with every upstream check in upstream's order and upstream's sentences.
+// Samba checkpoints (docs/formats.md §3): SambaConfig <-> JSON, and the readers of the streamed v2 archive
+// and the legacy JSON file, with every upstream check in upstream's order and upstream's sentences.
 #pragma once
 
 #include <cstddef>
@@ -28,7 +28,7 @@ inline constexpr std::string_view kSambaNumericProfile = "fp32_v1";  // the only
 json::Value samba_config_to_json(const models::SambaConfig& config);
 
 // SambaConfig.from_dict(d): the ten keys are read by name (extras ignored), then the constructor's rules
-// run. Stricter than Python's int()/bool()/float() (formats.md 3.13, Open point 8.4): integer fields take
+// run. Stricter than Python's int()/bool()/float() (docs/formats.md §3.13, §8.4): integer fields take
 // JSON integers (or null where the field is optional), layers a list of strings, tie_embeddings a bool,
 // norm_eps/dropout a JSON number. Every refusal is a samebits::Error of kind Value.
 models::SambaConfig samba_config_from_json(const json::Value& dict);

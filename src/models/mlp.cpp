@@ -1,4 +1,4 @@
-// MLP forward (blocks.md 5): two GEMM_NT projections, flushed bias adds, ReLU to +0.0.
+// MLP forward (docs/blocks.md §5): two GEMM_NT projections, flushed bias adds, ReLU to +0.0.
 #include "models/mlp.hpp"
 
 #include <utility>

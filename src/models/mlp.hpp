@@ -1,4 +1,4 @@
-// The SmallMLPTrainer network, 8 -> 16 ReLU -> 3 (blocks.md 5): weights, tensor table and forward pass.
+// The SmallMLPTrainer network, 8 -> 16 ReLU -> 3 (docs/blocks.md §5): weights, tensor table and forward pass.
 #pragma once
 
 #include <array>

@@ -66,7 +66,7 @@ SambaModel::SambaModel(SambaConfig config, std::vector<std::vector<float>> tenso
       dims.n_kv_heads = *config_.n_kv_heads();
       dims.head_dim = *config_.head_dim();
       dims.intermediate = *config_.intermediate();
-      dims.window = 0;  // a Samba stack's attention is always full causal (formats.md 1.4)
+      dims.window = 0;  // a Samba stack's attention is always full causal (docs/formats.md §1.4)
       blocks::TransformerWeights w;
       for (std::vector<float>* t :
            {&w.input_norm, &w.post_norm, &w.q, &w.k, &w.v, &w.o, &w.gate, &w.up, &w.down})

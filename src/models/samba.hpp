@@ -1,4 +1,5 @@
-// The Samba stack (api.md 7): embedding -> [Mamba-3 | attention]* -> final RMSNorm -> tied or untied head.
+// The Samba stack (docs/api.md §7): embedding -> [Mamba-3 | attention]* -> final RMSNorm -> tied or untied
+// head.
 #pragma once
 
 #include <cstdint>
@@ -22,8 +23,8 @@ struct SambaLayerState {
 // (and the head) is held once, as packed panels; only the small vectors (norms, biases) stay raw.
 class SambaModel {
  public:
-  // One float32 buffer per registry tensor, in registry order (formats.md 1.6), already validated (sizes
-  // by the registry, values finite). The buffers are taken over block by block and each raw projection
+  // One float32 buffer per registry tensor, in registry order (docs/formats.md §1.6), already validated
+  // (sizes by the registry, values finite). The buffers are taken over block by block and each raw projection
   // is released as soon as it is packed, so building costs the weights once plus one block's panels.
   SambaModel(SambaConfig config, std::vector<std::vector<float>> tensors);
   // The same from the flat vector in registry layout (split into per-tensor buffers first).
@@ -56,7 +57,7 @@ class SambaModel {
   template <bool Reference>
   void run(const std::int32_t* ids, std::int64_t batch, std::int64_t length,
            std::vector<SambaLayerState>& states, float* logits, const std::string& what) const;
-  // x[count, d_model] = F(embed.weight[ids[t]]) (numerics.md 5), from the raw table or the tied head.
+  // x[count, d_model] = F(embed.weight[ids[t]]) (docs/numerics.md §5), from the raw table or the tied head.
   void embed(const std::int32_t* ids, std::int64_t count, float* x) const;
 
   SambaConfig config_;

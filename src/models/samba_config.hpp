@@ -1,4 +1,4 @@
-// SambaConfig (formats.md 1): the stack's shape, its validation, the fixed block constants and the
+// SambaConfig (docs/formats.md §1): the stack's shape, its validation, the fixed block constants and the
 // tensor registry whose order the checkpoints and the optimizer depend on.
 #pragma once
 
@@ -54,7 +54,7 @@ inline constexpr std::string_view kMamba3KindName = "mamba3";
 inline constexpr std::string_view kAttentionKindName = "attention";
 std::string_view samba_layer_kind_name(SambaLayerKind kind);
 
-// Each block's tensor names in its `_W_NAMES` order (formats.md 1.5); both kinds have nine.
+// Each block's tensor names in its `_W_NAMES` order (docs/formats.md §1.5); both kinds have nine.
 inline constexpr std::size_t kSambaBlockTensorCount = 9;
 inline constexpr std::array<const char*, kSambaBlockTensorCount> kMamba3TensorNames = {
     "block_norm.weight", "in_proj.weight", "dt_bias", "B_norm.weight",
@@ -80,7 +80,7 @@ struct SambaRegistryEntry {
 };
 
 struct SambaRegistry {
-  std::vector<SambaRegistryEntry> entries;  // stack order (formats.md 1.6)
+  std::vector<SambaRegistryEntry> entries;  // stack order (docs/formats.md §1.6)
   std::int64_t total = 0;                   // N, the sum of every size
   // False when some dimension, size, offset or the total did not fit 64 bits and was saturated; the
   // checkpoint validator refuses such configs by the int32 bound long before that matters.
@@ -111,7 +111,7 @@ struct SambaConfigArgs {
 };
 
 // Immutable, validated stack shape. Every refusal is samebits::Error (kind Value) with upstream's
-// sentence under the "samebits.SambaConfig: " prefix, checked in upstream's order (formats.md 1.2).
+// sentence under the "samebits.SambaConfig: " prefix, checked in upstream's order (docs/formats.md §1.2).
 class SambaConfig {
  public:
   explicit SambaConfig(const SambaConfigArgs& args);

@@ -1,4 +1,4 @@
-// Attention twin (blocks.md 4.3 steps 6-9, one row at a time, literally) and the fast-path dispatch.
+// Attention twin (docs/blocks.md §4.3 steps 6-9, one row at a time, literally) and the fast-path dispatch.
 #include "numerics/attention.hpp"
 
 #include <vector>

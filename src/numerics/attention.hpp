@@ -1,4 +1,4 @@
-// Causal / sliding-window attention of blocks.md 4.3 steps 6-9 for one (batch row, kv head) unit:
+// Causal / sliding-window attention of docs/blocks.md §4.3 steps 6-9 for one (batch row, kv head) unit:
 // GEMM-cell scores (k = head_dim), the additive -FLT_MAX mask, the softmax over all keys and the serial
 // value chain. attend_reference is the literal twin; attend is the dispatched fast path (same bits).
 #pragma once

@@ -1,4 +1,4 @@
-// Attention fast kernel shared by the AVX2 and AVX-512 TUs (blocks.md 4.3 steps 6-9). Include inside a
+// Attention fast kernel shared by the AVX2 and AVX-512 TUs (docs/blocks.md §4.3 steps 6-9). Include inside a
 // TU-unique anonymous namespace after `struct Isa` (numerics/isa_*.hpp), with <immintrin.h>, <cstdint>,
 // numerics/attention.hpp, numerics/fp.hpp, numerics/gemm.hpp, numerics/vector_math.hpp and
 // core/aligned_buffer.hpp included at global scope.
@@ -16,7 +16,7 @@
 // skipped key can leave is in the sign of a zero: a value chain that ends at -0.0 becomes +0.0 when a
 // later hidden key has a value with a clear sign bit (+0 * v = +0, -0 + +0 = +0); that is applied.
 // Chains run without per-step flushes while the MXCSR denormal/underflow flags stay clear, and are rerun
-// with every flush when they do not (numerics.md 6a).
+// with every flush when they do not (docs/numerics.md §6a).
 
 using samebits::attention::Unit;
 
@@ -452,7 +452,8 @@ void softmax_keys(float* sc, std::int64_t n, std::int64_t first, std::int64_t lo
     const float mask = key >= lo && key < hi ? 0.0f : samebits::fp::from_bits(kNegFltMaxBits);
     sc[jj] = samebits::fp::F(samebits::fp::F(score) + mask);
   }
-  // The fmax fold may take any shape (numerics.md 2.10): lane-wise over whole vectors, then across lanes.
+  // The fmax fold may take any shape (docs/numerics.md §2.10): lane-wise over whole vectors, then across
+  // lanes.
   float mx = sc[0];
   if (n >= kLanes) {
     V lanes_max = Isa::load(sc);

@@ -1,5 +1,5 @@
-// The whole-buffer non-finite test of numerics.md 1.3, vectorized: every block scans its inputs and
-// state buffers with it on each call before any arithmetic (blocks.md 1.3, 2.3, 3.3, 4.3).
+// The whole-buffer non-finite test of docs/numerics.md §1.3, vectorized: every block scans its inputs and
+// state buffers with it on each call before any arithmetic (docs/blocks.md §1.3, §2.3, §3.3, §4.3).
 #pragma once
 
 #include <cstdint>

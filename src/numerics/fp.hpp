@@ -1,4 +1,5 @@
-// The fp32 notation of numerics.md 1.2: bits, F (flush-to-signed-zero), FMA, MUL, DIV and the order key.
+// The fp32 notation of docs/numerics.md §1.2: bits, F (flush-to-signed-zero), FMA, MUL, DIV and the order
+// key.
 #pragma once
 
 #include <bit>

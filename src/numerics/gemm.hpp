@@ -1,4 +1,4 @@
-// GEMM profile mojolearn.identical.gemm.fp32.v1 (numerics.md 3): leaf-128 serial FMA chains and a
+// GEMM profile mojolearn.identical.gemm.fp32.v1 (docs/numerics.md §3): leaf-128 serial FMA chains and a
 // balanced pairwise fold. gemm_reference is the literal scalar twin; gemm / gemm_packed are the fast
 // paths (SIMD across output columns, register tiles, threads over output tiles) with the same bits.
 #pragma once
@@ -20,14 +20,14 @@ enum class Orientation {
 // its bitwise suite must fail, and the Python package refuses to load it unless explicitly allowed.
 bool sabotage_build();
 
-// Leaf length L(k) of numerics.md 3.2 (0 when k <= 0).
+// Leaf length L(k) of docs/numerics.md §3.2 (0 when k <= 0).
 std::int64_t leaf_length(std::int64_t k);
 
-// Folds partials[0..count) in place with the balanced adjacent-pair tree of numerics.md 3.3 and
+// Folds partials[0..count) in place with the balanced adjacent-pair tree of docs/numerics.md §3.3 and
 // returns F(root). count >= 1.
 float fold_partials(float* partials, std::int64_t count);
 
-// The scalar twin: follows numerics.md 3 literally, one cell at a time, single-threaded.
+// The scalar twin: follows docs/numerics.md §3 literally, one cell at a time, single-threaded.
 void gemm_reference(Orientation orientation, const float* A, const float* B, float* C, std::int64_t m,
                     std::int64_t n, std::int64_t k);
 

@@ -21,7 +21,7 @@ inline constexpr int kMaxTileRows = 8;
 inline constexpr std::int64_t kLeafStride = kMaxTileRows * 32;
 
 // Folds a tile's leaf partials (each already flushed; leaf t at partials + t * leaf_stride) with the
-// balanced adjacent-pair tree of numerics.md 3.3, element-wise across the tile's cells (in place), and
+// balanced adjacent-pair tree of docs/numerics.md §3.3, element-wise across the tile's cells (in place), and
 // writes F(root) of rows < rows and columns < cols to c (leading dimension ldc).
 using FoldTile = void (*)(float* partials, std::int64_t leaves, std::int64_t leaf_stride, int rows, float* c,
                           std::int64_t ldc, int cols);

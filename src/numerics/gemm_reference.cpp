@@ -1,4 +1,4 @@
-// The scalar twin of the GEMM profile: numerics.md 3 spelled out one output cell at a time.
+// The scalar twin of the GEMM profile: docs/numerics.md §3 spelled out one output cell at a time.
 #include <vector>
 
 #include "numerics/fp.hpp"

@@ -1,4 +1,5 @@
-// Exact bf16 / int8 weight storage (formats.md 5): narrowing, quantization and exact materialization to fp32.
+// Exact bf16 / int8 weight storage (docs/formats.md §5): narrowing, quantization and exact materialization to
+// fp32.
 #pragma once
 
 #include <cstddef>

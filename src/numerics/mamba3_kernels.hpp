@@ -1,5 +1,5 @@
-// Array kernels of the Mamba-3 block (blocks.md 3.3): each is dispatched to the active SIMD target and has
-// a scalar `_reference` twin that is its definition; the two agree bit for bit on every input.
+// Array kernels of the Mamba-3 block (docs/blocks.md §3.3): each is dispatched to the active SIMD target and
+// has a scalar `_reference` twin that is its definition; the two agree bit for bit on every input.
 #pragma once
 
 #include <cstdint>
@@ -8,14 +8,15 @@ namespace samebits::mamba3_kernels {
 
 // out[r] = the GEMM profile's single-leaf cell for r < rows: acc = +0.0; for p < len ascending:
 // acc = F(FMA(F(a_r[p]), F(b_r[p]), acc)); out[r] = F(acc), with a_r = a + r * a_stride (a_stride may be
-// 0: one shared vector) and b_r = b + r * b_stride. len <= 128, so the cell is one leaf (numerics.md 3.2).
+// 0: one shared vector) and b_r = b + r * b_stride. len <= 128, so the cell is one leaf
+// (docs/numerics.md §3.2).
 void dot_chains(const float* a, std::int64_t a_stride, const float* b, std::int64_t b_stride,
                 std::int64_t rows, std::int64_t len, float* out);
 void dot_chains_reference(const float* a, std::int64_t a_stride, const float* b, std::int64_t b_stride,
                           std::int64_t rows, std::int64_t len, float* out);
 
 // The same cells with a shared left operand a and each right row scaled first: b_r[p] is replaced by
-// F(MUL(F(b_r[p]), b_scale[r])) (blocks.md 3.3 steps 11 and 16: S = q . (k * scale) without storing k *
+// F(MUL(F(b_r[p]), b_scale[r])) (docs/blocks.md §3.3 steps 11 and 16: S = q . (k * scale) without storing k *
 // scale).
 void scaled_dot_chains(const float* a, const float* b, std::int64_t b_stride, const float* b_scale,
                        std::int64_t rows, std::int64_t len, float* out);
@@ -44,10 +45,10 @@ void axpy_chains_reference(const float* x, std::int64_t x_stride, const float* c
 void axpy_chains_zero_tail(const float* x, const float* const* rows, std::int64_t nonzero, std::int64_t k,
                            std::int64_t n, float* out);
 
-// The Mamba-3 angle recurrence (blocks.md 3.3 step 8) for `lanes` independent angles over `steps` tokens:
-// run[r] <- F(FMA(-2pi, floor(DIV(v, 2pi)), v)) with v = F(run[r] + F(MUL(rate_s[r], F(dt_s)))), where
-// rate_s = rates + s * rate_stride and dt_s = dt[s * dt_stride]; after step s, out[s * out_stride + r] =
-// run[r]. run[] holds the flushed starting angles on entry and the final ones on exit.
+// The Mamba-3 angle recurrence (docs/blocks.md §3.3 step 8) for `lanes` independent angles over `steps`
+// tokens: run[r] <- F(FMA(-2pi, floor(DIV(v, 2pi)), v)) with v = F(run[r] + F(MUL(rate_s[r], F(dt_s)))),
+// where rate_s = rates + s * rate_stride and dt_s = dt[s * dt_stride]; after step s, out[s * out_stride + r]
+// = run[r]. run[] holds the flushed starting angles on entry and the final ones on exit.
 void angle_scan(float* run, std::int64_t lanes, const float* rates, std::int64_t rate_stride, const float* dt,
                 std::int64_t dt_stride, std::int64_t steps, float* out, std::int64_t out_stride);
 void angle_scan_reference(float* run, std::int64_t lanes, const float* rates, std::int64_t rate_stride,
@@ -74,7 +75,8 @@ void bias_rotate(const float* normed, const float* bias, const float* cosines, c
 void bias_rotate_reference(const float* normed, const float* bias, const float* cosines, const float* sines,
                            std::int64_t pairs, std::int64_t n, float* biased, float* rotated);
 
-// The inter-chunk state update (blocks.md 3.3 step 15): h[i] = F(FMA(decay, F(h[i]), F(inc[i]))), i < n.
+// The inter-chunk state update (docs/blocks.md §3.3 step 15): h[i] = F(FMA(decay, F(h[i]), F(inc[i]))), i <
+// n.
 void decay_accumulate(float* h, float decay, const float* inc, std::int64_t n);
 void decay_accumulate_reference(float* h, float decay, const float* inc, std::int64_t n);
 

@@ -15,7 +15,7 @@ inline V splat_bits(std::uint32_t pattern) {
 
 // The chain step: acc = F(FMA(F(a), F(b_eff), acc)) with b_eff = F(MUL(F(b), scale)) when scaled. Without
 // Flush the same operations run unflushed (valid only when mxcsr_flags::run_exact's flags prove every flush
-// inert, numerics.md 6a).
+// inert, docs/numerics.md §6a).
 template <bool Flush, bool Scaled>
 inline V chain_step(V a, V b, V scale, V acc) {
   if constexpr (Flush) {

@@ -1,4 +1,4 @@
-// The x86 MXCSR status flags that prove skipped flushes inert (numerics.md 6a), for the SIMD kernels.
+// The x86 MXCSR status flags that prove skipped flushes inert (docs/numerics.md §6a), for the SIMD kernels.
 #pragma once
 
 #include <xmmintrin.h>

@@ -1,4 +1,4 @@
-// The scalar primitives of numerics.md section 2, written out step by step (baseline ISA, no libm).
+// The scalar primitives of docs/numerics.md §2, written out step by step (baseline ISA, no libm).
 #include "numerics/primitives.hpp"
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// The exact scalar primitives of numerics.md section 2 and their Appendix A literals.
+// The exact scalar primitives of docs/numerics.md §2 and their Appendix A literals.
 #pragma once
 
 #include <bit>
@@ -6,7 +6,7 @@
 
 namespace samebits::primitives {
 
-// Every decimal literal of the step lists, rounded once to float32, each checked against numerics.md
+// Every decimal literal of the step lists, rounded once to float32, each checked against docs/numerics.md
 // Appendix A. They live here (constexpr data, no code) so the scalar primitives and the SIMD twins in
 // vector_math_*.cpp share one spelling.
 namespace lit {
@@ -94,7 +94,7 @@ inline constexpr std::uint32_t kMinusInfBits = 0xFF800000u;
 
 }  // namespace lit
 
-// Each function follows its numerics.md 2.x step list literally (step order, FMA versus plain
+// Each function follows its docs/numerics.md §2.x step list literally (step order, FMA versus plain
 // product versus plain add, every flush). They are deliberately out of line: they are compiled once,
 // in a baseline translation unit, so any translation unit (AVX2 / AVX-512 ones included) may call
 // them without risking an ISA-specific copy being merged into baseline code. Arrays should use the

@@ -1,4 +1,4 @@
-// RMSNorm (numerics.md 4) and the embedding gather (numerics.md 5): scalar twins and fast paths.
+// RMSNorm (docs/numerics.md §4) and the embedding gather (docs/numerics.md §5): scalar twins and fast paths.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Rotary position embedding of blocks.md 4.3 steps 3-4: the inverse frequencies, the per-position
+// Rotary position embedding of docs/blocks.md §4.3 steps 3-4: the inverse frequencies, the per-position
 // cos/sin table (a literal twin and an array-kernel builder with the same bits) and the rotate-half.
 #pragma once
 

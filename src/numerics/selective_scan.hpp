@@ -1,7 +1,8 @@
 // Kernels of the Mamba blocks' token mixers: the 4-tap causal depthwise conv + SiLU that feeds both
-// selective scans (blocks.md 1.3 step 5, 2.3 step 4) and the Mamba-1 selective scan (blocks.md 1.3 step 9).
-// Each has a literal scalar twin; the fast versions vectorize across channels (and, in the scan, every
-// expf per (channel, state) runs in SIMD lanes of channels), never across the time recurrence or a chain.
+// selective scans (docs/blocks.md §1.3 step 5, §2.3 step 4) and the Mamba-1 selective scan
+// (docs/blocks.md §1.3 step 9). Each has a literal scalar twin; the fast versions vectorize across channels
+// (and, in the scan, every expf per (channel, state) runs in SIMD lanes of channels), never across the time
+// recurrence or a chain.
 #pragma once
 
 #include <cstdint>

@@ -57,8 +57,8 @@ inline void store_state_columns(const V columns[kStates], std::int64_t d0, float
 }
 
 // One group of kLanes channels over every row. Without Flush the per-operation flushes are skipped (valid
-// only when the MXCSR flags prove them inert, numerics.md 6a); the values that leave (y, the final h) are
-// flushed either way, since an exact subnormal result raises no flag. The final h is stored only when
+// only when the MXCSR flags prove them inert, docs/numerics.md §6a); the values that leave (y, the final h)
+// are flushed either way, since an exact subnormal result raises no flag. The final h is stored only when
 // `keep` says the pass stands, so a flushing rerun starts from the same h.
 template <bool Flush, typename Keep>
 void scan_group(const samebits::selective_scan::ScanArgs& a, std::int64_t d0, const Keep& keep) {

@@ -1,4 +1,4 @@
-// Kernels of the Mamba-2 SSD chunk (blocks.md 2.3 step 7) for decode-sized work: single-row GEMM cells
+// Kernels of the Mamba-2 SSD chunk (docs/blocks.md §2.3 step 7) for decode-sized work: single-row GEMM cells
 // that need no packing, the segment-sum row extension with its Mm row, and the fused boundary update.
 // Each has a literal scalar twin; the fast versions put independent output cells in SIMD lanes and keep
 // every chain (GEMM leaf, running sum) serial in its lane.
@@ -8,7 +8,7 @@
 
 namespace samebits::ssd {
 
-// One output row of the GEMM profile (numerics.md 3): out[j] = cell(a[0..k), B_eff[., j]) for j < n,
+// One output row of the GEMM profile (docs/numerics.md §3): out[j] = cell(a[0..k), B_eff[., j]) for j < n,
 // leaf length L(k), leaves folded by the balanced tree. NT: B_eff[p][j] = b[j * ldb + p];
 // NN: B_eff[p][j] = b[p * ldb + j]. Cell values equal gemm_reference's bit for bit.
 void row_gemm_nt_reference(const float* a, const float* b, std::int64_t ldb, std::int64_t n, std::int64_t k,

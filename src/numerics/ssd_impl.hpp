@@ -8,7 +8,7 @@ constexpr int kMaxLeaves = 8;
 
 inline V flushed(V x) { return Isa::flush(x); }
 
-// The balanced adjacent-pair fold of numerics.md 3.3 over per-lane leaf partials; F(root).
+// The balanced adjacent-pair fold of docs/numerics.md §3.3 over per-lane leaf partials; F(root).
 inline V fold_lanes(V* parts, int count) {
   while (count > 1) {
     int kept = 0;

@@ -38,7 +38,7 @@ inline V flush(V x) {
 }
 
 // F where a pass flushes, nothing where the MXCSR flags vouch that no flush could act
-// (mxcsr_flags::run_exact, numerics.md 6a): the one switch the two passes of a chain kernel differ by.
+// (mxcsr_flags::run_exact, docs/numerics.md §6a): the one switch the two passes of a chain kernel differ by.
 template <bool kFlush>
 inline V flush_if(V x) {
   if constexpr (kFlush) return Isa::flush(x);

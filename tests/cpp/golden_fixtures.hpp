@@ -1,4 +1,4 @@
-// The deterministic fixtures and digest of goldens.md (hashed_uniform draws, h(...)), for golden tests.
+// The deterministic fixtures and digest of docs/goldens.md (hashed_uniform draws, h(...)), for golden tests.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +11,8 @@
 
 namespace samebits::testing {
 
-// goldens.md 2: n*d float32 in [0, 1] from a SHA-256 stream keyed by the counter bytes and the seed text.
+// docs/goldens.md §2: n*d float32 in [0, 1] from a SHA-256 stream keyed by the counter bytes and the seed
+// text.
 inline std::vector<float> hashed_uniform(std::size_t n, std::size_t d, const std::string& seed) {
   const std::size_t count = n * d;
   io::Sha256 keyer;

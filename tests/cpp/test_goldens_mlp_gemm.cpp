@@ -1,4 +1,5 @@
-// Upstream-recorded digests (goldens.md 2 and 5) for the hashed fixtures: the slabs, GEMM v1 and the MLP.
+// Upstream-recorded digests (docs/goldens.md §2 and §5) for the hashed fixtures: the slabs, GEMM v1 and the
+// MLP.
 #include <gtest/gtest.h>
 
 #include <vector>

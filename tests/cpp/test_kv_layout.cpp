@@ -1,6 +1,6 @@
 // The engine's private KV layout and trust (blocks::KvCache::spread / trusted): a state nobody holds is
 // decoded in the spread layout without moving its cache or rescanning it, with the bits of a state kept
-// packed; every accessor shows the packed layout of blocks.md 4.2 (zeros in the capacity the engine
+// packed; every accessor shows the packed layout of docs/blocks.md §4.2 (zeros in the capacity the engine
 // used); writes through accessors and non-finite rows the engine itself wrote are refused as before.
 #include <gtest/gtest.h>
 

@@ -74,7 +74,7 @@ Value object(std::vector<std::pair<const char*, Value>> members) {
   return Value::make_object(std::move(out));
 }
 
-// A valid v2 archive (formats.md 3.2), written one tensor at a time; moments zero, flags one.
+// A valid v2 archive (docs/formats.md §3.2), written one tensor at a time; moments zero, flags one.
 void write_archive(const std::string& path, const SambaConfig& config) {
   const models::SambaRegistry registry = config.registry();
   const std::int64_t n = registry.total;

@@ -1,4 +1,4 @@
-// Bit-exact checks of bf16 narrowing/widening and int8 quantization/dequantization (formats.md 5.2).
+// Bit-exact checks of bf16 narrowing/widening and int8 quantization/dequantization (docs/formats.md §5.2).
 #include <gtest/gtest.h>
 
 #include <algorithm>

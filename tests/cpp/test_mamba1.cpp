@@ -34,7 +34,7 @@ TEST(Mamba1Golden, HashedHeldOutForwardFastTwinAndDecode) {
   const Mamba1BlockInference block(w.views());
   const std::vector<float> x = testing::hashed_slab(1, 1024);
   EXPECT_EQ(digest(x, {2, 16, 32}), "803a93350f7ea51b");
-  // Fast, twin and token by token from a fresh state give the same bytes (goldens.md 6).
+  // Fast, twin and token by token from a fresh state give the same bytes (docs/goldens.md §6).
   testing::expect_forward_twin_and_decode(block, x, "b2e6c1006bf3a5ce");
 }
 

@@ -1,5 +1,6 @@
-// Upstream-recorded Mamba-3 digests (goldens.md 4 and 4a, hashed fixtures): stateless forward, token-by-token
-// decoding of the same slab, and one decode step after a prefill, by the twin and the fast path.
+// Upstream-recorded Mamba-3 digests (docs/goldens.md §4 and §4a, hashed fixtures): stateless forward,
+// token-by-token decoding of the same slab, and one decode step after a prefill, by the twin and the fast
+// path.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -20,7 +21,7 @@ using testing::golden_digest;
 
 constexpr std::int64_t kB = 2, kL = 16, kD = 32;
 
-// goldens.md 3: w = hashed_uniform(size, 1, seed) * f32(1/4) + f32(-1/8), two roundings.
+// docs/goldens.md §3: w = hashed_uniform(size, 1, seed) * f32(1/4) + f32(-1/8), two roundings.
 std::vector<float> golden_weight(std::size_t size, const std::string& seed) {
   std::vector<float> u = testing::hashed_uniform(size, 1, seed);
   for (float& v : u) {
@@ -80,7 +81,7 @@ std::string decoded_digest(const Mamba3Block& block, Forward fn, const std::vect
   return golden_digest({{y.data(), {kB, kL, kD}}});
 }
 
-// goldens.md 4a: prefill the training slab, then step token 0 of the slab again.
+// docs/goldens.md §4a: prefill the training slab, then step token 0 of the slab again.
 std::string decode_step_digest(const Mamba3Block& block, Forward fn, const std::vector<float>& x) {
   std::vector<float> y(x.size()), token(kB * kD), out(kB * kD);
   Mamba3State state = block.allocate_state(kB);
@@ -126,7 +127,7 @@ TEST(Mamba3Goldens, FastPathReproducesHashedDigestsOnEveryTargetAndThreadCount) 
 }
 
 TEST(Mamba3Goldens, NearLaneWeightCheck) {
-  // goldens.md 3: mamba3 near B_norm.weight[0:2] = 1.0229710340499878, 1.1091084480285645.
+  // docs/goldens.md §3: mamba3 near B_norm.weight[0:2] = 1.0229710340499878, 1.1091084480285645.
   std::vector<float> w = golden_weight(128, "mamba3:near_one:B_norm.weight");
   EXPECT_EQ(1.0f + w[0], 1.0229710340499878f);
   EXPECT_EQ(1.0f + w[1], 1.1091084480285645f);

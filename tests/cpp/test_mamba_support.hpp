@@ -1,4 +1,4 @@
-// Shared fixtures of the Mamba block tests: golden lane weights (goldens.md 3), random weights, slabs.
+// Shared fixtures of the Mamba block tests: golden lane weights (docs/goldens.md §3), random weights, slabs.
 #pragma once
 
 #include <cstdint>
@@ -12,7 +12,7 @@
 
 namespace samebits::testing {
 
-// w(shape, seed) of goldens.md 3: hashed_uniform * float32(1/4) rounded, then + float32(-1/8) rounded.
+// w(shape, seed) of docs/goldens.md §3: hashed_uniform * float32(1/4) rounded, then + float32(-1/8) rounded.
 inline std::vector<float> golden_weight(std::int64_t count, const std::string& seed) {
   std::vector<float> u = hashed_uniform(static_cast<std::size_t>(count), 1, seed);
   for (float& v : u) {
@@ -75,7 +75,7 @@ WeightSet random_weights(const Table& table, std::uint64_t seed) {
   return set;
 }
 
-// The first `count` floats of the hashed draw of goldens.md 2.
+// The first `count` floats of the hashed draw of docs/goldens.md §2.
 inline std::vector<float> hashed_slab(int seed, std::size_t count) {
   std::vector<float> draw = hashed_draw(20000, 16, seed);
   return std::vector<float>(draw.begin(), draw.begin() + static_cast<std::ptrdiff_t>(count));
@@ -106,7 +106,7 @@ inline void put_time_slice(std::vector<float>& x, const std::vector<float>& part
 }
 
 // The (2, 16, 32) slab x through block: forward gives the recorded digest `want`, the scalar twin the same
-// bits, and so does decoding token by token from a fresh state (goldens.md 6); returns that state.
+// bits, and so does decoding token by token from a fresh state (docs/goldens.md §6); returns that state.
 template <typename Block>
 auto expect_forward_twin_and_decode(const Block& block, const std::vector<float>& x,
                                     const std::string& want) {

@@ -1,4 +1,4 @@
-// MLP checkpoint reader: a file written here from formats.md section 4 loads exactly; every refusal class
+// MLP checkpoint reader: a file written here from docs/formats.md §4 loads exactly; every refusal class
 // gets mojolearn's message, in the documented check order.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -59,7 +59,7 @@ std::string descriptor(const std::string& dtype, const std::string& shape,
       {{"dtype", json_string(dtype)}, {"hex", json_string(hex_of_words(words))}, {"shape", shape}});
 }
 
-// goldens.md section 5 recipe: (arange(size) % 7 - 3) / 32, exact in float32.
+// docs/goldens.md §5 recipe: (arange(size) % 7 - 3) / 32, exact in float32.
 std::vector<float> recipe_values(std::size_t size) {
   std::vector<float> values(size);
   for (std::size_t i = 0; i < size; ++i) values[i] = static_cast<float>(static_cast<int>(i % 7) - 3) / 32.0f;

@@ -1,4 +1,4 @@
-// Hand-checked values and threshold behaviour of the exact scalar primitives (numerics.md section 2),
+// Hand-checked values and threshold behaviour of the exact scalar primitives (docs/numerics.md §2),
 // each also pushed through every SIMD target's array twin.
 #include <gtest/gtest.h>
 
@@ -269,7 +269,7 @@ TEST(Softplus, ThresholdTwentyIsInclusive) {
   EXPECT_EQ(bits(primitives::log1pf(primitives::expf(100.0f))), kPlusInf);
 }
 
-// tanhf: below 0.625 the polynomial, from 0.625 up the expf form (numerics.md 2.7 step 3).
+// tanhf: below 0.625 the polynomial, from 0.625 up the expf form (docs/numerics.md §2.7 step 3).
 TEST(Tanh, BranchPointSelectsTheRightFormula) {
   auto exp_form = [](float a) { return 1.0f - fp::DIV(2.0f, primitives::expf(a + a) + 1.0f); };
   auto poly_form = [](float a) {

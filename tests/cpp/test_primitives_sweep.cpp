@@ -216,7 +216,7 @@ TEST(PrimitiveSweep, Exp) {
       },
       [](float v, float y) {
         ASSERT_FALSE(fp::is_subnormal(y)) << "expf never returns a subnormal; input " << std::hexfloat << v;
-        // goldens.md 6: step 3 unfused gives the same floor as the FMA for every float32 input.
+        // docs/goldens.md §6: step 3 unfused gives the same floor as the FMA for every float32 input.
         if (v >= primitives::lit::kExpUnderflowBound && v <= primitives::lit::kExpOverflowBound) {
           const float fused = fp::FMA(v, primitives::lit::kLog2e, 0.5f);
           const float product = v * primitives::lit::kLog2e;

@@ -1,6 +1,6 @@
-// Samba checkpoint readers: archives and legacy files written here from formats.md 3 load with exact bits;
-// upstream's corruption gate, the header/registry/metadata/descriptor checks and the inference checks refuse
-// with their messages, in the documented order. (tests/python/test_samba_checkpoint.py runs the full
+// Samba checkpoint readers: archives and legacy files written here from docs/formats.md §3 load with exact
+// bits; upstream's corruption gate, the header/registry/metadata/descriptor checks and the inference checks
+// refuse with their messages, in the documented order. (tests/python/test_samba_checkpoint.py runs the full
 // refusal table of the independent Python writer through the same reader.)
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -85,7 +85,7 @@ State make_state(const SambaConfigArgs& args, std::uint64_t seed = 7) {
   return state;
 }
 
-// The state's JSON part (formats.md 3.4), the example's optimizer/schedule/RNG (formats.md 3.8).
+// The state's JSON part (docs/formats.md §3.4), the example's optimizer/schedule/RNG (docs/formats.md §3.8).
 Value metadata(const State& state) {
   Value::Array registry;
   for (const auto& entry : state.config.registry().entries) {
@@ -153,7 +153,7 @@ std::string digest_bytes(const std::string& header) {
   return std::string(reinterpret_cast<const char*>(digest.data()), digest.size());
 }
 
-// magic, L, header, SHA-256(header), the four arrays (formats.md 3.2).
+// magic, L, header, SHA-256(header), the four arrays (docs/formats.md §3.2).
 std::string archive(const State& state, std::optional<std::string> header = std::nullopt,
                     std::optional<std::uint64_t> length = std::nullopt) {
   std::string h = header ? *header : stream_header(state);
@@ -249,7 +249,7 @@ const std::string kStream = "Samba checkpoint ";
 // ------------------------------------------------------------------------------------------ valid files
 
 TEST(SambaConfigJson, ToJsonIsTheSpecExampleConfig) {
-  // formats.md 3.8, the "config" object of the example header, copied from the spec.
+  // docs/formats.md §3.8, the "config" object of the example header, copied from the spec.
   EXPECT_EQ(json::canonical_json(io::samba_config_to_json(SambaConfig(example_args()))),
             "{\"d_model\":32,\"dropout\":0.0,\"head_dim\":16,\"intermediate\":64,\"layers\":[\"mamba3\","
             "\"attention\"],\"n_heads\":2,\"n_kv_heads\":2,\"norm_eps\":9.999999747378752e-06,"
@@ -312,7 +312,7 @@ TEST(SambaConfigJson, FromJsonRoundTripsAndIsStrict) {
 TEST_F(SambaCheckpointTest, ExampleArchiveLoadsWithExactBits) {
   State state = make_state(example_args());
   std::string bytes = archive(state);
-  // formats.md 3.8: the example header is 2,731 bytes and the whole file 417,228 bytes.
+  // docs/formats.md §3.8: the example header is 2,731 bytes and the whole file 417,228 bytes.
   EXPECT_EQ(stream_header(state).size(), 2731u);
   ASSERT_EQ(bytes.size(), 417228u);
   std::string path = write("example.samba", bytes);
@@ -419,7 +419,7 @@ TEST_F(SambaCheckpointTest, LegacyWeightsAreSlicedByTheStoredOffsets) {
 // -------------------------------------------------------------------------------------- refusals
 
 TEST_F(SambaCheckpointTest, UpstreamCorruptionGateIsRefused) {
-  // formats.md 3.9: the corruptions mojolearn's own checkpoint gate confirms are refused.
+  // docs/formats.md §3.9: the corruptions mojolearn's own checkpoint gate confirms are refused.
   State state = make_state(example_args());
   const std::string good = archive(state);
   const std::string header = stream_header(state);

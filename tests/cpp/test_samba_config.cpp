@@ -1,5 +1,5 @@
-// SambaConfig: the worked example's registry (formats.md 1.6), every validation rule in upstream's order
-// with its message, float32 rounding of the two floats, block shapes and saturation of absurd sizes.
+// SambaConfig: the worked example's registry (docs/formats.md §1.6), every validation rule in upstream's
+// order with its message, float32 rounding of the two floats, block shapes and saturation of absurd sizes.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -40,7 +40,7 @@ const std::string kPrefix = "samebits.SambaConfig: ";
 TEST(SambaConfig, WorkedExampleRegistryHasTheSpecOffsets) {
   SambaConfig config(example_args());
   SambaRegistry registry = config.registry();
-  // formats.md 1.6, worked example: T = 20, N = 34,530 and these offsets, copied from the spec's list.
+  // docs/formats.md §1.6, worked example: T = 20, N = 34,530 and these offsets, copied from the spec's list.
   struct Expected {
     const char* name;
     std::vector<std::int64_t> shape;
@@ -97,7 +97,7 @@ TEST(SambaConfig, BenchmarkFullConfigCounts) {
   args.intermediate = 1024;
   SambaConfig config(args);
   SambaRegistry registry = config.registry();
-  EXPECT_EQ(registry.entries.size(), 38u);  // formats.md 1.6
+  EXPECT_EQ(registry.entries.size(), 38u);  // docs/formats.md §1.6
   EXPECT_EQ(registry.total, 5664944);
 }
 
@@ -117,7 +117,7 @@ TEST(SambaConfig, UntiedHeadIsTheLastTensor) {
 TEST(SambaConfig, FloatsAreRoundedToFloat32AndKeptAsDoubles) {
   SambaConfigArgs args = example_args();
   SambaConfig defaults(args);
-  // 1e-5 -> float32 0x3727C5AC -> 9.999999747378752e-06 (formats.md 1.1)
+  // 1e-5 -> float32 0x3727C5AC -> 9.999999747378752e-06 (docs/formats.md §1.1)
   EXPECT_EQ(defaults.norm_eps(), 9.999999747378752e-06);
   EXPECT_EQ(std::bit_cast<std::uint32_t>(defaults.norm_eps_f32()), 0x3727C5ACu);
   args.dropout = 0.1;
@@ -282,7 +282,7 @@ TEST(SambaConfig, BlockShapesFollowTheBlockOrder) {
     EXPECT_STREQ(other[i].name, attention[i].name);
     EXPECT_EQ(other[i].shape, attention[i].shape);
   }
-  // d_in_proj = 4*dm + 256 + 3*H + 32 with H = dm / 32 (formats.md 1.4)
+  // d_in_proj = 4*dm + 256 + 3*H + 32 with H = dm / 32 (docs/formats.md §1.4)
   EXPECT_EQ(mamba[1].shape, (std::vector<std::int64_t>{4 * 32 + 256 + 3 + 32, 32}));
   EXPECT_EQ(mamba[8].shape, (std::vector<std::int64_t>{32, 64}));
   // GQA: k/v use n_kv_heads * head_dim

@@ -27,7 +27,8 @@ inline models::SambaConfigArgs samba_args(std::int64_t vocab, std::int64_t d_mod
   return args;
 }
 
-// formats.md's worked example: vocab 256, d_model 32, [mamba3, attention], n_heads 2, intermediate 64, tied.
+// docs/formats.md's worked example: vocab 256, d_model 32, [mamba3, attention], n_heads 2, intermediate 64,
+// tied.
 inline models::SambaConfigArgs upstream_example_args() {
   return samba_args(256, 32, {"mamba3", "attention"}, 2, 64);
 }

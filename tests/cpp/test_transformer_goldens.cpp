@@ -1,4 +1,4 @@
-// Upstream-recorded digests of goldens.md 4 / 4a for the transformer lanes on the hashed fixtures
+// Upstream-recorded digests of docs/goldens.md §4 / §4a for the transformer lanes on the hashed fixtures
 // (the numpy "base" fixtures are checked by tests/python/test_transformer_goldens.py): the stateless
 // forward, the same slab decoded token by token, and one decode step after a carried prefill.
 #include <gtest/gtest.h>
@@ -18,7 +18,7 @@ namespace {
 using testing::digest;
 using testing::hashed_uniform;
 
-// goldens.md 3: w(shape, seed) = u * f32(1/4) + f32(-1/8), two roundings.
+// docs/goldens.md §3: w(shape, seed) = u * f32(1/4) + f32(-1/8), two roundings.
 std::vector<float> golden_weight(std::size_t size, const std::string& seed) {
   std::vector<float> u = hashed_uniform(size, 1, seed);
   for (float& v : u) v = v * 0.25f + -0.125f;
@@ -71,7 +71,7 @@ std::vector<float> hashed_slab(int seed) {
 
 TEST(TransformerGoldens, WeightAndSlabChecks) {
   const Lane near = transformer_lane(true);
-  EXPECT_EQ(near.values[0][0], 0.9321880340576172f);  // goldens.md 3 weight check
+  EXPECT_EQ(near.values[0][0], 0.9321880340576172f);  // docs/goldens.md §3 weight check
   EXPECT_EQ(near.values[0][1], 1.076145052909851f);
   EXPECT_EQ(digest(hashed_slab(1), {2, 16, 32}), "803a93350f7ea51b");
   EXPECT_EQ(digest(hashed_slab(0), {2, 16, 32}), "c27efc5113530683");
@@ -114,7 +114,7 @@ TEST(TransformerGoldens, HeldOutForwardAndTokenByTokenDecode) {
 }
 
 TEST(TransformerGoldens, OneDecodeStepAfterACarriedPrefill) {
-  // goldens.md 4a: prefill the training slab into allocate_state(2, 32), then step token 0 again.
+  // docs/goldens.md §4a: prefill the training slab into allocate_state(2, 32), then step token 0 again.
   const std::vector<float> slab = hashed_slab(0);
   const TransformerBlockInference block = lane_block(false, 0);
   TransformerState state = block.allocate_state(2, 32);

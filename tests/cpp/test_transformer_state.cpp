@@ -1,6 +1,6 @@
-// TransformerState layout and refusals: the packed / ring cache of blocks.md 4.2, a one-ULP cache bump
+// TransformerState layout and refusals: the packed / ring cache of docs/blocks.md §4.2, a one-ULP cache bump
 // moving exactly the expected position, the cached RoPE rows equal to the per-call table, and every
-// refusal of api.md 3 with its wording.
+// refusal of docs/api.md §3 with its wording.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -211,7 +211,7 @@ TEST(TransformerState, WindowRingHoldsTheMostRecentKeysOfTheFullCache) {
   }
 }
 
-// api.md 14.1 item 19's shape of check: a one-ULP bump of flat v_cache[7] just before step 6 must leave
+// docs/api.md §14.1 item 19's shape of check: a one-ULP bump of flat v_cache[7] just before step 6 must leave
 // positions 0..5 alone and move a later one; bumps of the first 32 k_cache cells may be absorbed but can
 // never move an earlier position.
 TEST(TransformerState, OneUlpInTheCacheMovesTheExpectedPosition) {

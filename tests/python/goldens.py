@@ -1,4 +1,4 @@
-"""The deterministic fixtures and digest of goldens.md: base and hashed draws, h(...)."""
+"""The deterministic fixtures and digest of docs/goldens.md: base and hashed draws, h(...)."""
 
 import functools
 import hashlib
@@ -20,7 +20,7 @@ def digest(*arrays):
 
 
 def hashed_uniform(n, d, seed):
-    """n*d float32 in [0, 1] from the SHA-256 stream of goldens.md 2."""
+    """n*d float32 in [0, 1] from the SHA-256 stream of docs/goldens.md §2."""
     count = n * d
     raw = np.arange(count, dtype="<u8").tobytes()
     key = hashlib.sha256(raw + str(seed).encode("ascii")).digest()
@@ -43,7 +43,7 @@ def draw(kind, seed):
 
 
 def golden_weight(shape, seed, lo=-1 / 8, hi=1 / 8):
-    """goldens.md 3: w(shape, seed) = hashed_uniform(prod(shape), 1, seed) * f32(hi - lo) + f32(lo),
+    """docs/goldens.md §3: w(shape, seed) = hashed_uniform(prod(shape), 1, seed) * f32(hi - lo) + f32(lo),
     two float32 roundings, reshaped row-major."""
     size = int(np.prod(shape))
     u = hashed_uniform(size, 1, seed)

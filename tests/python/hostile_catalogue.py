@@ -381,7 +381,7 @@ def _weight_rows(cat):
 
     w1, w2, w3 = mamba1_weights(), mamba2_weights(), mamba3_weights()
     x = tokens((1, 3, D))
-    # blocks.md 3-5, step 1: a Mamba block refuses non-finite weights when it runs, before any arithmetic.
+    # docs/blocks.md §3-§5, step 1: a Mamba block refuses non-finite weights when it runs, before any arithmetic.
     cat.add(category, "Mamba1BlockInference(weights).forward", "a NaN in A_log",
             lambda: samebits.Mamba1BlockInference(dict(w1, A_log=with_nan(w1["A_log"], 3))).forward(x), guard=x)
     cat.add(category, "Mamba1BlockInference(weights)", "an extra key 'x'",
@@ -768,11 +768,11 @@ def _argument_rows(cat):
              lambda: lowbit.format_of([lowbit.pack_one(matrix, "bfloat16"), lowbit.pack_one(matrix, "int8")]))):
         cat.add(category, surface, text, call, guard=matrix)
 
-    # formats.md 5.2 defines quantizing non-finite values: NaN -> code 0, +-inf -> +-127 (absmax exponent 128).
+    # docs/formats.md §5.2 defines quantizing non-finite values: NaN -> code 0, +-inf -> +-127 (absmax exponent 128).
     poisoned = np.array([[np.nan, 1.0, -2.0, 0.5], [np.inf, 1.0, -np.inf, 0.0]], np.float32)
 
     def codes_as_specified(packed):
-        # Hand-derived from formats.md 5.2: row 0 absmax 2 (field 128) -> e = -5, codes x * 32 with NaN -> 0;
+        # Hand-derived from docs/formats.md §5.2: row 0 absmax 2 (field 128) -> e = -5, codes x * 32 with NaN -> 0;
         # row 1 absmax inf (field 255) -> e = 122, +-inf -> +-127, 1 * 2^-122 rounds to 0.
         assert packed.codes.tolist() == [[0, 32, -64, 16], [127, 0, -127, 0]], packed.codes.tolist()
         assert packed.exponents.tolist() == [-5, 122], packed.exponents.tolist()
@@ -780,7 +780,7 @@ def _argument_rows(cat):
     cat.add(category, "lowbit.pack_one", "int8 of rows holding NaN, +inf and -inf",
             lambda: lowbit.pack_one(poisoned, "int8"),
             guard=poisoned, expect="accept", check=codes_as_specified,
-            note="accepted: formats.md 5.2 defines it (NaN -> code 0, +-inf -> +-127); a model then refuses the "
+            note="accepted: docs/formats.md §5.2 defines it (NaN -> code 0, +-inf -> +-127); a model then refuses the "
                  "+-inf row, which materializes to +-inf")
     x = tokens((1, 3, D))
     cat.add(category, "Mamba1BlockInference(weights).forward", "in_proj.weight packed int8 from a matrix holding +inf",
@@ -829,11 +829,11 @@ def _argument_rows(cat):
             ("norm_eps 1e300 (past float32; upstream's float32 rounding raises OverflowError)",
              lambda: C(256, 32, ["mamba3"], norm_eps=1e300), REFUSALS + (OverflowError,)),
             ("vocab 'many'", lambda: C("many", 32, ["mamba3"]), REFUSALS),
-            ("from_dict({}) (api.md: a missing key is a KeyError)", lambda: C.from_dict({}), REFUSALS + (KeyError,)),
+            ("from_dict({}) (docs/api.md: a missing key is a KeyError)", lambda: C.from_dict({}), REFUSALS + (KeyError,)),
             ("from_dict(None)", lambda: C.from_dict(None), REFUSALS)):
         cat.add(category, sc, text, call, allowed=allowed)
 
-    # formats.md 1: the config does not check n_heads % n_kv_heads; the model built from it must.
+    # docs/formats.md §1: the config does not check n_heads % n_kv_heads; the model built from it must.
     odd = C(256, 32, ["attention"], n_heads=2, n_kv_heads=3, intermediate=64)
     cat.add(category, "SambaInference(config, weights)", "a config with n_kv_heads 3 for n_heads 2",
             lambda: samebits.SambaInference(odd, {n: np.full(s, 0.01, np.float32) for n, s in odd.registry()}))

@@ -1,4 +1,4 @@
-"""Test-only writer of SmallMLPTrainer checkpoint files, built from the format rules of formats.md section 4.
+"""Test-only writer of SmallMLPTrainer checkpoint files, built from the format rules of docs/formats.md §4.
 
 It is not mojolearn's writer: it spells the layout out from the spec (canonical JSON of the envelope plus one
 newline, payload hashed over its canonical JSON, tensors as hex of little-endian float32/int32) so that the
@@ -25,7 +25,7 @@ MAX_STEP = 2**31 - 1
 
 
 def canonical(value):
-    """formats.md 3.12: the exact json.dumps arguments the format is defined by, as ASCII bytes."""
+    """docs/formats.md §3.12: the exact json.dumps arguments the format is defined by, as ASCII bytes."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False).encode("ascii")
 
 
@@ -35,7 +35,7 @@ def round_f32(value):
 
 
 def default_weights():
-    """goldens.md section 5: each tensor is (arange(size) % 7 - 3) / 32 in float32, reshaped."""
+    """docs/goldens.md §5: each tensor is (arange(size) % 7 - 3) / 32 in float32, reshaped."""
     return {name: ((np.arange(int(np.prod(shape))) % 7 - 3) / 32).astype(np.float32).reshape(shape)
             for name, shape in zip(NAMES, SHAPES)}
 
@@ -154,10 +154,10 @@ TRAINER = "SmallMLPTrainer "
 
 
 def broken_variants():
-    """[(name, file bytes, expected message substring)] for every refusal class of formats.md 4.3.
+    """[(name, file bytes, expected message substring)] for every refusal class of docs/formats.md §4.3.
     The expected texts are the full messages (mojolearn's sentences). Names starting with "strict_" are
     files mojolearn's own reader lets through or refuses with another text (a BOM, NaN/Infinity literals,
-    float overflow, a float in a shape list; formats.md 3.13 and Open point 8.4): samebits refuses them."""
+    float overflow, a float in a shape list; docs/formats.md §3.13 and §8.4): samebits refuses them."""
     good = valid_bytes()
     text = good.decode("ascii")
     variants = [

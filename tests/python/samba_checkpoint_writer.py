@@ -1,4 +1,4 @@
-"""Test-only writer of Samba checkpoints (streamed v2 archive and legacy JSON), built from formats.md 1 and 3.
+"""Test-only writer of Samba checkpoints (streamed v2 archive and legacy JSON), built from docs/formats.md §1 and §3.
 
 It is not mojolearn's writer: it spells the layouts out from the spec (the SambaConfig rules, the registry,
 canonical JSON via Python's own json.dumps, SHA-256 digests, little-endian arrays, exact sizes) so the readers
@@ -34,7 +34,7 @@ ATTENTION_NAMES = ("input_layernorm.weight", "post_attention_layernorm.weight", 
 
 
 def canonical(value):
-    """formats.md 3.12: the exact json.dumps arguments every Samba format is defined by, as ASCII bytes."""
+    """docs/formats.md §3.12: the exact json.dumps arguments every Samba format is defined by, as ASCII bytes."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False).encode("ascii")
 
 
@@ -57,7 +57,7 @@ def config_dict(vocab, d_model, layers, n_heads=None, n_kv_heads=None, head_dim=
 
 
 def example_config():
-    """The worked example of formats.md 1.6: 20 tensors, 34,530 parameters."""
+    """The worked example of docs/formats.md §1.6: 20 tensors, 34,530 parameters."""
     return config_dict(256, 32, ["mamba3", "attention"], n_heads=2, intermediate=64)
 
 
@@ -75,7 +75,7 @@ def block_shapes(cfg, kind):
 
 
 def registry(cfg):
-    """[(name, shape)] in stack order (formats.md 1.6)."""
+    """[(name, shape)] in stack order (docs/formats.md §1.6)."""
     out = [("embed.weight", (cfg["vocab"], cfg["d_model"]))]
     for i, kind in enumerate(cfg["layers"]):
         out.extend(("layers.%d.%s" % (i, name), shape) for name, shape in block_shapes(cfg, kind))
@@ -125,7 +125,7 @@ def default_schedule():
 
 def build_state(cfg=None, weights=None, *, t=3, optimizer=None, schedule="default", rng=None,
                 numeric_mode="identical", moments=None, flags=None):
-    """(metadata, arrays): the state dictionary of formats.md 3.4 split into its JSON part and its four arrays."""
+    """(metadata, arrays): the state dictionary of docs/formats.md §3.4 split into its JSON part and its four arrays."""
     cfg = example_config() if cfg is None else cfg
     weights = deterministic_weights(cfg) if weights is None else weights
     parameters = flat_parameters(cfg, weights)
@@ -173,7 +173,7 @@ def stream_header(metadata, arrays, edit=None):
 
 
 def stream_bytes(metadata=None, arrays=None, *, edit=None, header=None, digest=None, length=None, body=None):
-    """The archive of formats.md 3.2. `edit(envelope)` changes the header value before it is encoded (and
+    """The archive of docs/formats.md §3.2. `edit(envelope)` changes the header value before it is encoded (and
     honestly hashed); `header` replaces the encoded header bytes, `digest` the 32 digest bytes, `length` the
     stored header length and `body` the array bytes."""
     if metadata is None:
@@ -209,7 +209,7 @@ def legacy_payload(metadata, arrays):
 
 
 def legacy_bytes(metadata=None, arrays=None, *, edit=None, rehash=True, digest=None):
-    """The legacy file of formats.md 3.11: canonical envelope + one newline. `edit(payload)` changes the
+    """The legacy file of docs/formats.md §3.11: canonical envelope + one newline. `edit(payload)` changes the
     payload first; with rehash=False the stored digest stays that of the unedited payload."""
     if metadata is None:
         metadata, arrays = build_state()
@@ -563,7 +563,7 @@ def valid_variants():
 
 
 if __name__ == "__main__":
-    # Self-check against formats.md 3.8: the example header is 2,731 bytes and the file 417,228 bytes.
+    # Self-check against docs/formats.md §3.8: the example header is 2,731 bytes and the file 417,228 bytes.
     metadata, arrays = build_state()
     header = canonical(stream_header(metadata, arrays))
     data = stream_bytes(metadata, arrays)

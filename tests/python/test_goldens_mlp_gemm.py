@@ -1,4 +1,4 @@
-"""Upstream-recorded digests (goldens.md 2, 5) for the MLP and GEMM v1 on the base and hashed fixtures."""
+"""Upstream-recorded digests (docs/goldens.md §2, §5) for the MLP and GEMM v1 on the base and hashed fixtures."""
 
 import numpy as np
 import pytest

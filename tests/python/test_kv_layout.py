@@ -1,7 +1,7 @@
 """A TransformerState made by allocate_state keeps its cache in the engine's private layout while no view of
 it is alive, and decodes there with the bits of a state kept in the caller's own buffers (always packed).
 Whatever is read (k_cache, v_cache, a view held across calls, keys(), cached_tokens, copy()) shows the
-packed layout of blocks.md 4.2, and whatever is written through a view is read (or refused) by the next
+packed layout of docs/blocks.md §4.2, and whatever is written through a view is read (or refused) by the next
 call, as for a packed state."""
 
 import gc

@@ -66,7 +66,7 @@ def _zero_digest(nbytes):
 
 
 def write_large_stream(path, cfg, seed=7):
-    """A valid v2 archive (formats.md 3.2) written one tensor at a time: parameters from tensor_values,
+    """A valid v2 archive (docs/formats.md §3.2) written one tensor at a time: parameters from tensor_values,
     zero moments, every buf_initialized flag 1. Returns (path, parameter bytes)."""
     entries = writer.registry(cfg)
     n, t = parameter_count(cfg), len(entries)
@@ -95,7 +95,7 @@ def write_large_stream(path, cfg, seed=7):
 
 
 def write_large_legacy(path, cfg, seed=7):
-    """A valid legacy JSON file (formats.md 3.11) with the same weights. Its hex text is six times the
+    """A valid legacy JSON file (docs/formats.md §3.11) with the same weights. Its hex text is six times the
     parameter bytes, so it is written for configs under the 256 MiB file limit only."""
     params = np.concatenate([tensor_values(seed, i, name, shape).reshape(-1)
                              for i, (name, shape) in enumerate(writer.registry(cfg))])

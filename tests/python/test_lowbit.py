@@ -1,4 +1,4 @@
-"""samebits.lowbit: packing by rank, exact materialization, and every refusal (api.md 10, formats.md 5).
+"""samebits.lowbit: packing by rank, exact materialization, and every refusal (docs/api.md §10, docs/formats.md §5).
 
 The oracles below are written over Python ints and fractions, not over the library's spelling: bf16
 rounds by comparing the discarded half-word with 0x8000, int8 rounds the exact rational value with

@@ -1,5 +1,5 @@
-"""Mamba1BlockInference over numpy (api.md 4, upstream checks 14.1 items 8 and 13, 14.2, 14.3): the recorded
-digests of goldens.md (base and hashed, stateless and token by token, the 4a state layout), decode ==
+"""Mamba1BlockInference over numpy (docs/api.md §4, upstream checks 14.1 items 8 and 13, 14.2, 14.3): the recorded
+digests of docs/goldens.md (base and hashed, stateless and token by token, the 4a state layout), decode ==
 prefill, rows, prefixes, ragged batches with +0.0 padding bits, writable zero-copy state views, packed
 weights, thread and SIMD independence, and every refusal with its type and wording."""
 

@@ -1,5 +1,5 @@
-"""Mamba2BlockInference over numpy (api.md 5, upstream checks 14.1 items 9, 10, 14, 15, 14.3, 14.4): the
-recorded digests of goldens.md (base, hashed, dt_limit (0.01, 0.1), the decode step), decode == prefill
+"""Mamba2BlockInference over numpy (docs/api.md §5, upstream checks 14.1 items 9, 10, 14, 15, 14.3, 14.4): the
+recorded digests of docs/goldens.md (base, hashed, dt_limit (0.01, 0.1), the decode step), decode == prefill
 across chunk boundaries, the open chunk's buffer and h_last_, initial_states, writable state views, ragged
 batches across a chunk, row surgery on states, and the refusals."""
 

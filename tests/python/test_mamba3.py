@@ -1,4 +1,4 @@
-"""Mamba3BlockInference over numpy (api.md 6, 13, 14): upstream goldens (base and hashed, forward and
+"""Mamba3BlockInference over numpy (docs/api.md §6, §13, §14): upstream goldens (base and hashed, forward and
 decode), decode == prefill, splits, rows, ragged padding, zero-copy writable state views, Input_States,
 packed weights, thread and SIMD independence, and every refusal with its type and wording."""
 
@@ -29,7 +29,7 @@ PIECES = ("theta", "h", "buffer_qrot", "buffer_krot", "buffer_v", "buffer_dt", "
 
 
 def lane(kind):
-    """goldens.md 3: the mamba3 lane, 'ones' (all three norms ones) or 'near' (B/C norms near one)."""
+    """docs/goldens.md §3: the mamba3 lane, 'ones' (all three norms ones) or 'near' (B/C norms near one)."""
     if kind == "ones":
         return lane_weights("mamba3", TENSORS, ones=NORMS)
     return lane_weights("mamba3", TENSORS, ones=("block_norm.weight",), near_one=NORMS[1:])
@@ -54,7 +54,7 @@ def random_weights(d_model=32, seed=0):
     return out
 
 
-# ------------------------------------------------------------------ goldens.md 4 and 4a
+# ------------------------------------------------------------------ docs/goldens.md §4 and §4a
 
 FORWARD_DIGESTS = {
     ("ones", "base"): "6d73873ffe222457",
@@ -100,7 +100,7 @@ def test_one_decode_step_after_a_prefill_reproduces_recorded_digests(kind, draw)
     assert full[:, 16:17].tobytes() == out.tobytes()
 
 
-# ------------------------------------------------------------------ guarantees (api.md 13, 14.1 items 11, 16)
+# ------------------------------------------------------------------ guarantees (docs/api.md §13, §14.1 items 11, 16)
 
 
 def test_rows_alone_prefix_and_ragged_padding():
@@ -112,7 +112,7 @@ def test_rows_alone_prefix_and_ragged_padding():
 
 @pytest.mark.parametrize("length,lengths", [(70, [70, 9, 65]), (300, [300, 1, 65, 129, 257, 128])])
 def test_ragged_rows_across_chunk_boundaries_equal_rows_alone(length, lengths):
-    # api.md 14.4 / 14.5: ragged batches whose rows end on both sides of the 64-row chunks.
+    # docs/api.md §14.4 / §14.5: ragged batches whose rows end on both sides of the 64-row chunks.
     block = model("near")
     x = np.random.default_rng(12).standard_normal((len(lengths), length, 32)).astype(np.float32)
     expect_ragged_equals_rows_alone(block.forward, x, lengths, contiguous_rows=True)
@@ -315,7 +315,7 @@ def test_buffered_tokens_out_of_range_is_refused_natively():
         block.step(slab("base", 1)[:, :1], state)
 
 
-# ------------------------------------------------------------------ refusals (api.md 2, 6, 11, 12)
+# ------------------------------------------------------------------ refusals (docs/api.md §2, §6, §11, §12)
 
 
 def test_backward_and_missing_state_are_refused_by_name():

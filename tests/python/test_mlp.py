@@ -1,4 +1,4 @@
-"""MLPInference over numpy (api.md 1, upstream checks 14.1 items 3-5): shapes, row independence,
+"""MLPInference over numpy (docs/api.md §1, upstream checks 14.1 items 3-5): shapes, row independence,
 thread-count independence, packed weights, copies, and every refusal with its type and wording."""
 
 import array

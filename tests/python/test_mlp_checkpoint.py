@@ -1,4 +1,4 @@
-"""MLPInference.from_checkpoint: every refusal class of formats.md 4.3 raises ValueError with mojolearn's message,
+"""MLPInference.from_checkpoint: every refusal class of docs/formats.md §4.3 raises ValueError with mojolearn's message,
 and valid files give the same logits, bit for bit, as the constructor given the same weights."""
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""SambaInference (api.md 7, upstream checks 14.1 items 17, 18, 20, 21; 14.3 samba case): decode ==
+"""SambaInference (docs/api.md §7, upstream checks 14.1 items 17, 18, 20, 21; 14.3 samba case): decode ==
 forward, split == whole, rows alone, ragged with junk padding, threads, packed weights, concurrent use,
 refusals."""
 

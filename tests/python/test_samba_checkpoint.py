@@ -1,6 +1,6 @@
 """Samba checkpoint reader through the binding: every broken file of the independent test writer is refused
 with its message, valid files of both formats load with the exact weight bits, and the example archive has
-the sizes and header text formats.md 3.8 gives."""
+the sizes and header text docs/formats.md §3.8 gives."""
 import hashlib
 import re
 import subprocess
@@ -69,7 +69,7 @@ def test_example_archive_sizes_and_header_text_are_the_specs(tmp_path):
     metadata, arrays = build_state()
     header = canonical(stream_header(metadata, arrays)).decode("ascii")
     data = stream_bytes(metadata, arrays)
-    # formats.md 3.8: 2,731 header bytes, 417,228 file bytes, and this start and end (hashes zeroed).
+    # docs/formats.md §3.8: 2,731 header bytes, 417,228 file bytes, and this start and end (hashes zeroed).
     assert len(header) == 2731 and len(data) == 417228
     assert len(data) == 17 + 8 + 2731 + 32 + 4 * (3 * 34530 + 20)
     zeroed = re.sub("[0-9a-f]{64}", "0" * 64, header)

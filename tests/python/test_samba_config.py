@@ -1,5 +1,5 @@
 """samebits.SambaConfig: upstream's constructor conversions, every validation rule with its message and in its
-order, float32 rounding, to_dict/from_dict, the registry of the worked example (formats.md 1) and block shapes."""
+order, float32 rounding, to_dict/from_dict, the registry of the worked example (docs/formats.md §1) and block shapes."""
 import json
 import math
 import struct
@@ -19,7 +19,7 @@ def example(**overrides):
     return SambaConfig(**args)
 
 
-# formats.md 1.6, worked example: names, shapes and offsets copied from the spec.
+# docs/formats.md §1.6, worked example: names, shapes and offsets copied from the spec.
 EXAMPLE_REGISTRY = [
     ("embed.weight", (256, 32), 0), ("layers.0.block_norm.weight", (32,), 8192),
     ("layers.0.in_proj.weight", (419, 32), 8224), ("layers.0.dt_bias", (1,), 21632),
@@ -64,7 +64,7 @@ def test_attributes_defaults_and_float32_rounding():
     assert config.layers == ("mamba3", "attention")
     assert (config.n_heads, config.n_kv_heads, config.head_dim, config.intermediate) == (2, 2, 16, 64)
     assert config.tie_embeddings is True
-    assert config.norm_eps == 9.999999747378752e-06          # float32(1e-5), formats.md 1.1
+    assert config.norm_eps == 9.999999747378752e-06          # float32(1e-5), docs/formats.md §1.1
     assert config.dropout == 0.0
     assert example(dropout=0.1).dropout == 0.10000000149011612  # float32(0.1)
     assert type(config.norm_eps) is float and type(config.vocab) is int
@@ -156,7 +156,7 @@ def test_to_dict_and_canonical_json_match_the_spec_example():
                                 "norm_eps": 9.999999747378752e-06, "dropout": 0.0}
     assert list(config.to_dict()) == ["vocab", "d_model", "layers", "n_heads", "n_kv_heads", "head_dim",
                                       "intermediate", "tie_embeddings", "norm_eps", "dropout"]
-    # formats.md 3.8's config object, copied from the spec.
+    # docs/formats.md §3.8's config object, copied from the spec.
     text = json.dumps(config.to_dict(), sort_keys=True, separators=(",", ":"))
     assert text == ('{"d_model":32,"dropout":0.0,"head_dim":16,"intermediate":64,"layers":["mamba3","attention"],'
                     '"n_heads":2,"n_kv_heads":2,"norm_eps":9.999999747378752e-06,"tie_embeddings":true,"vocab":256}')
@@ -203,7 +203,7 @@ def test_block_shapes():
     (256, 384, ["mamba3", "attention", "mamba3", "attention"], 6, None, None, 1024),
 ])
 def test_registry_agrees_with_the_test_writer(args):
-    # The writer spells the registry out from formats.md on its own; both must agree.
+    # The writer spells the registry out from docs/formats.md on its own; both must agree.
     assert SambaConfig(*args).registry() == writer_registry(config_dict(*args))
     assert SambaConfig(*args).to_dict() == config_dict(*args)
 

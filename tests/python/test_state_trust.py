@@ -1,6 +1,6 @@
 """A Mamba-2 or Mamba-3 state skips its per-call non-finite scan only while no view of it can write it:
 every value written through a view, at any time, is still refused by the next call once the view is gone,
-and a state kept in views is scanned on every call (blocks.md 2.3 and 3.3 step 1 are never skipped where
+and a state kept in views is scanned on every call (docs/blocks.md §2.3 and §3.3 step 1 are never skipped where
 they could find something)."""
 
 import gc

@@ -1,4 +1,4 @@
-"""TransformerBlockInference over numpy (api.md 2, 3, 11-14): upstream's checks (rows alone, prefix,
+"""TransformerBlockInference over numpy (docs/api.md §2, §3, §11-§14): upstream's checks (rows alone, prefix,
 ragged, decode == prefill, one ULP in v_cache[7] moving exactly position 6), split and step guarantees
 for windows 0 and 8 and n_kv_heads in {n_heads, n_heads/2, 1}, zero-copy writable state views, packed
 weights, thread / SIMD independence, and every refusal with its type and wording."""

@@ -1,4 +1,4 @@
-"""Upstream-recorded digests of goldens.md 4 and 4a for the transformer and transformer-window lanes,
+"""Upstream-recorded digests of docs/goldens.md §4 and §4a for the transformer and transformer-window lanes,
 base and hashed fixtures, ones and near-one norms: the stateless forward, the same slab decoded token
 by token from a fresh state, and one decode step after a carried prefill."""
 
@@ -21,14 +21,14 @@ TENSORS = [
 ]
 NORMS = ("input_layernorm.weight", "post_attention_layernorm.weight")
 
-# goldens.md 4: (norms, window) -> {fixture: digest}
+# docs/goldens.md §4: (norms, window) -> {fixture: digest}
 FORWARD = {
     ("ones", 0): {"base": "d658bafd272776e1", "hashed": "33aa6df81aac0bcd"},
     ("near", 0): {"base": "80ab5cc2b56af36f", "hashed": "0e628f9d48f2496e"},
     ("ones", 8): {"base": "a35cf82209713d66", "hashed": "980b88a5ef026b11"},
     ("near", 8): {"base": "ac4114e19357cfc1", "hashed": "2e437a2b86507bbb"},
 }
-# goldens.md 4a (only the recorded cells).
+# docs/goldens.md §4a (only the recorded cells).
 DECODE = {
     ("ones", 0, "base"): "cb617deca75d536b",
     ("ones", 0, "hashed"): "24d0838231c0cad8",

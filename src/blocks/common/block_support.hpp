@@ -1,4 +1,4 @@
-// Checks shared by every block: non-finite refusal by name and flat index (numerics.md 1.3).
+// Checks shared by every block: non-finite refusal by name and flat index (docs/numerics.md §1.3).
 #pragma once
 
 #include <cstddef>

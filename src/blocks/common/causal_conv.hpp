@@ -1,5 +1,5 @@
 // The depthwise 4-tap causal conv + SiLU with its carried window, shared by Mamba-1 and Mamba-2
-// (blocks.md 1.3 step 5 and 2.3 step 4).
+// (docs/blocks.md §1.3 step 5 and §2.3 step 4).
 #pragma once
 
 #include <cstdint>
@@ -20,7 +20,7 @@ class CausalConv {
   // F(silu(acc)) with acc the bias-seeded FMA chain over taps 0..3.
   void run(const float* pre, std::int64_t pre_stride, std::int64_t batch, std::int64_t length, float* window,
            float* out) const;
-  // The twin: blocks.md's loop, one cell at a time.
+  // The twin: docs/blocks.md's loop, one cell at a time.
   void run_reference(const float* pre, std::int64_t pre_stride, std::int64_t batch, std::int64_t length,
                      float* window, float* out) const;
 

@@ -1,5 +1,5 @@
-// Mamba-1 block forward (blocks.md 1.3), the fast path: packed GEMMs and channel-vector kernels over the
-// thread pool. It refuses non-finite data first and updates the state in place.
+// Mamba-1 block forward (docs/blocks.md §1.3), the fast path: packed GEMMs and channel-vector kernels over
+// the thread pool. It refuses non-finite data first and updates the state in place.
 #include <algorithm>
 
 #include "blocks/mamba1/mamba1.hpp"

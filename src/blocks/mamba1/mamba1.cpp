@@ -1,5 +1,5 @@
-// Mamba1Block (blocks.md 1): dims, the weights table, construction (weights checked and packed once) and
-// the refusals every call runs first. The forward paths are in forward.cpp and reference.cpp.
+// Mamba1Block (docs/blocks.md §1): dims, the weights table, construction (weights checked and packed once)
+// and the refusals every call runs first. The forward paths are in forward.cpp and reference.cpp.
 #include "blocks/mamba1/mamba1.hpp"
 
 #include <utility>

@@ -1,4 +1,4 @@
-// Mamba1Block, profile mojolearn.identical.mamba1.fp32.v1 (blocks.md 1): weights table and the
+// Mamba1Block, profile mojolearn.identical.mamba1.fp32.v1 (docs/blocks.md §1): weights table and the
 // one forward function (stateless prefill, carried prefill and decode step are all this function).
 #pragma once
 
@@ -51,7 +51,7 @@ class Mamba1Block {
   // must already match.
   void forward(const float* x, std::int64_t batch, std::int64_t length, Mamba1State& state, float* y,
                const std::string& entry) const;
-  // The scalar twin: blocks.md 1.3 literally (gemm_reference, primitives::, one cell at a time).
+  // The scalar twin: docs/blocks.md §1.3 literally (gemm_reference, primitives::, one cell at a time).
   void forward_reference(const float* x, std::int64_t batch, std::int64_t length, Mamba1State& state,
                          float* y, const std::string& entry) const;
 

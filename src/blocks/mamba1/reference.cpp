@@ -1,5 +1,5 @@
-// Mamba-1 block, the scalar twin (blocks.md 1.3 literally): gemm_reference, primitives::, one cell at a time.
-// Same refusals and same bits as the fast path (forward.cpp).
+// Mamba-1 block, the scalar twin (docs/blocks.md §1.3 literally): gemm_reference, primitives::, one cell at a
+// time. Same refusals and same bits as the fast path (forward.cpp).
 #include "blocks/mamba1/mamba1.hpp"
 #include "numerics/fp.hpp"
 #include "numerics/primitives.hpp"

@@ -1,4 +1,4 @@
-// Mamba-1 dims and Mamba1State (blocks.md 1.2): the conv window and the scan state, zero at start.
+// Mamba-1 dims and Mamba1State (docs/blocks.md §1.2): the conv window and the scan state, zero at start.
 #include "blocks/mamba1/state.hpp"
 
 #include "core/state_size.hpp"

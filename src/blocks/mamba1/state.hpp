@@ -1,4 +1,4 @@
-// Mamba-1's shape (dims) and the state it carries between calls (blocks.md 1.2).
+// Mamba-1's shape (dims) and the state it carries between calls (docs/blocks.md §1.2).
 #pragma once
 
 #include <cstdint>
@@ -12,12 +12,13 @@ struct Mamba1Dims {
   static constexpr std::int64_t kConv = 4;
   std::int64_t d_model = 0;
   std::int64_t d_inner = 0;  // 2 * d_model
-  std::int64_t dt_rank = 0;  // ceil(d_model / 16) (blocks.md Open point 9.1)
+  std::int64_t dt_rank = 0;  // ceil(d_model / 16) (docs/blocks.md §9.1)
   std::int64_t x_proj_rows() const { return dt_rank + 2 * kState; }
   static Mamba1Dims for_d_model(std::int64_t d_model);
 };
 
-// The per-sequence state (blocks.md 1.2): conv_window [B, d_inner, 4] and h [B, d_inner, 16], zero at start.
+// The per-sequence state (docs/blocks.md §1.2): conv_window [B, d_inner, 4] and h [B, d_inner, 16], zero at
+// start.
 class Mamba1State {
  public:
   Mamba1State(std::int64_t batch, std::int64_t d_inner);

@@ -1,5 +1,5 @@
-// Mamba-2 block (blocks.md 2): the lazily evaluated report and the fast forward. The fast SSD core runs
-// the chunk schedule of blocks.md 2.3 step 7 but computes only the rows
+// Mamba-2 block (docs/blocks.md §2): the lazily evaluated report and the fast forward. The fast SSD core runs
+// the chunk schedule of docs/blocks.md §2.3 step 7 but computes only the rows
 // whose outputs the call returns: the open chunk's earlier rows enter through kept running sums (dacs,
 // the segment-sum column frontier) and through the state's own buffer, so a decode step costs O(chunk).
 #include <algorithm>
@@ -75,11 +75,11 @@ bool Mamba2Report::evaluated() {
 
 namespace {
 
-// The chunk pass of blocks.md 2.3 step 7 for one head: h_out = F(FMA(F(expf(F(dl))), F(h_prev), F(cstate)))
-// with cstate = GEMM_TN(Xd, B_decay) (k = 256). It is formed as its transpose B_decay^T Xd: each cell is
-// the same serial chain of FMA(F(Xd[i][p]), F(Bd[i][n]), acc) (a fused product is exact, so the operand
-// order inside it cannot matter), B_decay is read in place and only Xd is packed. xd: [Q][P] with rows
-// >= real zero; B row i at b_rows + i * b_stride; dacs: the chunk's running sums.
+// The chunk pass of docs/blocks.md §2.3 step 7 for one head: h_out = F(FMA(F(expf(F(dl))), F(h_prev),
+// F(cstate))) with cstate = GEMM_TN(Xd, B_decay) (k = 256). It is formed as its transpose B_decay^T Xd: each
+// cell is the same serial chain of FMA(F(Xd[i][p]), F(Bd[i][n]), acc) (a fused product is exact, so the
+// operand order inside it cannot matter), B_decay is read in place and only Xd is packed. xd: [Q][P] with
+// rows >= real zero; B row i at b_rows + i * b_stride; dacs: the chunk's running sums.
 void chunk_pass_head(const float* xd, const float* b_rows, std::int64_t b_stride, std::int64_t real,
                      const float* dacs, const float* h_prev, float* h_out) {
   thread_local std::vector<float> dec, bd, ct, cstate;
@@ -211,7 +211,7 @@ ChunkArrays& chunk_arrays() {
   return arrays;
 }
 
-// One call of the fast SSD core (blocks.md 2.3 step 7) as named stages: the open chunk's derived rows,
+// One call of the fast SSD core (docs/blocks.md §2.3 step 7) as named stages: the open chunk's derived rows,
 // dt of the new rows, then per chunk the shared scores G = C B^T and each head's outputs (and the pass
 // that seals a completed chunk into h), and last the open-chunk buffer.
 class SsdCall {

@@ -1,4 +1,4 @@
-// Mamba2Block (blocks.md 2): the weights table, construction (weights checked and packed once) and the
+// Mamba2Block (docs/blocks.md §2): the weights table, construction (weights checked and packed once) and the
 // refusals every call runs first. The forward paths are in forward.cpp and reference.cpp.
 #include "blocks/mamba2/mamba2.hpp"
 

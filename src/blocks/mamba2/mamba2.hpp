@@ -1,4 +1,4 @@
-// Mamba2Block, profile mojolearn.identical.mamba2.fp32.v1 (blocks.md 2): weights table, the lazily
+// Mamba2Block, profile mojolearn.identical.mamba2.fp32.v1 (docs/blocks.md §2): weights table, the lazily
 // evaluated h_last report, and the one forward function (prefill, carried prefill and decode step); the
 // state with its open chunk is in state.hpp. The fast path keeps per-state rows derived from the open
 // chunk so that a decode step costs O(chunk), not O(chunk^2), while giving exactly the bits of re-running
@@ -79,8 +79,8 @@ class Mamba2Block {
   std::shared_ptr<Mamba2Report> forward(const float* x, std::int64_t batch, std::int64_t length,
                                         Mamba2State& state, float* y, const std::string& entry,
                                         const Mamba2Report* superseded = nullptr) const;
-  // The scalar twin: blocks.md 2.3 literally (the open chunk re-run from the buffer, every product through
-  // gemm_reference); h_last is computed eagerly into *h_last when given.
+  // The scalar twin: docs/blocks.md §2.3 literally (the open chunk re-run from the buffer, every product
+  // through gemm_reference); h_last is computed eagerly into *h_last when given.
   void forward_reference(const float* x, std::int64_t batch, std::int64_t length, Mamba2State& state,
                          float* y, const std::string& entry, std::vector<float>* h_last) const;
 
@@ -108,10 +108,10 @@ class Mamba2Block {
 };
 
 namespace mamba2_detail {
-// dt = F(clamp(F(softplus(F(F(raw) + F(bias)))), lo, hi)) (blocks.md 2.3 step 5).
+// dt = F(clamp(F(softplus(F(F(raw) + F(bias)))), lo, hi)) (docs/blocks.md §2.3 step 5).
 float dt_of(float raw, float bias, float lo, float hi);
 // h_last of the final partial chunk from a state: rows [0, buffered_tokens) of the buffer after the
-// boundary h (blocks.md 2.3 step 7 for one chunk). With no buffered rows it is h itself.
+// boundary h (docs/blocks.md §2.3 step 7 for one chunk). With no buffered rows it is h itself.
 void h_last_from_state(const Mamba2StateData& data, const float* A, const float* dt_bias, float dt_lo,
                        float dt_hi, float* h_last);
 }  // namespace mamba2_detail

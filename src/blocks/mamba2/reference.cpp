@@ -1,5 +1,5 @@
-// The Mamba-2 scalar twin: blocks.md 2.3 literally. The open chunk is re-run from the buffer on every call
-// (prefill resumption), every chunk computes its full segment-sum matrix, and every product goes through
+// The Mamba-2 scalar twin: docs/blocks.md §2.3 literally. The open chunk is re-run from the buffer on every
+// call (prefill resumption), every chunk computes its full segment-sum matrix, and every product goes through
 // gemm_reference. This is the definition the fast path is tested against.
 #include <algorithm>
 #include <cstring>

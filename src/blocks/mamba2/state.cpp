@@ -1,4 +1,4 @@
-// Mamba-2 dims and Mamba2State (blocks.md 2.2): allocation, copies, what a call writes, and settling a
+// Mamba-2 dims and Mamba2State (docs/blocks.md §2.2): allocation, copies, what a call writes, and settling a
 // pending report before the state changes.
 #include "blocks/mamba2/state.hpp"
 

@@ -1,5 +1,5 @@
-// Mamba-2's shape (dims) and the state it carries between calls (blocks.md 2.2): the arrays with the open
-// chunk, the rows derived from it, and the trust a call may place in them.
+// Mamba-2's shape (dims) and the state it carries between calls (docs/blocks.md §2.2): the arrays with the
+// open chunk, the rows derived from it, and the trust a call may place in them.
 #pragma once
 
 #include <cstdint>
@@ -48,7 +48,7 @@ struct Mamba2OpenChunkRows {
   static constexpr std::uint64_t kNoGeneration = ~std::uint64_t{0};
 };
 
-// What the per-sequence state holds (blocks.md 2.2); shared with a pending report so the report can be
+// What the per-sequence state holds (docs/blocks.md §2.2); shared with a pending report so the report can be
 // evaluated later from the state the call left.
 struct Mamba2StateData {
   std::int64_t batch = 0;
@@ -105,8 +105,8 @@ class Mamba2State {
   Pin pin(Piece piece);
 
   // Whether every array is known finite without a scan, so that a call may skip its non-finite scan of
-  // the state (blocks.md 2.3 step 1 then has nothing to find): after the engine's own calls, which check
-  // what they write, while no pin is alive and nothing was written through one since a call checked the
+  // the state (docs/blocks.md §2.3 step 1 then has nothing to find): after the engine's own calls, which
+  // check what they write, while no pin is alive and nothing was written through one since a call checked the
   // state. A fresh state (all zeros) is trusted.
   bool trusted() const { return data_->trusted && data_->pins == 0; }
   bool pinned() const { return data_->pins > 0; }

@@ -1,5 +1,5 @@
 // The per-(batch row, head) chunk arithmetic shared by the Mamba-3 fast path and its reports: scratch,
-// the open chunk's running sums (blocks.md 3.3 steps 12-13) and the inter-chunk fold (step 15).
+// the open chunk's running sums (docs/blocks.md §3.3 steps 12-13) and the inter-chunk fold (step 15).
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Mamba-3 fast path: blocks.md 3.3 with the same bits as the twin, computing only what the call emits.
+// Mamba-3 fast path: docs/blocks.md §3.3 with the same bits as the twin, computing only what the call emits.
 //
 // The literal schedule re-runs the whole last working chunk on every call. Here the rows that emit
 // outputs are the only rows whose attention (S, Lseg, Yi) and state read-out are computed; buffered rows

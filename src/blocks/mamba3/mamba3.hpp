@@ -1,4 +1,4 @@
-// Mamba-3 SISO block (blocks.md 3): the nine weights, the reports and the block (the profile constants,
+// Mamba-3 SISO block (docs/blocks.md §3): the nine weights, the reports and the block (the profile constants,
 // dims and the carried state are in state.hpp).
 #pragma once
 
@@ -12,8 +12,8 @@
 
 namespace samebits::blocks {
 
-// The nine tensors in upstream order (blocks.md 3.1) for a d_model: the one table every check reads, and
-// the one the Samba registry composes (in its wider integer, hence the template).
+// The nine tensors in upstream order (docs/blocks.md §3.1) for a d_model: the one table every check reads,
+// and the one the Samba registry composes (in its wider integer, hence the template).
 template <typename Dim>
 std::vector<BasicTensorSpec<Dim>> mamba3_tensor_table(Dim d_model) {
   const Dim di = 2 * d_model, H = di / mamba3::kHeadDim, N = mamba3::kStateDim;
@@ -48,7 +48,7 @@ struct Mamba3Weights {
   const std::vector<float>& out_proj() const { return tensors[8]; }
 };
 
-// The reports of blocks.md 3.2, written after a call when asked for.
+// The reports of docs/blocks.md §3.2, written after a call when asked for.
 struct Mamba3Reports {
   std::vector<float> h_last;      // [B, H, 64, 128] h after the final working chunk
   std::vector<float> k_last;      // [B, H, 128] rotated, pre-scale k of the last working row
@@ -91,7 +91,7 @@ class Mamba3Block {
   // (the sealed h, the buffered rows of the last working chunk, theta), so they can be taken right after a
   // call or later, as long as the state has not changed in between. forward(..., reports) calls this.
   Mamba3Reports reports_of(const Mamba3State& state) const;
-  // The scalar twin: blocks.md 3.3 literally (the whole working sequence, every chunk, gemm_reference,
+  // The scalar twin: docs/blocks.md §3.3 literally (the whole working sequence, every chunk, gemm_reference,
   // scalar primitives), single-threaded. Same refusals, same bits.
   void forward_reference(const float* x, std::int64_t B, std::int64_t L, Mamba3State& state, float* y,
                          Mamba3Reports* reports = nullptr, const char* entry = "mamba3_forward") const {

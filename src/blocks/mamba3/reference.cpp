@@ -1,4 +1,4 @@
-// The Mamba-3 scalar twin: blocks.md 3.3 step by step over the whole working sequence (buffered rows
+// The Mamba-3 scalar twin: docs/blocks.md §3.3 step by step over the whole working sequence (buffered rows
 // followed by the new tokens), every chunk and every row, through gemm_reference and scalar primitives.
 #include <algorithm>
 #include <vector>

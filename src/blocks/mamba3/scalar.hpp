@@ -1,4 +1,5 @@
-// The per-element formulas of Mamba-3 (blocks.md 3.3 steps 3, 7, 8, 9): shared by the twin and the fast path.
+// The per-element formulas of Mamba-3 (docs/blocks.md §3.3 steps 3, 7, 8, 9): shared by the twin and the fast
+// path.
 #pragma once
 
 #include <bit>
@@ -9,7 +10,7 @@
 
 namespace samebits::blocks::mamba3 {
 
-// Literals, each checked against numerics.md Appendix A.
+// Literals, each checked against docs/numerics.md §A.
 inline constexpr float kPi = std::bit_cast<float>(0x40490FDBu);
 inline constexpr float kTwoPi = std::bit_cast<float>(0x40C90FDBu);
 inline constexpr float kAFloor = 1e-4f;

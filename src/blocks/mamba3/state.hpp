@@ -1,4 +1,5 @@
-// Mamba-3 SISO (blocks.md 3): the profile constants, the dims, and the state carried between calls (3.2).
+// Mamba-3 SISO (docs/blocks.md §3): the profile constants, the dims, and the state carried between calls
+// (3.2).
 #pragma once
 
 #include <cstdint>
@@ -34,10 +35,10 @@ struct Mamba3Dims {
   std::int64_t col_angle() const { return col_dt() + 3 * heads; }
 };
 
-// The carried state of blocks.md 3.2: ten float32 arrays in upstream layout, buffered_tokens and pending.
-// It owns its memory; the arrays may be read (read-only pointers) and written through pins between calls
-// (the Python binding exposes them as writable views), so nothing derived from them is trusted without a
-// check. The engine's bookkeeping (raw pieces, derived copies, trust, undo spans) is reached only through
+// The carried state of docs/blocks.md §3.2: ten float32 arrays in upstream layout, buffered_tokens and
+// pending. It owns its memory; the arrays may be read (read-only pointers) and written through pins between
+// calls (the Python binding exposes them as writable views), so nothing derived from them is trusted without
+// a check. The engine's bookkeeping (raw pieces, derived copies, trust, undo spans) is reached only through
 // Mamba3State::EngineAccess.
 class Mamba3State {
  public:
@@ -109,7 +110,7 @@ class Mamba3State {
   void set_input_states(const float* theta, const float* h, const float* k, const float* v);
 
   // Diagnostics: whether every piece is known finite without a scan, so that a call may skip its
-  // non-finite scan of the state (blocks.md 3.3 step 1 then has nothing to find). It holds after the
+  // non-finite scan of the state (docs/blocks.md §3.3 step 1 then has nothing to find). It holds after the
   // engine's own calls, which check every value they write, while no pin is alive and nothing was written
   // through one since; a fresh state (all zeros) is trusted. And whether a pin is alive.
   bool trusted() const { return trusted_ && pins_ == 0; }
@@ -121,7 +122,7 @@ class Mamba3State {
     bool valid = false;
     std::int64_t rows = 0;
     AlignedBuffer<float> adt;     // [B, H, 64] the buffer_adt bits the cache was built from
-    AlignedBuffer<float> dacs;    // [B, H, 64] running sums of adt (blocks.md 3.3 step 12)
+    AlignedBuffer<float> dacs;    // [B, H, 64] running sums of adt (docs/blocks.md §3.3 step 12)
     AlignedBuffer<float> colacc;  // [B, H, 64] Lseg column sums at row rows-1 (step 13), j < rows-1
   };
   struct Span {
@@ -160,9 +161,9 @@ class Mamba3State {
     // After an engine call whose writes were (or were not) all finite. A state pinned during the call
     // stays untrusted: a view still alive may write it.
     void trust_after_call(bool writes_finite) { s_.trusted_ = writes_finite && s_.pins_ == 0; }
-    // What a call of `length` new tokens writes, from the state as it is before that call (blocks.md 3.3
-    // step 18): theta; h when the call seals a chunk or consumes Input_States; pending_k / pending_v
-    // (zeroed) when it consumes them; and per batch row the last working chunk's rows from
+    // What a call of `length` new tokens writes, from the state as it is before that call
+    // (docs/blocks.md §3.3 step 18): theta; h when the call seals a chunk or consumes Input_States; pending_k
+    // / pending_v (zeroed) when it consumes them; and per batch row the last working chunk's rows from
     // max(chunk start, buffered_tokens) in the six buffers.
     std::vector<Span> spans_written_by(std::int64_t length) { return s_.spans_written_by(length); }
 

@@ -1,4 +1,4 @@
-// TransformerBlock's fast forward (blocks.md 4.3): packed projections, the KV cache appended in place,
+// TransformerBlock's fast forward (docs/blocks.md §4.3): packed projections, the KV cache appended in place,
 // attention over key tiles or spans on the thread pool, SwiGLU.
 #include <algorithm>
 #include <cstring>

@@ -1,4 +1,4 @@
-// The scalar twin of TransformerBlock::forward: blocks.md 4.3 step by step, with the oracle's own cache
+// The scalar twin of TransformerBlock::forward: docs/blocks.md §4.3 step by step, with the oracle's own cache
 // layout (stride max_tokens, or the ring) converted from and back to the caller's packed layout.
 #include <vector>
 

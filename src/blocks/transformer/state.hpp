@@ -1,5 +1,5 @@
-// The transformer block's dims and its state, the KV cache of blocks.md 4.2, with the layout operations of
-// the fast path: growing the packed full-causal cache in place, appending a call's keys and values,
+// The transformer block's dims and its state, the KV cache of docs/blocks.md §4.2, with the layout operations
+// of the fast path: growing the packed full-causal cache in place, appending a call's keys and values,
 // gathering a window's key span from its ring.
 #pragma once
 
@@ -24,13 +24,13 @@ struct TransformerDims {
   std::int64_t group() const { return n_heads / n_kv_heads; }  // query heads per kv head
 };
 
-// Profile constants (blocks.md 4.1): RMSNorm eps 1e-6 (0x358637BD), RoPE theta 10000 (0x461C4000),
+// Profile constants (docs/blocks.md §4.1): RMSNorm eps 1e-6 (0x358637BD), RoPE theta 10000 (0x461C4000),
 // absolute positions bounded by max_positions 8192 (the sin/cos domain).
 inline constexpr float kTransformerNormEps = 1e-6f;
 inline constexpr float kRopeTheta = 10000.0f;
 inline constexpr std::int64_t kMaxPositions = 8192;
 
-// The caller-owned KV cache (blocks.md 4.2): two flat float32 buffers of batch * n_kv * capacity *
+// The caller-owned KV cache (docs/blocks.md §4.2): two flat float32 buffers of batch * n_kv * capacity *
 // head_dim floats (capacity = window if window > 0 else max_tokens). Full causal: the first
 // batch * n_kv * cached_tokens * head_dim floats are [batch, n_kv, cached_tokens, head_dim]; the rest is
 // capacity, not state (zeros from allocation, never read as state). Window W: a ring of W slots per
@@ -61,10 +61,10 @@ struct KvCache {
   }
 };
 
-// When a call scans its cache for non-finite contents (blocks.md 4.3 refuses them before any arithmetic):
-// kNow in check_call; kAtAppend while the full-causal cache is restrided, one read of the cache instead
-// of two (a refusal is then raised after the projections but before anything is written, with the same
-// message); kDone when the caller already scanned it for this call (a Samba stack checks every layer
+// When a call scans its cache for non-finite contents (docs/blocks.md §4.3 refuses them before any
+// arithmetic): kNow in check_call; kAtAppend while the full-causal cache is restrided, one read of the cache
+// instead of two (a refusal is then raised after the projections but before anything is written, with the
+// same message); kDone when the caller already scanned it for this call (a Samba stack checks every layer
 // before any layer moves). A windowed cache (a ring, never restrided) is scanned as kNow.
 enum class StateScan { kNow, kAtAppend, kDone };
 
@@ -129,7 +129,7 @@ std::int64_t key_tile_floats(std::int64_t max_tokens, std::int64_t head_dim);
 // false.
 bool make_key_tiles(KvCache& cache, const TransformerDims& dims, AlignedBuffer<float>& tiles);
 
-// The refusal of non-finite carried contents, as blocks.md 4.3 words it: the first offender of k_cache,
+// The refusal of non-finite carried contents, as docs/blocks.md §4.3 words it: the first offender of k_cache,
 // then of v_cache, named by its flat index in the packed layout whatever the cache's layout.
 void refuse_non_finite_state(const KvCache& cache, const TransformerDims& dims, const std::string& what);
 

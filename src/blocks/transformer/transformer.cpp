@@ -1,4 +1,4 @@
-// TransformerBlock: construction, call refusals and the cached RoPE rows (blocks.md 4).
+// TransformerBlock: construction, call refusals and the cached RoPE rows (docs/blocks.md §4).
 #include "blocks/transformer/transformer.hpp"
 
 #include <algorithm>
@@ -155,7 +155,7 @@ void TransformerBlock::check_call(const float* x, std::int64_t batch, std::int64
     throw_value_error(what + ": cached_tokens must be in [0, " + std::to_string(cache.max_tokens) +
                       "] (the cache capacity, max_tokens), got " + std::to_string(cache.cached_tokens) +
                       "; the state and its buffers disagree");
-  // The RoPE table is sized for max_tokens positions (blocks.md Open point 9.5).
+  // The RoPE table is sized for max_tokens positions (docs/blocks.md §9.5).
   if (cache.max_tokens > kMaxPositions)
     throw_value_error(what + ": a rotary table of " + std::to_string(cache.max_tokens) +
                       " positions (max_tokens) exceeds max_positions " + std::to_string(kMaxPositions) +

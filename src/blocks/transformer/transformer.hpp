@@ -1,4 +1,4 @@
-// The Llama decoder block of blocks.md 4 (profile mojolearn.identical.transformer.fp32.v1): RMSNorm,
+// The Llama decoder block of docs/blocks.md §4 (profile mojolearn.identical.transformer.fp32.v1): RMSNorm,
 // GQA attention with RoPE and a KV cache (full causal or a sliding window), residual, RMSNorm, SwiGLU,
 // residual. One code path for the fresh prefill, the carried prefill and the decode step. The dims and
 // the KV cache (the state) are in state.hpp.
@@ -63,7 +63,7 @@ class TransformerBlock {
   // `scan`: when the O(cache) finiteness scan happens (StateScan); x and the bounds are always checked.
   void forward(const float* x, std::int64_t batch, std::int64_t length, KvCache& cache, float* y,
                const std::string& what, StateScan scan) const;
-  // The scalar twin: blocks.md 4.3 literally (gemm_reference, a per-call RoPE table, the oracle's cache
+  // The scalar twin: docs/blocks.md §4.3 literally (gemm_reference, a per-call RoPE table, the oracle's cache
   // layout at stride max_tokens converted back to the packed layout); same refusals, same bits.
   void forward_reference(const float* x, std::int64_t batch, std::int64_t length, KvCache& cache, float* y,
                          const std::string& what) const {
