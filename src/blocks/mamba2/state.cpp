@@ -10,10 +10,6 @@
 
 namespace samebits::blocks {
 
-namespace {
-constexpr std::int64_t Q = Mamba2Dims::kChunk;
-}  // namespace
-
 Mamba2Dims Mamba2Dims::for_d_model(std::int64_t d_model) {
   Mamba2Dims d;
   d.d_model = d_model;
