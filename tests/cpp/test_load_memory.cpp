@@ -157,7 +157,9 @@ SambaConfig large_config() {  // 23.9 M parameters (95.6 MB), the Python test's 
 // written by a forked child, so its buffers never count against this process.
 TEST(LoadMemory, LargeArchivePeakIsBoundedAndWeightsAreExact) {
   const SambaConfig config = large_config();
-  const std::string path = ::testing::TempDir() + "samebits_load_memory.samba";
+  // Per process, so that two suites running at once (a sanitizer build beside a release one) never share it.
+  const std::string path =
+      ::testing::TempDir() + "samebits_load_memory_" + std::to_string(getpid()) + ".samba";
   const pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
