@@ -32,4 +32,18 @@ inline FloatArrayOut to_numpy(std::vector<float>&& values, std::vector<std::size
   return FloatArrayOut(owned->data(), shape.size(), shape.data(), owner);
 }
 
+// A writable numpy view of a pinned state buffer. Its owner is a capsule holding the pin and the state's
+// Python object, so the state stays alive, and exposed (packed, scanned by every call), while any array
+// derived from the view lives; when the last one dies the pin goes and the state may be trusted again.
+template <typename Pin>
+FloatArrayOut pinned_array(nb::handle state, Pin&& pin, std::vector<std::size_t> shape) {
+  struct PinnedOwner {
+    nb::object state;
+    Pin pin;
+  };
+  auto* owner = new PinnedOwner{nb::borrow(state), std::move(pin)};
+  nb::capsule capsule(owner, [](void* p) noexcept { delete static_cast<PinnedOwner*>(p); });
+  return FloatArrayOut(owner->pin.data(), shape.size(), shape.data(), capsule);
+}
+
 }  // namespace samebits::python

@@ -32,18 +32,10 @@ FloatView view_over(Owner& owner, float* data, std::vector<std::size_t> shape) {
   return FloatView(data, shape.size(), shape.data(), nb::find(&owner));
 }
 
-// A writable view of one Mamba-2 array. Its owner is a capsule holding a pin and the state's Python
-// object, so the state stays alive, and untrusted (scanned by every call), while any array derived from it
-// lives.
-struct PinnedArray {
-  nb::object state;
-  Mamba2State::Pin pin;
-};
+// A writable view of one Mamba-2 array (pinned_array); edits through it cannot reach the last call's report.
 FloatView pinned_view(Mamba2State& state, Mamba2State::Piece piece, std::vector<std::size_t> shape) {
-  state.settle_pending_report();  // edits through the view cannot reach the last call's report
-  auto* owner = new PinnedArray{nb::find(&state), state.pin(piece)};
-  nb::capsule capsule(owner, [](void* p) noexcept { delete static_cast<PinnedArray*>(p); });
-  return FloatView(owner->pin.data(), shape.size(), shape.data(), capsule);
+  state.settle_pending_report();
+  return pinned_array(nb::find(&state), state.pin(piece), std::move(shape));
 }
 
 std::vector<std::size_t> shape_of(const TensorView& view) {

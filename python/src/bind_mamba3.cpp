@@ -21,18 +21,11 @@ namespace {
 
 using FloatView = nb::ndarray<nb::numpy, float>;
 
-// A writable view of one state piece. Its owner is a capsule holding a pin and the state's Python object,
-// so the state stays alive, and untrusted (scanned by every call), while any array derived from it lives.
-struct PinnedPiece {
-  nb::object state;
-  Mamba3State::Pin pin;
-};
+// A writable view of one state piece (pinned_array).
 FloatView piece_view(Mamba3State& state, int piece) {
   std::vector<std::size_t> shape;
   for (auto d : state.piece_shape(piece)) shape.push_back(static_cast<std::size_t>(d));
-  auto* owner = new PinnedPiece{nb::find(&state), state.pin(piece)};
-  nb::capsule capsule(owner, [](void* p) noexcept { delete static_cast<PinnedPiece*>(p); });
-  return FloatView(owner->pin.data(), shape.size(), shape.data(), capsule);
+  return pinned_array(nb::find(&state), state.pin(piece), std::move(shape));
 }
 
 std::vector<std::size_t> sizes(std::initializer_list<std::int64_t> dims) {

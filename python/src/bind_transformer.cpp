@@ -20,17 +20,9 @@ namespace {
 // The caller's cache buffers, updated in place: never converted (a converted copy would be updated instead).
 using FloatArrayInOut = nb::ndarray<float, nb::c_contig, nb::device::cpu>;
 
-// A writable numpy view of one pinned buffer. Its owner is a capsule holding the pin and the state's Python
-// object, so the state stays alive, packed and untrusted while any array derived from the view lives;
-// when the last one dies the pin goes and the next call scans the state (then may trust it again).
-struct PinnedOwner {
-  nb::object state;
-  TransformerState::Pin pin;
-};
+// A writable numpy view of one whole cache buffer (pinned_array).
 FloatArrayOut pinned_view(TransformerState& state, bool keys, std::vector<std::size_t> shape) {
-  auto* owner = new PinnedOwner{nb::find(&state), keys ? state.pin_k_cache() : state.pin_v_cache()};
-  nb::capsule capsule(owner, [](void* p) noexcept { delete static_cast<PinnedOwner*>(p); });
-  return FloatArrayOut(owner->pin.data(), shape.size(), shape.data(), capsule);
+  return pinned_array(nb::find(&state), keys ? state.pin_k_cache() : state.pin_v_cache(), std::move(shape));
 }
 
 // keys() / values(): full causal, a pinned view of the used region [B, KV, S, HD] of the packed buffer;

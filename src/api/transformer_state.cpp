@@ -96,7 +96,7 @@ void TransformerState::set_cached_tokens(std::int64_t value) {
 TransformerState::Pin TransformerState::pin(Buffer& buffer) {
   pack();
   trusted_ = false;  // what is written through it is scanned by the next call after the last pin
-  return Pin(this, buffer.data());
+  return Pin(pins_, buffer.data(), cache_floats());
 }
 
 std::int64_t TransformerState::held_tokens() const {

@@ -7,6 +7,7 @@
 
 #include "blocks/transformer/transformer.hpp"
 #include "core/aligned_buffer.hpp"
+#include "core/buffer_pin.hpp"
 
 namespace samebits {
 
@@ -56,22 +57,7 @@ class TransformerState {
 
   // A writable view of one whole buffer in the packed layout. While any pin is alive the state stays
   // packed and every call scans it; what was written through a pin is scanned by the next call after.
-  class Pin {
-   public:
-    Pin(Pin&& other) noexcept : state_(other.state_), data_(other.data_) { other.state_ = nullptr; }
-    Pin& operator=(Pin&&) = delete;
-    ~Pin() {
-      if (state_ != nullptr) --state_->pins_;
-    }
-    float* data() const { return data_; }
-    std::int64_t size() const { return state_ != nullptr ? state_->cache_floats() : 0; }
-
-   private:
-    friend class TransformerState;
-    Pin(TransformerState* state, float* data) : state_(state), data_(data) { ++state->pins_; }
-    TransformerState* state_;
-    float* data_;
-  };
+  using Pin = BufferPin;
   Pin pin_k_cache() { return pin(k_); }
   Pin pin_v_cache() { return pin(v_); }
 

@@ -67,7 +67,7 @@ Mamba2State::Pin Mamba2State::pin(Piece piece) {
                                            &data_->buffer_dtraw};
   if (piece < kConvWindow || piece > kBufferDtraw) throw_value_error("Mamba2State: no piece");
   data_->trusted = false;  // what is written through it is scanned by the next call after the last pin
-  return Pin(data_.get(), buffers[piece]->data());
+  return Pin(data_->pins, buffers[piece]->data(), static_cast<std::int64_t>(buffers[piece]->size()));
 }
 
 std::vector<Mamba2State::Span> Mamba2State::spans_written_by(std::int64_t length) const {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/aligned_buffer.hpp"
+#include "core/buffer_pin.hpp"
 
 namespace samebits::blocks {
 
@@ -87,21 +88,7 @@ class Mamba2State {
   // A writable view of one array. While any pin is alive every call scans the state; what was written
   // through a pin is scanned by the next call after the last one is gone (then the state may be trusted).
   enum Piece : int { kConvWindow, kH, kBufferXbc, kBufferDtraw };
-  class Pin {
-   public:
-    Pin(Pin&& other) noexcept : data_(other.data_), at_(other.at_) { other.data_ = nullptr; }
-    Pin& operator=(Pin&&) = delete;
-    ~Pin() {
-      if (data_ != nullptr) --data_->pins;
-    }
-    float* data() const { return at_; }
-
-   private:
-    friend class Mamba2State;
-    Pin(Mamba2StateData* data, float* at) : data_(data), at_(at) { ++data->pins; }
-    Mamba2StateData* data_;
-    float* at_;
-  };
+  using Pin = BufferPin;
   Pin pin(Piece piece);
 
   // Whether every array is known finite without a scan, so that a call may skip its non-finite scan of

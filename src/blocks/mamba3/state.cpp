@@ -132,7 +132,7 @@ Mamba3State::Pin Mamba3State::pin(int piece) {
   AlignedBuffer<float>* buffer = buffer_of(piece);
   trusted_ = false;  // what is written through it is scanned by the next call after the last pin
   drop_derived_copies();
-  return Pin(this, buffer->data(), static_cast<std::int64_t>(buffer->size()));
+  return Pin(pins_, buffer->data(), static_cast<std::int64_t>(buffer->size()));
 }
 
 const float* Mamba3State::piece(int piece) const {

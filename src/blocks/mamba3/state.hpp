@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/aligned_buffer.hpp"
+#include "core/buffer_pin.hpp"
 
 namespace samebits::blocks {
 
@@ -75,27 +76,7 @@ class Mamba3State {
 
   // A writable view of one piece. While any pin is alive every call scans the state; what was written
   // through a pin is scanned by the next call after the last one is gone (then the state may be trusted).
-  class Pin {
-   public:
-    Pin(Pin&& other) noexcept : state_(other.state_), data_(other.data_), size_(other.size_) {
-      other.state_ = nullptr;
-    }
-    Pin& operator=(Pin&&) = delete;
-    ~Pin() {
-      if (state_ != nullptr) --state_->pins_;
-    }
-    float* data() const { return data_; }
-    std::int64_t size() const { return size_; }
-
-   private:
-    friend class Mamba3State;
-    Pin(Mamba3State* state, float* data, std::int64_t size) : state_(state), data_(data), size_(size) {
-      ++state->pins_;
-    }
-    Mamba3State* state_;
-    float* data_;
-    std::int64_t size_;
-  };
+  using Pin = BufferPin;
   Pin pin(int piece);
 
   // Valid rows of the open-chunk buffer: 0 before the first token, in [1, 64] after any call. Settable
