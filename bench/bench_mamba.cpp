@@ -9,7 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "api/mamba_inference.hpp"
+#include "api/api_access.hpp"
+#include "api/checks.hpp"
 
 namespace {
 

@@ -5,10 +5,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <samebits/checkpoint_info.hpp>
+#include <samebits/errors.hpp>
 
 #include "cli.hpp"
-#include "core/errors.hpp"
-#include "io/samba_checkpoint.hpp"
 
 namespace samebits::cli {
 
@@ -81,7 +81,7 @@ CheckpointKind sniff_checkpoint(const std::string& path) {
   file.read(head.data(), 17);
   head.resize(static_cast<std::size_t>(file.gcount()));
   // Any file that starts like the archive magic goes to the Samba reader, which judges the magic itself.
-  if (head.rfind(io::kSambaStreamMagic.substr(0, 15), 0) == 0) return CheckpointKind::Samba;
+  if (head.rfind(kSambaStreamMagic.substr(0, 15), 0) == 0) return CheckpointKind::Samba;
   // Both JSON formats end with their schema (canonical key order puts "schema" last).
   file.clear();
   file.seekg(0, std::ios::end);

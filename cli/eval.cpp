@@ -5,12 +5,11 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <samebits/samebits.hpp>
 #include <string>
 #include <vector>
 
-#include "api/samba_inference.hpp"
 #include "cli.hpp"
-#include "numerics/primitives.hpp"
 
 namespace samebits::cli {
 namespace {
@@ -29,8 +28,8 @@ double negative_log_likelihood(const float* logits, std::int64_t vocab, std::int
   float top = logits[0];
   for (std::int64_t u = 1; u < vocab; ++u) top = std::max(top, logits[u]);
   double total = 0.0;
-  for (std::int64_t u = 0; u < vocab; ++u) total += primitives::expf(logits[u] - top);
-  return static_cast<double>(top) - logits[target] + primitives::logf(static_cast<float>(total));
+  for (std::int64_t u = 0; u < vocab; ++u) total += exact_exp(logits[u] - top);
+  return static_cast<double>(top) - logits[target] + exact_log(static_cast<float>(total));
 }
 
 // One line, redrawn in place: bar, percentage, bytes scored and speed.

@@ -2,10 +2,10 @@
 // decode speed on stderr.
 #include <chrono>
 #include <cstdio>
+#include <samebits/samebits.hpp>
 #include <string>
 #include <vector>
 
-#include "api/samba_inference.hpp"
 #include "cli.hpp"
 #include "sampling.hpp"
 

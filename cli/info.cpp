@@ -1,15 +1,27 @@
 // `samebits info CHECKPOINT`: what a checkpoint holds and whether every integrity check passed.
 #include <cstdio>
+#include <samebits/samebits.hpp>
 #include <string>
 #include <vector>
 
-#include "api/samebits.hpp"
 #include "cli.hpp"
-#include "io/mlp_checkpoint.hpp"
-#include "io/samba_checkpoint.hpp"
 
 namespace samebits::cli {
 namespace {
+
+// "(16, 8)" / "(16,)", as Python prints a shape.
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+  std::string text = "(";
+  for (std::size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + (shape.size() == 1 ? ",)" : ")");
+}
+
+// ['mamba3', 'attention'], as Python prints a list of names.
+std::string name_list_text(const std::vector<std::string>& names) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < names.size(); ++i) text += (i ? ", '" : "'") + names[i] + "'";
+  return text + "]";
+}
 
 void print_tensor_row(const std::string& name, const std::vector<std::int64_t>& shape, const float* data,
                       std::int64_t count, int name_width) {
@@ -19,20 +31,20 @@ void print_tensor_row(const std::string& name, const std::vector<std::int64_t>& 
     hi = data[i] > hi ? data[i] : hi;
   }
   std::printf("  %-*s %-12s <f4 %9lld  min %-+14.7g max %-+14.7g\n", name_width, name.c_str(),
-              shape_repr(shape).c_str(), static_cast<long long>(count), lo, hi);
+              shape_text(shape).c_str(), static_cast<long long>(count), lo, hi);
 }
 
 int info_mlp(const std::string& path) {
-  io::MlpCheckpoint ckpt;
+  MlpCheckpoint ckpt;
   try {
-    ckpt = io::read_mlp_checkpoint(path);
+    ckpt = read_mlp_checkpoint(path);
   } catch (const Error& e) {
-    std::printf("kind: SmallMLPTrainer checkpoint (%s) expected\n", io::kMlpFileSchema.data());
+    std::printf("kind: SmallMLPTrainer checkpoint (%s) expected\n", kMlpFileSchema.data());
     std::printf("integrity: REFUSED: %s\n", e.what());
     return 1;
   }
-  std::printf("kind: SmallMLPTrainer checkpoint (%s, state %s)\n", io::kMlpFileSchema.data(),
-              io::kMlpStateSchema.data());
+  std::printf("kind: SmallMLPTrainer checkpoint (%s, state %s)\n", kMlpFileSchema.data(),
+              kMlpStateSchema.data());
   std::printf("size: %llu bytes\n", static_cast<unsigned long long>(ckpt.file_bytes));
   std::printf("architecture: [8, 16, 3] (ReLU hidden layer)\n");
   std::printf("numeric mode: %s\n", ckpt.numeric_mode.c_str());
@@ -53,9 +65,9 @@ int info_mlp(const std::string& path) {
 }
 
 int info_samba(const std::string& path) {
-  io::SambaCheckpoint ckpt = [&] {
+  SambaCheckpointContents ckpt = [&] {
     try {
-      return io::read_samba_checkpoint(path);
+      return read_samba_checkpoint(path);
     } catch (const Error& e) {
       std::printf("kind: SambaStack checkpoint (streamed v2 archive or legacy JSON) expected\n");
       std::printf("integrity: REFUSED: %s\n", e.what());
@@ -64,13 +76,13 @@ int info_samba(const std::string& path) {
   }();
   const auto& info = ckpt.info;
   const auto& config = ckpt.config;
-  const bool stream = info.format == io::SambaCheckpointFormat::StreamV2;
+  const bool stream = info.format == SambaCheckpointFormat::StreamV2;
   std::printf("kind: SambaStack checkpoint, %s (%s)\n", stream ? "streamed v2 archive" : "legacy JSON",
               info.schema.c_str());
   std::printf("size: %llu bytes%s\n", static_cast<unsigned long long>(info.file_bytes),
               stream ? (", header " + std::to_string(info.header_bytes) + " bytes").c_str() : "");
   std::printf("config: vocab %lld, d_model %lld, layers %s", static_cast<long long>(config.vocab()),
-              static_cast<long long>(config.d_model()), python_name_list(config.layers()).c_str());
+              static_cast<long long>(config.d_model()), name_list_text(config.layers()).c_str());
   if (config.n_heads())
     std::printf(", n_heads %lld, n_kv_heads %lld, head_dim %lld, intermediate %lld",
                 static_cast<long long>(*config.n_heads()), static_cast<long long>(*config.n_kv_heads()),
@@ -85,8 +97,8 @@ int info_samba(const std::string& path) {
   std::printf("weight format: float32\n");
   std::printf("registry:\n");
   int width = 0;
-  for (const auto& e : ckpt.registry.entries) width = std::max<int>(width, static_cast<int>(e.name.size()));
-  for (const auto& e : ckpt.registry.entries)
+  for (const auto& e : ckpt.registry) width = std::max<int>(width, static_cast<int>(e.name.size()));
+  for (const auto& e : ckpt.registry)
     print_tensor_row(e.name, e.shape, ckpt.parameters.data() + e.offset, e.size, width);
   std::printf("integrity: OK (%s sha256 %s verified; every array digest, size and value checked)\n",
               stream ? "header" : "payload", info.integrity_sha256.c_str());

@@ -1,10 +1,10 @@
 // The samebits command-line tool: dispatch, global options and the one error line of every failure.
 #include <cstdio>
 #include <exception>
+#include <samebits/samebits.hpp>
 #include <string>
 #include <vector>
 
-#include "api/samebits.hpp"
 #include "cli.hpp"
 
 namespace {

@@ -3,10 +3,10 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <samebits/samebits.hpp>
 #include <string>
 #include <vector>
 
-#include "api/samebits.hpp"
 #include "cli.hpp"
 
 namespace samebits::cli {

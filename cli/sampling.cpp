@@ -3,8 +3,7 @@
 
 #include <algorithm>
 #include <numeric>
-
-#include "numerics/primitives.hpp"
+#include <samebits/engine.hpp>
 
 namespace samebits::cli {
 
@@ -33,7 +32,7 @@ std::int32_t choose_token(const float* logits, std::int64_t vocab, const Samplin
   std::vector<double> weight(keep);
   double total = 0.0;
   for (std::size_t i = 0; i < keep; ++i) {
-    weight[i] = primitives::expf((logits[order[i]] - top) * inverse_temperature);
+    weight[i] = exact_exp((logits[order[i]] - top) * inverse_temperature);
     total += weight[i];
   }
   if (options.top_p < 1.0) {  // the smallest prefix whose mass reaches top_p

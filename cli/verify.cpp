@@ -5,10 +5,10 @@
 #include <cstring>
 #include <functional>
 #include <optional>
+#include <samebits/samebits.hpp>
 #include <string>
 #include <vector>
 
-#include "api/samba_inference.hpp"
 #include "cli.hpp"
 #include "sampling.hpp"
 
@@ -37,9 +37,9 @@ std::vector<Piece> carried_pieces(const SambaInference& model, const SambaState&
   std::vector<Piece> pieces;
   for (std::int64_t i = 0; i < probe.layer_count(); ++i) {
     const std::string layer = "layers[" + std::to_string(i) + "].";
-    if (const blocks::Mamba3State* m = probe.mamba3(i)) {
-      for (int p = 0; p < blocks::Mamba3State::kPieceCount; ++p)
-        pieces.push_back({layer + blocks::Mamba3State::piece_name(p),
+    if (const Mamba3State* m = probe.mamba3(i)) {
+      for (int p = 0; p < Mamba3State::kPieceCount; ++p)
+        pieces.push_back({layer + Mamba3State::piece_name(p),
                           [i, p](SambaState& s) { return s.mamba3(i)->pin(p).data(); },
                           m->piece_elements(p)});
     } else {

@@ -2,11 +2,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <samebits/json.hpp>
 #include <string>
 #include <string_view>
 
 #include "fuzz_support.hpp"
-#include "io/json.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace samebits;

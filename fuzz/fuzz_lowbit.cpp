@@ -6,11 +6,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <samebits/lowbit.hpp>
 #include <vector>
 
 #include "fuzz_support.hpp"
 #include "numerics/fp.hpp"
-#include "numerics/lowbit.hpp"
 
 namespace {
 

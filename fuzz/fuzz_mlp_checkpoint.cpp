@@ -7,7 +7,8 @@
 #include <string_view>
 #include <vector>
 
-#include "api/samebits.hpp"
+#include "api/api_access.hpp"
+#include "api/checks.hpp"
 #include "fuzz_support.hpp"
 #include "io/mlp_checkpoint.hpp"
 

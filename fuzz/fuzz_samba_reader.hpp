@@ -8,7 +8,8 @@
 #include <string_view>
 #include <vector>
 
-#include "api/samba_inference.hpp"
+#include "api/api_access.hpp"
+#include "api/checks.hpp"
 #include "fuzz_support.hpp"
 #include "io/samba_checkpoint.hpp"
 

@@ -8,13 +8,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
+#include <samebits/errors.hpp>
+#include <samebits/json.hpp>
 #include <string>
 #include <string_view>
 #include <utility>
 
-#include "core/errors.hpp"
 #include "core/thread_pool.hpp"
-#include "io/json.hpp"
 #include "io/sha256.hpp"
 
 namespace samebits::fuzz {

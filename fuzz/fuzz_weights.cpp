@@ -5,20 +5,17 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <samebits/lowbit.hpp>
 #include <string>
 #include <vector>
 
-#include "api/mamba3_inference.hpp"
-#include "api/mamba_inference.hpp"
-#include "api/samba_inference.hpp"
-#include "api/samebits.hpp"
-#include "api/transformer_inference.hpp"
+#include "api/api_access.hpp"
+#include "api/checks.hpp"
 #include "blocks/mamba1/mamba1.hpp"
 #include "blocks/mamba2/mamba2.hpp"
 #include "blocks/mamba3/mamba3.hpp"
 #include "blocks/transformer/transformer.hpp"
 #include "fuzz_weights_support.hpp"
-#include "numerics/lowbit.hpp"
 
 namespace {
 

@@ -12,7 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "api/samebits.hpp"
+#include "api/api_access.hpp"
+#include "api/checks.hpp"
 #include "fuzz_support.hpp"
 #include "numerics/fp.hpp"
 

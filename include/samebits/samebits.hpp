@@ -1,10 +1,18 @@
-// The one public C++ header of samebits: every inference class, its state, the lowbit formats and the
-// engine controls. Models are immutable and may be shared by threads; states belong to one caller and are
-// copied only explicitly (clone()).
+// The public C++ API of samebits in one include: every inference class with its state, checkpoint
+// inspection, lowbit weight formats, engine controls and errors. Models are immutable and may be shared
+// by threads; states belong to one caller and are copied only explicitly (clone()).
 #pragma once
 
-#include "api/mamba3_inference.hpp"
-#include "api/mamba_inference.hpp"
-#include "api/samba_inference.hpp"
-#include "api/samebits.hpp"
-#include "api/transformer_inference.hpp"
+#include <samebits/checkpoint.hpp>
+#include <samebits/checkpoint_info.hpp>
+#include <samebits/engine.hpp>
+#include <samebits/errors.hpp>
+#include <samebits/json.hpp>
+#include <samebits/lowbit.hpp>
+#include <samebits/mamba.hpp>
+#include <samebits/mamba3.hpp>
+#include <samebits/mlp.hpp>
+#include <samebits/pin.hpp>
+#include <samebits/samba.hpp>
+#include <samebits/tensor.hpp>
+#include <samebits/transformer.hpp>

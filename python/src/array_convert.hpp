@@ -5,10 +5,9 @@
 #include <nanobind/ndarray.h>
 
 #include <cstdint>
+#include <samebits/tensor.hpp>
 #include <utility>
 #include <vector>
-
-#include "api/samebits.hpp"
 
 namespace samebits::python {
 

@@ -6,12 +6,12 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <samebits/errors.hpp>
+#include <samebits/lowbit.hpp>
 #include <string>
 #include <vector>
 
 #include "bindings.hpp"
-#include "core/errors.hpp"
-#include "numerics/lowbit.hpp"
 
 namespace nb = nanobind;
 

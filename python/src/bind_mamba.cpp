@@ -7,11 +7,13 @@
 #include <nanobind/stl/vector.h>
 
 #include <memory>
+#include <optional>
+#include <samebits/errors.hpp>
+#include <samebits/mamba.hpp>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "api/mamba_inference.hpp"
 #include "array_convert.hpp"
 #include "bindings.hpp"
 
@@ -26,16 +28,12 @@ std::vector<std::size_t> sizes(std::initializer_list<std::int64_t> dims) {
   return out;
 }
 
-// A writable view over engine memory whose owner is the Python object of `owner` (kept alive by it).
-template <typename Owner>
-FloatView view_over(Owner& owner, float* data, std::vector<std::size_t> shape) {
-  return FloatView(data, shape.size(), shape.data(), nb::find(&owner));
-}
-
-// A writable view of one Mamba-2 array (pinned_array); edits through it cannot reach the last call's report.
-FloatView pinned_view(Mamba2State& state, Mamba2State::Piece piece, std::vector<std::size_t> shape) {
-  state.settle_pending_report();
-  return pinned_array(nb::find(&state), state.pin(piece), std::move(shape));
+// A writable view of one Mamba-2 array (pinned_array); pinning settles the last call's report first, so
+// edits through the view cannot reach it.
+FloatView pinned_view(Mamba2State& state, Mamba2State::Buffer buffer) {
+  std::vector<std::size_t> shape;
+  for (auto d : state.buffer_shape(buffer)) shape.push_back(static_cast<std::size_t>(d));
+  return pinned_array(nb::find(&state), state.pin(buffer), std::move(shape));
 }
 
 std::vector<std::size_t> shape_of(const TensorView& view) {
@@ -51,16 +49,22 @@ NamedTensors named(const std::vector<std::string>& names, const std::vector<Floa
   return weights;
 }
 
-template <typename Table>
-FloatArrayOut weight_copy(const Table& specs, const std::vector<float>& values, int index) {
+// A copy of weight `index` shaped by the block's weight table.
+template <typename Block>
+FloatArrayOut weight_copy(const Block& block, int index, const char* engine) {
+  const std::vector<TensorInfo> table = block.weight_table();
+  if (index < 0 || index >= static_cast<int>(table.size()))
+    throw_value_error(std::string(engine) + ": no weight index");
   std::vector<std::size_t> shape;
-  for (auto d : specs[static_cast<std::size_t>(index)].shape) shape.push_back(static_cast<std::size_t>(d));
-  return to_numpy(std::vector<float>(values), shape);
+  for (auto d : table[static_cast<std::size_t>(index)].shape) shape.push_back(static_cast<std::size_t>(d));
+  return to_numpy(block.weight(static_cast<std::size_t>(index)), shape);
 }
 
-// The Mamba-2 report handle Python keeps as the block's h_last_ source.
+// The Mamba-2 report handle Python keeps as the block's h_last_ source: the fast path's (evaluated on
+// first read) or the twin's (given directly).
 struct Mamba2ReportHandle {
-  std::shared_ptr<Mamba2Report> report;
+  Mamba2Report report;
+  std::optional<std::vector<float>> direct;
   std::int64_t batch = 0, heads = 0;
 };
 
@@ -82,7 +86,7 @@ std::pair<FloatArrayOut, Mamba2ReportHandle> run_mamba2(const Mamba2BlockInferen
                                                         const FloatArrayIn& x, Mamba2State* state, bool step,
                                                         bool reference,
                                                         const Mamba2ReportHandle* superseded) {
-  const Mamba2Report* previous = superseded ? superseded->report.get() : nullptr;
+  const Mamba2Report* previous = superseded && superseded->report.valid() ? &superseded->report : nullptr;
   const TensorView view = view_of(x);
   std::vector<float> y;
   Mamba2ReportHandle handle;
@@ -93,7 +97,7 @@ std::pair<FloatArrayOut, Mamba2ReportHandle> run_mamba2(const Mamba2BlockInferen
     if (reference) {
       std::vector<float> h_last;
       y = step ? self.step_reference(view, state, &h_last) : self.forward_reference(view, state, &h_last);
-      handle.report = std::make_shared<Mamba2Report>(std::move(h_last));
+      handle.direct = std::move(h_last);
     } else {
       y = step ? self.step(view, state, &handle.report, previous)
                : self.forward(view, state, &handle.report, previous);
@@ -105,9 +109,6 @@ std::pair<FloatArrayOut, Mamba2ReportHandle> run_mamba2(const Mamba2BlockInferen
 }  // namespace
 
 void bind_mamba(nb::module_& m) {
-  using blocks::Mamba1Dims;
-  using blocks::Mamba2Dims;
-
   nb::class_<Mamba1State>(m, "Mamba1StateEngine")
       .def(
           "__init__",
@@ -117,61 +118,46 @@ void bind_mamba(nb::module_& m) {
           nb::arg("batch"), nb::arg("d_inner"))
       .def_prop_ro("batch_size", &Mamba1State::batch)
       .def_prop_ro("d_inner", &Mamba1State::d_inner)
-      .def_prop_ro("conv_window",
-                   [](Mamba1State& s) {
-                     return view_over(s, s.conv_window(), sizes({s.batch(), s.d_inner(), Mamba1Dims::kConv}));
-                   })
-      .def_prop_ro("h",
-                   [](Mamba1State& s) {
-                     return view_over(s, s.h(), sizes({s.batch(), s.d_inner(), Mamba1Dims::kState}));
-                   })
+      .def_prop_ro(
+          "conv_window",
+          [](Mamba1State& s) {
+            return pinned_array(nb::find(&s), s.pin_conv_window(),
+                                sizes({s.batch(), s.d_inner(), kMambaConvWidth}));
+          },
+          nb::rv_policy::automatic)
+      .def_prop_ro(
+          "h",
+          [](Mamba1State& s) {
+            return pinned_array(nb::find(&s), s.pin_h(), sizes({s.batch(), s.d_inner(), kMamba1StateDim}));
+          },
+          nb::rv_policy::automatic)
       .def("clone", &Mamba1State::clone);
 
   nb::class_<Mamba2State>(m, "Mamba2StateEngine")
       .def(
           "__init__",
           [](Mamba2State* self, std::int64_t batch, std::int64_t d_model) {
-            new (self) Mamba2State(batch, Mamba2Dims::for_d_model(d_model));
+            new (self) Mamba2State(batch, d_model);
           },
           nb::arg("batch"), nb::arg("d_model"))
       .def_prop_ro("batch_size", &Mamba2State::batch)
-      .def_prop_ro("d_model", [](const Mamba2State& s) { return s.dims().d_model; })
-      .def_prop_ro("nheads", [](const Mamba2State& s) { return s.dims().nheads; })
-      .def_prop_ro("conv_dim", [](const Mamba2State& s) { return s.dims().conv_dim; })
+      .def_prop_ro("d_model", &Mamba2State::d_model)
+      .def_prop_ro("nheads", &Mamba2State::nheads)
+      .def_prop_ro("conv_dim", &Mamba2State::conv_dim)
       .def_prop_ro(
-          "conv_window",
-          [](Mamba2State& s) {
-            return pinned_view(s, Mamba2State::kConvWindow,
-                               sizes({s.batch(), s.dims().conv_dim, Mamba2Dims::kConv}));
-          },
+          "conv_window", [](Mamba2State& s) { return pinned_view(s, Mamba2State::kConvWindow); },
           nb::rv_policy::automatic)
       .def_prop_ro(
-          "h",
-          [](Mamba2State& s) {
-            return pinned_view(s, Mamba2State::kH,
-                               sizes({s.batch(), s.dims().nheads, Mamba2Dims::kHeadDim, Mamba2Dims::kState}));
-          },
+          "h", [](Mamba2State& s) { return pinned_view(s, Mamba2State::kH); }, nb::rv_policy::automatic)
+      .def_prop_ro(
+          "buffer_xbc", [](Mamba2State& s) { return pinned_view(s, Mamba2State::kBufferXbc); },
           nb::rv_policy::automatic)
       .def_prop_ro(
-          "buffer_xbc",
-          [](Mamba2State& s) {
-            return pinned_view(s, Mamba2State::kBufferXbc,
-                               sizes({s.batch(), Mamba2Dims::kChunk, s.dims().conv_dim}));
-          },
-          nb::rv_policy::automatic)
-      .def_prop_ro(
-          "buffer_dtraw",
-          [](Mamba2State& s) {
-            return pinned_view(s, Mamba2State::kBufferDtraw,
-                               sizes({s.batch(), Mamba2Dims::kChunk, s.dims().nheads}));
-          },
+          "buffer_dtraw", [](Mamba2State& s) { return pinned_view(s, Mamba2State::kBufferDtraw); },
           nb::rv_policy::automatic)
       .def_prop_rw(
           "buffered_tokens", [](const Mamba2State& s) { return s.buffered_tokens(); },
-          [](Mamba2State& s, std::int64_t value) {
-            s.settle_pending_report();
-            s.set_buffered_tokens(value);
-          })
+          [](Mamba2State& s, std::int64_t value) { s.set_buffered_tokens(value); })
       .def("settle", &Mamba2State::settle_pending_report)
       .def("clone", &Mamba2State::clone)
       // Diagnostics: whether a call may skip its scan, and whether a view of an array is alive.
@@ -182,14 +168,18 @@ void bind_mamba(nb::module_& m) {
       .def("h_last",
            [](Mamba2ReportHandle& self) {
              std::vector<float> values;
-             {
+             if (self.direct) {
+               values = *self.direct;
+             } else {
                nb::gil_scoped_release release;
-               values = self.report->h_last();
+               values = self.report.h_last();
              }
              return to_numpy(std::move(values),
-                             sizes({self.batch, self.heads, Mamba2Dims::kHeadDim, Mamba2Dims::kState}));
+                             sizes({self.batch, self.heads, kMamba2HeadDim, kMamba2StateDim}));
            })
-      .def_prop_ro("evaluated", [](Mamba2ReportHandle& self) { return self.report->evaluated(); });
+      .def_prop_ro("evaluated", [](Mamba2ReportHandle& self) {
+        return self.direct.has_value() || self.report.evaluated();
+      });
 
   nb::class_<Mamba1BlockInference>(m, "Mamba1Engine")
       .def(
@@ -206,7 +196,7 @@ void bind_mamba(nb::module_& m) {
       .def(
           "check_tokens",
           [](const Mamba1BlockInference& self, const std::vector<std::int64_t>& shape, bool step,
-             const std::string& what) { mamba_api::check_tokens(what, shape, self.d_model(), step); },
+             const std::string& what) { self.check_tokens(shape, step, what); },
           nb::arg("shape"), nb::arg("step"), nb::arg("what"))
       .def("allocate_state", &Mamba1BlockInference::allocate_state, nb::arg("batch_size"))
       .def(
@@ -222,13 +212,8 @@ void bind_mamba(nb::module_& m) {
           },
           nb::arg("x"), nb::arg("state").none(), nb::arg("reference") = false)
       .def("backward", &Mamba1BlockInference::backward)
-      .def("weight",
-           [](const Mamba1BlockInference& self, int index) {
-             if (index < 0 || index >= static_cast<int>(blocks::kMamba1TensorCount))
-               throw_value_error("Mamba1Engine: no weight index");
-             const auto specs = blocks::mamba1_tensors(Mamba1Dims::for_d_model(self.d_model()));
-             return weight_copy(specs, self.weights()[static_cast<std::size_t>(index)], index);
-           })
+      .def("weight", [](const Mamba1BlockInference& self,
+                        int index) { return weight_copy(self, index, "Mamba1Engine"); })
       .def_prop_ro("d_model", &Mamba1BlockInference::d_model)
       .def_prop_ro("d_inner", &Mamba1BlockInference::d_inner)
       .def_prop_ro("dt_rank", &Mamba1BlockInference::dt_rank)
@@ -251,7 +236,7 @@ void bind_mamba(nb::module_& m) {
       .def(
           "check_tokens",
           [](const Mamba2BlockInference& self, const std::vector<std::int64_t>& shape, bool step,
-             const std::string& what) { mamba_api::check_tokens(what, shape, self.d_model(), step); },
+             const std::string& what) { self.check_tokens(shape, step, what); },
           nb::arg("shape"), nb::arg("step"), nb::arg("what"))
       .def("allocate_state", &Mamba2BlockInference::allocate_state, nb::arg("batch_size"))
       .def(
@@ -271,13 +256,8 @@ void bind_mamba(nb::module_& m) {
           nb::arg("x"), nb::arg("state").none(), nb::arg("reference") = false,
           nb::arg("superseded").none() = nb::none())
       .def("backward", &Mamba2BlockInference::backward)
-      .def("weight",
-           [](const Mamba2BlockInference& self, int index) {
-             if (index < 0 || index >= static_cast<int>(blocks::kMamba2TensorCount))
-               throw_value_error("Mamba2Engine: no weight index");
-             const auto specs = blocks::mamba2_tensors(Mamba2Dims::for_d_model(self.d_model()));
-             return weight_copy(specs, self.weights()[static_cast<std::size_t>(index)], index);
-           })
+      .def("weight", [](const Mamba2BlockInference& self,
+                        int index) { return weight_copy(self, index, "Mamba2Engine"); })
       .def_prop_ro("dt_limit", &Mamba2BlockInference::dt_limit)
       .def_prop_ro("d_model", &Mamba2BlockInference::d_model)
       .def_prop_ro("d_inner", &Mamba2BlockInference::d_inner)

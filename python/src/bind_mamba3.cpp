@@ -8,11 +8,12 @@
 
 #include <cstring>
 #include <optional>
+#include <samebits/errors.hpp>
+#include <samebits/mamba3.hpp>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "api/mamba3_inference.hpp"
 #include "array_convert.hpp"
 #include "bindings.hpp"
 
@@ -37,11 +38,10 @@ std::vector<std::size_t> sizes(std::initializer_list<std::int64_t> dims) {
 using ReportArrays = std::tuple<FloatArrayOut, FloatArrayOut, FloatArrayOut, FloatArrayOut>;
 
 ReportArrays report_arrays(Mamba3Reports&& r, std::int64_t B, std::int64_t H) {
-  using namespace blocks::mamba3;
-  return {to_numpy(std::move(r.h_last), sizes({B, H, kHeadDim, kStateDim})),
-          to_numpy(std::move(r.k_last), sizes({B, H, kStateDim})),
-          to_numpy(std::move(r.v_last), sizes({B, H, kHeadDim})),
-          to_numpy(std::move(r.theta_last), sizes({B, H, kAngles}))};
+  return {to_numpy(std::move(r.h_last), sizes({B, H, kMamba3HeadDim, kMamba3StateDim})),
+          to_numpy(std::move(r.k_last), sizes({B, H, kMamba3StateDim})),
+          to_numpy(std::move(r.v_last), sizes({B, H, kMamba3HeadDim})),
+          to_numpy(std::move(r.theta_last), sizes({B, H, kMamba3Angles}))};
 }
 
 // One call: y with the input's shape, plus the four reports when asked for (None otherwise).
@@ -62,7 +62,7 @@ std::pair<FloatArrayOut, std::optional<ReportArrays>> run(const Mamba3BlockInfer
   std::vector<std::size_t> shape;
   for (auto d : view.shape) shape.push_back(static_cast<std::size_t>(d));
   std::optional<ReportArrays> out;
-  if (want_reports) out = report_arrays(std::move(reports), view.shape[0], self.dims().heads);
+  if (want_reports) out = report_arrays(std::move(reports), view.shape[0], self.nheads());
   return {to_numpy(std::move(y), shape), std::move(out)};
 }
 
@@ -87,8 +87,8 @@ void bind_mamba3(nb::module_& m) {
                   })
       .def(
           "piece", [](Mamba3State& self, int piece) { return piece_view(self, piece); }, nb::arg("index"))
-      .def_rw("buffered_tokens", &Mamba3State::buffered_tokens)
-      .def_rw("pending", &Mamba3State::pending)
+      .def_prop_rw("buffered_tokens", &Mamba3State::buffered_tokens, &Mamba3State::set_buffered_tokens)
+      .def_prop_rw("pending", &Mamba3State::pending, &Mamba3State::set_pending)
       .def(
           "set_input_states",
           [](Mamba3State& self, const FloatArrayIn& theta, const FloatArrayIn& h, const FloatArrayIn& k,
@@ -149,17 +149,18 @@ void bind_mamba3(nb::module_& m) {
       .def("backward", &Mamba3BlockInference::backward)
       .def("weight",
            [](const Mamba3BlockInference& self, int index) {
-             const auto specs = blocks::mamba3_tensors(self.dims());
-             if (index < 0 || index >= blocks::kMamba3TensorCount)
+             const std::vector<TensorInfo> table = self.weight_table();
+             if (index < 0 || index >= static_cast<int>(table.size()))
                throw_value_error("Mamba3Engine: no weight index");
              std::vector<std::size_t> shape;
-             for (auto d : specs[index].shape) shape.push_back(static_cast<std::size_t>(d));
-             return to_numpy(self.weight(index), shape);
+             for (auto d : table[static_cast<std::size_t>(index)].shape)
+               shape.push_back(static_cast<std::size_t>(d));
+             return to_numpy(self.weight(static_cast<std::size_t>(index)), shape);
            })
-      .def_prop_ro("d_model", [](const Mamba3BlockInference& self) { return self.dims().d_model; })
-      .def_prop_ro("d_inner", [](const Mamba3BlockInference& self) { return self.dims().d_inner; })
-      .def_prop_ro("nheads", [](const Mamba3BlockInference& self) { return self.dims().heads; })
-      .def_prop_ro("d_in_proj", [](const Mamba3BlockInference& self) { return self.dims().d_in_proj; })
+      .def_prop_ro("d_model", &Mamba3BlockInference::d_model)
+      .def_prop_ro("d_inner", &Mamba3BlockInference::d_inner)
+      .def_prop_ro("nheads", &Mamba3BlockInference::nheads)
+      .def_prop_ro("d_in_proj", &Mamba3BlockInference::d_in_proj)
       .def_prop_ro("weight_format", [](const Mamba3BlockInference& self) { return self.weight_format(); });
 }
 

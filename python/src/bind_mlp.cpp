@@ -2,19 +2,14 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <samebits/errors.hpp>
+#include <samebits/mlp.hpp>
 #include <string>
 
 #include "array_convert.hpp"
 #include "bindings.hpp"
 
 namespace samebits::python {
-namespace {
-
-FloatArrayOut copy_out(const std::vector<float>& values, std::vector<std::size_t> shape) {
-  return to_numpy(std::vector<float>(values), std::move(shape));
-}
-
-}  // namespace
 
 void bind_mlp(nb::module_& m) {
   // Per-tensor and batch-shape checks, so the Python layer can interleave them with its dtype checks in
@@ -53,11 +48,11 @@ void bind_mlp(nb::module_& m) {
            })
       .def("weight",
            [](const MLPInference& self, const std::string& name) {
-             const auto& w = self.weights();
-             if (name == "weight1") return copy_out(w.weight1, {16, 8});
-             if (name == "bias1") return copy_out(w.bias1, {16});
-             if (name == "weight2") return copy_out(w.weight2, {3, 16});
-             if (name == "bias2") return copy_out(w.bias2, {3});
+             for (const TensorInfo& info : MLPInference::weight_table()) {
+               if (info.name != name) continue;
+               std::vector<std::size_t> shape(info.shape.begin(), info.shape.end());
+               return to_numpy(self.weight(name), shape);
+             }
              throw_value_error("MLPInference has no weight named '" + name + "'");
            })
       .def_prop_ro("weight_format", [](const MLPInference& self) { return self.weight_format(); })

@@ -2,38 +2,31 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <samebits/engine.hpp>
+#include <samebits/errors.hpp>
 #include <string>
 
 #include "array_convert.hpp"
 #include "bindings.hpp"
-#include "numerics/gemm.hpp"
-#include "numerics/simd_target.hpp"
 
 namespace samebits::python {
 namespace {
-
-simd::Target target_from_name(const std::string& name) {
-  for (simd::Target t : {simd::Target::Scalar, simd::Target::Avx2, simd::Target::Avx512})
-    if (name == simd::target_name(t)) return t;
-  throw_value_error("samebits: unknown SIMD target '" + name + "' (scalar, avx2 or avx512)");
-}
 
 // C = A_eff * B_eff for the named orientation; shapes follow docs/numerics.md §3.1.
 FloatArrayOut run_gemm(const FloatArrayIn& a, const FloatArrayIn& b, const std::string& orientation,
                        bool reference) {
   if (a.ndim() != 2 || b.ndim() != 2) throw_value_error("samebits.gemm: a and b must be 2-D float32 arrays");
-  gemm::Orientation o;
   std::int64_t m, n, k;
   const auto a0 = static_cast<std::int64_t>(a.shape(0)), a1 = static_cast<std::int64_t>(a.shape(1));
   const auto b0 = static_cast<std::int64_t>(b.shape(0)), b1 = static_cast<std::int64_t>(b.shape(1));
   if (orientation == "NT") {
-    o = gemm::Orientation::NT, m = a0, k = a1, n = b0;
+    m = a0, k = a1, n = b0;
     if (b1 != k) throw_value_error("samebits.gemm: NT needs a (m, k) and b (n, k)");
   } else if (orientation == "NN") {
-    o = gemm::Orientation::NN, m = a0, k = a1, n = b1;
+    m = a0, k = a1, n = b1;
     if (b0 != k) throw_value_error("samebits.gemm: NN needs a (m, k) and b (k, n)");
   } else if (orientation == "TN") {
-    o = gemm::Orientation::TN, k = a0, m = a1, n = b1;
+    k = a0, m = a1, n = b1;
     if (b0 != k) throw_value_error("samebits.gemm: TN needs a (k, m) and b (k, n)");
   } else {
     throw_value_error("samebits.gemm: orientation must be 'NT', 'NN' or 'TN', got '" + orientation + "'");
@@ -41,10 +34,7 @@ FloatArrayOut run_gemm(const FloatArrayIn& a, const FloatArrayIn& b, const std::
   std::vector<float> c(static_cast<std::size_t>(m * n));
   {
     nb::gil_scoped_release release;
-    if (reference)
-      gemm::gemm_reference(o, a.data(), b.data(), c.data(), m, n, k);
-    else
-      gemm::gemm(o, a.data(), b.data(), c.data(), m, n, k);
+    matmul(orientation, a.data(), b.data(), c.data(), m, n, k, reference);
   }
   return to_numpy(std::move(c), {static_cast<std::size_t>(m), static_cast<std::size_t>(n)});
 }
@@ -58,20 +48,16 @@ void bind_numerics(nb::module_& m) {
     set_num_threads(n);
   });
   m.def("get_num_threads", [] { return num_threads(); });
-  m.def("simd_targets", [] {
-    std::vector<std::string> names;
-    for (simd::Target t : simd::available_targets()) names.emplace_back(simd::target_name(t));
-    return names;
-  });
-  m.def("simd_target", [] { return std::string(simd::target_name(simd::active_target())); });
-  m.def("set_simd_target", [](const std::string& name) { simd::set_target(target_from_name(name)); });
-  m.def("reset_simd_target", [] { simd::reset_target(); });
+  m.def("simd_targets", &simd_targets);
+  m.def("simd_target", &simd_target);
+  m.def("set_simd_target", &set_simd_target);
+  m.def("reset_simd_target", &reset_simd_target);
   m.def("gemm", &run_gemm, nb::arg("a"), nb::arg("b"), nb::arg("orientation") = "NT",
         nb::arg("reference") = false);
   m.def("neural_arithmetic_profile", [] { return std::string(neural_arithmetic_profile()); });
   m.def("numeric_mode", [] { return std::string(numeric_mode()); });
   m.def("vendor", [] { return std::string("cpu"); });
-  m.def("sabotage", [] { return gemm::sabotage_build(); });
+  m.def("sabotage", &sabotage_build);
 }
 
 namespace {

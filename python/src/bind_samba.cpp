@@ -6,11 +6,12 @@
 #include <nanobind/stl/vector.h>
 
 #include <memory>
+#include <samebits/errors.hpp>
+#include <samebits/samba.hpp>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "api/samba_inference.hpp"
 #include "array_convert.hpp"
 #include "bindings.hpp"
 #include "samba_convert.hpp"
@@ -26,20 +27,19 @@ std::vector<SambaLayerRef> layer_refs(const SambaInference& self, const nb::list
   std::vector<SambaLayerRef> refs(layers.size());
   for (std::size_t i = 0; i < layers.size(); ++i) {
     nb::handle layer = layers[i];
-    if (nb::isinstance<blocks::Mamba3State>(layer)) {
-      refs[i].mamba3 = &nb::cast<blocks::Mamba3State&>(layer);
+    if (nb::isinstance<Mamba3State>(layer)) {
+      refs[i].mamba3 = &nb::cast<Mamba3State&>(layer);
       continue;
     }
-    const auto index = static_cast<std::int64_t>(i);
-    const bool attention = index < self.model().layer_count() &&
-                           self.model().layer_kind(index) == models::SambaLayerKind::Attention;
+    // Every kind but "mamba3" is an attention layer (docs/formats.md §1.2).
+    const std::vector<std::string>& kinds = self.config().layers();
+    const bool attention = i < kinds.size() && kinds[i] != "mamba3";
     TransformerState* kv =
         nb::isinstance<TransformerState>(layer) ? &nb::cast<TransformerState&>(layer) : nullptr;
     // A cache of other sizes than the stack's would be misread.
     if (kv == nullptr || !attention || kv->batch_size() < 1 || kv->max_tokens() < 1 ||
-        kv->cached_tokens() < 0 || kv->window() != 0 ||
-        kv->n_kv_heads() != self.model().attention(index).dims().n_kv_heads ||
-        kv->head_dim() != self.model().attention(index).dims().head_dim)
+        kv->cached_tokens() < 0 || kv->window() != 0 || kv->n_kv_heads() != self.config().n_kv_heads() ||
+        kv->head_dim() != self.config().head_dim())
       throw_value_error("samebits SambaInference: layer " + std::to_string(i) +
                         " of the state does not match the stack (allocate_state makes a matching one)");
     refs[i].attention = kv;
@@ -72,7 +72,7 @@ nb::list allocate_layers(const SambaInference& self, std::int64_t batch_size, st
   SambaState state = self.allocate_state(batch_size, max_tokens);
   nb::list layers;
   for (std::int64_t i = 0; i < state.layer_count(); ++i) {
-    if (blocks::Mamba3State* mamba3 = state.mamba3(i))
+    if (Mamba3State* mamba3 = state.mamba3(i))
       layers.append(nb::cast(std::move(*mamba3), nb::rv_policy::move));
     else
       layers.append(nb::cast(std::move(*state.attention(i)), nb::rv_policy::move));
@@ -97,13 +97,12 @@ void bind_samba(nb::module_& m) {
       .def("allocate_layers", &allocate_layers, nb::arg("batch_size"), nb::arg("max_tokens"))
       .def("parameter",
            [](const SambaInference& self, const std::string& name) {
-             const auto& registry = self.model().registry();
-             const std::size_t index = registry.index_of(name);
-             if (index == models::SambaRegistry::npos)
-               throw_value_error("samebits.SambaInference: no tensor " + name);
-             const auto& entry = registry.entries[index];
-             std::vector<std::size_t> shape(entry.shape.begin(), entry.shape.end());
-             return to_numpy(self.model().tensor_copy(index), shape);
+             for (const SambaTensorEntry& entry : self.config().registry()) {
+               if (entry.name != name) continue;
+               std::vector<std::size_t> shape(entry.shape.begin(), entry.shape.end());
+               return to_numpy(self.parameter(name), shape);
+             }
+             throw_value_error("samebits.SambaInference: no tensor " + name);
            })
       // SambaInference.from_checkpoint: the file read straight into the engine (no numpy copy of the
       // weights), returned with its config's to_dict() form.

@@ -6,16 +6,15 @@
 
 #include <cstdint>
 #include <memory>
+#include <samebits/checkpoint.hpp>
+#include <samebits/errors.hpp>
+#include <samebits/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "array_convert.hpp"
 #include "bindings.hpp"
-#include "core/errors.hpp"
-#include "io/json.hpp"
-#include "io/samba_checkpoint.hpp"
-#include "models/samba_config.hpp"
 #include "samba_convert.hpp"
 
 namespace samebits::python {
@@ -111,24 +110,24 @@ nb::tuple shape_tuple(const std::vector<std::int64_t>& shape) {
   return nb::tuple(dims);
 }
 
-nb::list registry_list(const models::SambaRegistry& registry) {
+nb::list registry_list(const std::vector<SambaTensorEntry>& registry) {
   nb::list out;
-  for (const models::SambaRegistryEntry& entry : registry.entries) {
+  for (const SambaTensorEntry& entry : registry) {
     out.append(nb::make_tuple(entry.name, shape_tuple(entry.shape), entry.offset, entry.size));
   }
   return out;
 }
 
-nb::dict info_dict(const io::SambaCheckpoint& checkpoint) {
-  const io::SambaCheckpointInfo& info = checkpoint.info;
+nb::dict info_dict(const SambaCheckpointContents& checkpoint) {
+  const SambaCheckpointInfo& info = checkpoint.info;
   nb::dict out;
-  out["format"] = info.format == io::SambaCheckpointFormat::StreamV2 ? "stream-v2" : "legacy-json";
+  out["format"] = info.format == SambaCheckpointFormat::StreamV2 ? "stream-v2" : "legacy-json";
   out["schema"] = info.schema;
   out["file_bytes"] = nb::int_(info.file_bytes);
   out["header_bytes"] = nb::int_(info.header_bytes);
   out["integrity_sha256"] = info.integrity_sha256;
   nb::list arrays;
-  for (const io::SambaArrayRecord& record : info.arrays) {
+  for (const SambaArrayRecord& record : info.arrays) {
     nb::dict item;
     item["name"] = record.name;
     item["dtype"] = record.dtype;
@@ -151,11 +150,11 @@ nb::dict info_dict(const io::SambaCheckpoint& checkpoint) {
 
 // {name: float32 array} in registry order: writable views of one engine-owned buffer (the tensors are
 // disjoint slices, so no array can see another's writes).
-nb::dict weight_dict(io::SambaCheckpoint& checkpoint) {
+nb::dict weight_dict(SambaCheckpointContents& checkpoint) {
   auto* owned = new std::vector<float>(std::move(checkpoint.parameters));
   nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<std::vector<float>*>(p); });
   nb::dict out;
-  for (const models::SambaRegistryEntry& entry : checkpoint.registry.entries) {
+  for (const SambaTensorEntry& entry : checkpoint.registry) {
     std::vector<std::size_t> shape(entry.shape.begin(), entry.shape.end());
     out[nb::str(entry.name.c_str())] =
         FloatArrayOut(owned->data() + entry.offset, shape.size(), shape.data(), owner);
@@ -165,40 +164,32 @@ nb::dict weight_dict(io::SambaCheckpoint& checkpoint) {
 
 }  // namespace
 
-models::SambaConfig samba_config_of(const nb::dict& fields) {
-  return io::samba_config_from_json(to_value(fields, 0));
-}
+SambaConfig samba_config_of(const nb::dict& fields) { return SambaConfig::from_json(to_value(fields, 0)); }
 
-nb::object samba_config_dict(const models::SambaConfig& config) {
-  return to_python(io::samba_config_to_json(config));
-}
+nb::object samba_config_dict(const SambaConfig& config) { return to_python(config.to_json()); }
 
 void bind_samba_io(nb::module_& m) {
   // The SambaConfig rules. `fields` holds the constructor's ten values after Python's int()/str()/bool()
   // /float() (samebits/_samba_config.py does those); the result is to_dict() of the validated config.
   m.def("samba_config_validate",
-        [](const nb::dict& fields) { return to_python(io::samba_config_to_json(samba_config_of(fields))); });
-  m.def("samba_config_registry", [](const nb::dict& fields) {
-    models::SambaRegistry registry = samba_config_of(fields).registry();
-    if (!registry.exact)
-      throw_value_error("samebits.SambaConfig: the registry's sizes do not fit 64-bit integers");
-    return registry_list(registry);
-  });
+        [](const nb::dict& fields) { return samba_config_dict(samba_config_of(fields)); });
+  m.def("samba_config_registry",
+        [](const nb::dict& fields) { return registry_list(samba_config_of(fields).registry()); });
   m.def("samba_config_block_shapes", [](const nb::dict& fields, const std::string& kind) {
     nb::list out;
-    for (const models::TensorSpec& spec : samba_config_of(fields).block_shapes(kind)) {
+    for (const TensorInfo& spec : samba_config_of(fields).block_shapes(kind)) {
       out.append(nb::make_tuple(spec.name, shape_tuple(spec.shape)));
     }
     return out;
   });
   // SambaInference.from_checkpoint's reading half: (config dict, {name: float32 array}, info dict).
   m.def("samba_read_checkpoint", [](const std::string& path) {
-    std::unique_ptr<io::SambaCheckpoint> checkpoint;
+    std::unique_ptr<SambaCheckpointContents> checkpoint;
     {
       nb::gil_scoped_release release;
-      checkpoint = std::make_unique<io::SambaCheckpoint>(io::read_samba_checkpoint(path));
+      checkpoint = std::make_unique<SambaCheckpointContents>(read_samba_checkpoint(path));
     }
-    nb::object config = to_python(io::samba_config_to_json(checkpoint->config));
+    nb::object config = samba_config_dict(checkpoint->config);
     nb::dict info = info_dict(*checkpoint);
     nb::dict weights = weight_dict(*checkpoint);
     return nb::make_tuple(config, weights, info);

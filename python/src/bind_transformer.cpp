@@ -7,10 +7,11 @@
 
 #include <memory>
 #include <optional>
+#include <samebits/errors.hpp>
+#include <samebits/transformer.hpp>
 #include <string>
 #include <vector>
 
-#include "api/transformer_inference.hpp"
 #include "array_convert.hpp"
 #include "bindings.hpp"
 
@@ -114,12 +115,12 @@ void bind_transformer(nb::module_& m) {
           },
           nb::arg("names"), nb::arg("arrays"), nb::arg("n_heads"), nb::arg("n_kv_heads").none(),
           nb::arg("head_dim").none(), nb::arg("window"), nb::arg("weight_format"))
-      .def_prop_ro("d_model", [](const TransformerBlockInference& s) { return s.dims().d_model; })
-      .def_prop_ro("n_heads", [](const TransformerBlockInference& s) { return s.dims().n_heads; })
-      .def_prop_ro("n_kv_heads", [](const TransformerBlockInference& s) { return s.dims().n_kv_heads; })
-      .def_prop_ro("head_dim", [](const TransformerBlockInference& s) { return s.dims().head_dim; })
-      .def_prop_ro("intermediate", [](const TransformerBlockInference& s) { return s.dims().intermediate; })
-      .def_prop_ro("window", [](const TransformerBlockInference& s) { return s.dims().window; })
+      .def_prop_ro("d_model", &TransformerBlockInference::d_model)
+      .def_prop_ro("n_heads", &TransformerBlockInference::n_heads)
+      .def_prop_ro("n_kv_heads", &TransformerBlockInference::n_kv_heads)
+      .def_prop_ro("head_dim", &TransformerBlockInference::head_dim)
+      .def_prop_ro("intermediate", &TransformerBlockInference::intermediate)
+      .def_prop_ro("window", &TransformerBlockInference::window)
       .def("check_tokens",
            [](const TransformerBlockInference& self, const std::vector<std::int64_t>& shape, bool step) {
              const auto bl = self.check_tokens(shape, step);
@@ -165,7 +166,7 @@ void bind_transformer(nb::module_& m) {
       .def("backward", [](const TransformerBlockInference& self) { self.backward(); })
       .def("weight",
            [](const TransformerBlockInference& self, const std::string& name) {
-             const auto tensors = blocks::transformer_tensors(self.dims());
+             const std::vector<TensorInfo> tensors = self.weight_table();
              for (std::size_t i = 0; i < tensors.size(); ++i) {
                if (name != tensors[i].name) continue;
                std::vector<std::size_t> shape;

@@ -2,12 +2,12 @@
 #include <nanobind/nanobind.h>
 
 #include <algorithm>
+#include <samebits/engine.hpp>
+#include <samebits/errors.hpp>
 #include <utility>
 #include <vector>
 
-#include "api/samebits.hpp"
 #include "bindings.hpp"
-#include "core/errors.hpp"
 
 namespace nb = nanobind;
 
@@ -55,6 +55,6 @@ NB_MODULE(_core, m) {
       }
     }
   });
-  m.attr("__version__") = SAMEBITS_VERSION;
+  m.attr("__version__") = samebits::version();
   samebits::python::run_registrations(m);
 }

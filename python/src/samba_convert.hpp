@@ -3,13 +3,13 @@
 
 #include <nanobind/nanobind.h>
 
-#include "models/samba_config.hpp"
+#include <samebits/samba.hpp>
 
 namespace samebits::python {
 
 // A SambaConfig from its to_dict() form (the ten keys), validated; refusals are ValueError.
-models::SambaConfig samba_config_of(const nanobind::dict& fields);
+SambaConfig samba_config_of(const nanobind::dict& fields);
 // config.to_dict(): the ten keys as Python values.
-nanobind::object samba_config_dict(const models::SambaConfig& config);
+nanobind::object samba_config_dict(const SambaConfig& config);
 
 }  // namespace samebits::python

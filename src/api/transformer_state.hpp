@@ -1,13 +1,14 @@
-// TransformerState (docs/api.md §3): the Transformer block's KV cache, the one owner of its buffers and of
+// KvCacheState (docs/api.md §3): the Transformer block's KV cache, the one owner of its buffers and of
 // their layout policy (packed / spread, key tiles, trust, exposure).
 #pragma once
 
 #include <cstdint>
+#include <samebits/pin.hpp>
+#include <samebits/transformer.hpp>
 #include <vector>
 
 #include "blocks/transformer/transformer.hpp"
 #include "core/aligned_buffer.hpp"
-#include "core/buffer_pin.hpp"
 
 namespace samebits {
 
@@ -20,20 +21,20 @@ namespace samebits {
 // it was last checked is kept in the engine's spread layout, where a decode step appends its row without
 // moving the cache, and skips its O(cache) non-finite scan. A pin packs it first and holds it packed and
 // untrusted while alive. A borrowed state (caller buffers) is always packed and scanned by every call.
-class TransformerState {
+class KvCacheState {
  public:
   // Zeros for batch_size sequences (refused, as a ValueError, past the allocation bound).
-  TransformerState(std::int64_t batch_size, std::int64_t n_kv_heads, std::int64_t head_dim,
-                   std::int64_t max_tokens, std::int64_t window);
+  KvCacheState(std::int64_t batch_size, std::int64_t n_kv_heads, std::int64_t head_dim,
+               std::int64_t max_tokens, std::int64_t window);
   // A state over caller buffers of cache_floats() floats each, read and written in place; the caller keeps
   // them alive and may write them between calls.
-  static TransformerState borrowing(std::int64_t batch_size, std::int64_t n_kv_heads, std::int64_t head_dim,
-                                    std::int64_t max_tokens, std::int64_t window, float* k_cache,
-                                    float* v_cache, std::int64_t cached_tokens);
-  TransformerState(TransformerState&&) noexcept = default;
-  TransformerState& operator=(TransformerState&&) noexcept = default;
+  static KvCacheState borrowing(std::int64_t batch_size, std::int64_t n_kv_heads, std::int64_t head_dim,
+                                std::int64_t max_tokens, std::int64_t window, float* k_cache, float* v_cache,
+                                std::int64_t cached_tokens);
+  KvCacheState(KvCacheState&&) noexcept = default;
+  KvCacheState& operator=(KvCacheState&&) noexcept = default;
   // An independent owned state with the same contents (and, unless pinned or borrowed, layout and trust).
-  TransformerState clone() const;
+  KvCacheState clone() const;
 
   std::int64_t batch_size() const { return batch_size_; }
   std::int64_t n_kv_heads() const { return n_kv_heads_; }
@@ -73,14 +74,14 @@ class TransformerState {
   // unpinned, full causal, not the twin, every appended row finite); a call that throws commits nothing.
   class EngineAccess {
    public:
-    EngineAccess(TransformerState& state, bool reference);
+    EngineAccess(KvCacheState& state, bool reference);
     EngineAccess(const EngineAccess&) = delete;
     EngineAccess& operator=(const EngineAccess&) = delete;
     ~EngineAccess();
     blocks::KvCache& cache() { return cache_; }
 
    private:
-    TransformerState& state_;
+    KvCacheState& state_;
     blocks::KvCache cache_;
     std::int64_t pos0_;
     bool reference_;
@@ -95,7 +96,7 @@ class TransformerState {
     float* borrowed = nullptr;
     float* data() const { return borrowed != nullptr ? borrowed : const_cast<float*>(owned.data()); }
   };
-  TransformerState() = default;
+  KvCacheState() = default;
   bool owned() const { return k_.borrowed == nullptr; }
   Pin pin(Buffer& buffer);
   std::vector<float> used_region(const float* buffer) const;

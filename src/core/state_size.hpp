@@ -3,10 +3,9 @@
 
 #include <cstdint>
 #include <new>
+#include <samebits/errors.hpp>
 #include <string>
 #include <vector>
-
-#include "core/errors.hpp"
 
 namespace samebits {
 

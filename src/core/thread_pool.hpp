@@ -8,10 +8,12 @@
 namespace samebits {
 
 // Number of threads parallel_for uses (the caller counts as one). Defaults to the environment
-// variable SAMEBITS_NUM_THREADS when it is a positive integer, otherwise to every core.
+// variable SAMEBITS_NUM_THREADS when it is a positive integer, otherwise to every core. Public through
+// samebits/engine.hpp.
 int num_threads();
 // n >= 1; values above 256 are clamped. Idle workers beyond n stay parked.
 void set_num_threads(int n);
+
 // Number of logical cores the process may use.
 int hardware_threads();
 

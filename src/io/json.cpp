@@ -1,12 +1,12 @@
 // Strict JSON parser, value accessors and the canonical encoder that matches Python's json.dumps byte for
 // byte.
-#include "io/json.hpp"
-
 #include <algorithm>
 #include <bit>
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <samebits/errors.hpp>
+#include <samebits/json.hpp>
 #include <system_error>
 
 namespace samebits::json {

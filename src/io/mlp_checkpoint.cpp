@@ -10,11 +10,11 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <samebits/errors.hpp>
+#include <samebits/json.hpp>
 #include <span>
 #include <vector>
 
-#include "core/errors.hpp"
-#include "io/json.hpp"
 #include "io/sha256.hpp"
 #include "numerics/fp.hpp"
 

@@ -14,9 +14,9 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <samebits/errors.hpp>
 #include <utility>
 
-#include "core/errors.hpp"
 #include "io/sha256.hpp"
 #include "numerics/fp.hpp"
 

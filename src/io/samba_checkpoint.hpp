@@ -4,17 +4,18 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <samebits/checkpoint_info.hpp>
+#include <samebits/json.hpp>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "io/json.hpp"
 #include "models/samba_config.hpp"
 
 namespace samebits::io {
 
-inline constexpr std::string_view kSambaStreamMagic{"MOJOLEARN-SAMBA\x02\n", 17};
+using samebits::kSambaStreamMagic;
 inline constexpr std::string_view kSambaStreamSchema = "mojolearn.samba-stream.v2";
 inline constexpr std::string_view kSambaStateSchema = "mojolearn.samba-stack-state.v1";
 inline constexpr std::string_view kSambaStackProfile = "mojolearn.samba-stack.fp32.v1";
@@ -33,33 +34,10 @@ json::Value samba_config_to_json(const models::SambaConfig& config);
 // norm_eps/dropout a JSON number. Every refusal is a samebits::Error of kind Value.
 models::SambaConfig samba_config_from_json(const json::Value& dict);
 
-enum class SambaCheckpointFormat { StreamV2, LegacyJson };
-
-struct SambaArrayRecord {
-  std::string name;   // parameters, exp_avg, exp_avg_sq, buf_initialized
-  std::string dtype;  // <f4 or <i4
-  std::int64_t elements = 0;
-  std::string sha256;  // lowercase hex of the array's bytes (v2: the verified descriptor digest)
-};
-
-// What a CLI `info` shows; nothing here is needed to run the model.
-struct SambaCheckpointInfo {
-  SambaCheckpointFormat format = SambaCheckpointFormat::StreamV2;
-  std::string schema;  // the envelope schema: kSambaStreamSchema or kSambaLegacySchema
-  std::uint64_t file_bytes = 0;
-  std::uint64_t header_bytes = 0;        // v2: the header length L; legacy: 0
-  std::string integrity_sha256;          // v2: the header digest; legacy: payload_sha256 (both verified)
-  std::vector<SambaArrayRecord> arrays;  // the four arrays in file order
-  std::string numeric_mode;              // as stored ("" when absent; canonical JSON when not a string)
-  std::string numeric_profile;           // kSambaNumericProfile when the state has no field
-  // Canonical JSON of the stored values ("" when the key is absent); read and dropped by inference.
-  std::string step_json;             // `t`, the completed optimizer steps
-  std::string optimizer_json;        // {"kind": "adamw", "lr": ..., ...}
-  std::string schedule_json;         // "null" when no schedule
-  std::string rng_json;              // {"counter": ..., "seed": ...}
-  std::int64_t parameter_count = 0;  // N
-  std::int64_t tensor_count = 0;     // T
-};
+// The metadata structs are public (samebits/checkpoint_info.hpp).
+using samebits::SambaArrayRecord;
+using samebits::SambaCheckpointFormat;
+using samebits::SambaCheckpointInfo;
 
 struct SambaCheckpoint {
   models::SambaConfig config;

@@ -2,9 +2,9 @@
 #include "models/samba.hpp"
 
 #include <algorithm>
+#include <samebits/errors.hpp>
 #include <utility>
 
-#include "core/errors.hpp"
 #include "core/thread_pool.hpp"
 #include "models/samba_guard.hpp"
 #include "numerics/rmsnorm.hpp"

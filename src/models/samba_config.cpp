@@ -3,11 +3,11 @@
 
 #include <cmath>
 #include <limits>
+#include <samebits/errors.hpp>
 #include <utility>
 
 #include "blocks/mamba3/mamba3.hpp"
 #include "blocks/transformer/transformer.hpp"
-#include "core/errors.hpp"
 
 namespace samebits::models {
 namespace {

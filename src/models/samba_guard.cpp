@@ -3,8 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
-
-#include "core/errors.hpp"
+#include <samebits/errors.hpp>
 
 namespace samebits::models {
 namespace {

@@ -1,9 +1,8 @@
 // Exact bf16 / int8 weight storage: scalar integer constructions, run once at load time.
-#include "numerics/lowbit.hpp"
-
+#include <samebits/errors.hpp>
+#include <samebits/lowbit.hpp>
 #include <string>
 
-#include "core/errors.hpp"
 #include "numerics/fp.hpp"
 
 namespace samebits::lowbit {

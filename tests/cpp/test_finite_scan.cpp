@@ -5,11 +5,11 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <samebits/errors.hpp>
 #include <string>
 #include <vector>
 
 #include "blocks/common/block_support.hpp"
-#include "core/errors.hpp"
 #include "core/thread_pool.hpp"
 #include "numerics/finite_scan.hpp"
 #include "numerics/fp.hpp"

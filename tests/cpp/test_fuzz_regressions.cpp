@@ -4,16 +4,16 @@
 
 #include <cstdint>
 #include <limits>
+#include <samebits/errors.hpp>
+#include <samebits/lowbit.hpp>
 #include <string>
 #include <vector>
 
-#include "api/samba_inference.hpp"
-#include "api/transformer_inference.hpp"
+#include "api/api_access.hpp"
+#include "api/checks.hpp"
 #include "blocks/mamba1/mamba1.hpp"
 #include "blocks/mamba2/mamba2.hpp"
 #include "blocks/mamba3/mamba3.hpp"
-#include "core/errors.hpp"
-#include "numerics/lowbit.hpp"
 #include "test_samba_support.hpp"
 #include "test_transformer_support.hpp"
 

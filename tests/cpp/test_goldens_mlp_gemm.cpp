@@ -4,7 +4,8 @@
 
 #include <vector>
 
-#include "api/samebits.hpp"
+#include "api/api_access.hpp"
+#include "api/checks.hpp"
 #include "golden_fixtures.hpp"
 #include "numerics/fp.hpp"
 #include "numerics/gemm.hpp"

@@ -6,10 +6,9 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <samebits/json.hpp>
 #include <string>
 #include <vector>
-
-#include "io/json.hpp"
 
 using samebits::json::canonical_json;
 using samebits::json::float_repr;

@@ -6,11 +6,11 @@
 
 #include <cstring>
 #include <optional>
+#include <samebits/errors.hpp>
 #include <string>
 #include <vector>
 
 #include "blocks/transformer/state.hpp"
-#include "core/errors.hpp"
 #include "core/thread_pool.hpp"
 #include "numerics/fp.hpp"
 #include "test_transformer_support.hpp"

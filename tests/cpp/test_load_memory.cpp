@@ -9,13 +9,14 @@
 #include <bit>
 #include <cstdio>
 #include <cstring>
+#include <samebits/json.hpp>
 #include <string>
 #include <vector>
 
-#include "api/samba_inference.hpp"
+#include "api/api_access.hpp"
+#include "api/checks.hpp"
 #include "blocks/mamba3/mamba3.hpp"
 #include "blocks/transformer/transformer.hpp"
-#include "io/json.hpp"
 #include "io/samba_checkpoint.hpp"
 #include "io/sha256.hpp"
 #include "models/samba.hpp"
@@ -191,7 +192,7 @@ TEST(LoadMemory, LargeArchivePeakIsBoundedAndWeightsAreExact) {
   const models::SambaRegistry registry = config.registry();
   for (std::size_t i = 0; i < registry.entries.size(); ++i) {
     const std::vector<float> want = tensor_values(registry.entries[i], i + 1);
-    const std::vector<float> got = model.model().tensor_copy(i);
+    const std::vector<float> got = ApiAccess::model(model).tensor_copy(i);
     ASSERT_EQ(got.size(), want.size());
     EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * 4), 0) << registry.entries[i].name;
   }

@@ -7,11 +7,11 @@
 #include <iterator>
 #include <limits>
 #include <random>
+#include <samebits/errors.hpp>
+#include <samebits/lowbit.hpp>
 #include <vector>
 
-#include "core/errors.hpp"
 #include "numerics/fp.hpp"
-#include "numerics/lowbit.hpp"
 
 namespace lb = samebits::lowbit;
 using samebits::fp::bits;

@@ -6,7 +6,8 @@
 #include <cmath>
 #include <limits>
 
-#include "api/mamba_inference.hpp"
+#include "api/api_access.hpp"
+#include "api/checks.hpp"
 #include "numerics/fp.hpp"
 #include "test_mamba_support.hpp"
 
@@ -118,9 +119,9 @@ TEST(Mamba1Bits, FastEqualsTwinWithPlantedSubnormals) {
     x[7] = -tiny;
     x[20] = fp::from_bits(0x807FFFFFu);
     Mamba1State base = block.allocate_state(2);
-    base.h()[1] = tiny;
-    base.h()[40] = 1e-38f;
-    base.conv_window()[2] = -tiny;
+    base.pin_h().data()[1] = tiny;
+    base.pin_h().data()[40] = 1e-38f;
+    base.pin_conv_window().data()[2] = -tiny;
     Mamba1State twin_state = base.clone();
     const std::vector<float> want = block.forward_reference({x.data(), {2, 9, dm}}, &twin_state);
     testing::for_each_target_and_threads([&](const std::string& where) {
@@ -277,12 +278,12 @@ TEST(Mamba1Refusals, WeightsStateAndInputsWithUpstreamWording) {
             }),
             "mamba1_forward: NaN in x at flat index 5 REFUSED");
   x[5] = 0.5f;
-  state.h()[17] = -std::numeric_limits<float>::infinity();
+  state.pin_h().data()[17] = -std::numeric_limits<float>::infinity();
   EXPECT_EQ(value_error_of([&] {
               block.step({x.data(), {2, dm}}, &state);
             }),
             "mamba1_decode_step: infinity in h at flat index 17 REFUSED");
-  state.h()[17] = 0.0f;
+  state.pin_h().data()[17] = 0.0f;
   WeightSet nan_weights = w;
   nan_weights["dt_proj.bias"][4] = std::numeric_limits<float>::infinity();
   const Mamba1BlockInference bad_block(nan_weights.views());  // constructing is fine, as upstream

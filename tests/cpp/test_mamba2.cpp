@@ -6,7 +6,8 @@
 #include <cmath>
 #include <limits>
 
-#include "api/mamba_inference.hpp"
+#include "api/api_access.hpp"
+#include "api/checks.hpp"
 #include "numerics/fp.hpp"
 #include "test_mamba_support.hpp"
 
@@ -44,7 +45,7 @@ bool same_state(Mamba2State& a, Mamba2State& b, std::string* where) {
   if (!same(a.h(), b.h(), a.h_size())) return *where = "h", false;
   if (!same(a.conv_window(), b.conv_window(), a.conv_window_size())) return *where = "conv_window", false;
   // Only the open chunk's rows of the buffers are state; rows past buffered_tokens are stale either way.
-  const std::int64_t cd = a.dims().conv_dim, H = a.dims().nheads, q = a.buffered_tokens();
+  const std::int64_t cd = a.conv_dim(), H = a.nheads(), q = a.buffered_tokens();
   for (std::int64_t bb = 0; bb < a.batch(); ++bb) {
     if (!same(a.buffer_xbc() + bb * 256 * cd, b.buffer_xbc() + bb * 256 * cd, q * cd))
       return *where = "buffer_xbc", false;
@@ -95,12 +96,12 @@ TEST(Mamba2Bits, FastEqualsTwinAcrossChunksTargetsAndThreads) {
         block.forward_reference({x.data(), {c.B, c.L, c.dm}}, &twin_state, &twin_h_last);
     testing::for_each_target_and_threads([&](const std::string& where) {
       Mamba2State state = block.allocate_state(c.B);
-      std::shared_ptr<Mamba2Report> report;
+      Mamba2Report report;
       const std::vector<float> got = block.forward({x.data(), {c.B, c.L, c.dm}}, &state, &report);
       ASSERT_TRUE(testing::same_bits(want, got)) << "L=" << c.L << " dm=" << c.dm << " " << where;
       std::string which;
       ASSERT_TRUE(same_state(state, twin_state, &which)) << which << " " << where;
-      ASSERT_TRUE(testing::same_bits(report->h_last(), twin_h_last)) << where;
+      ASSERT_TRUE(testing::same_bits(report.h_last(), twin_h_last)) << where;
     });
   }
 }
@@ -117,9 +118,9 @@ TEST(Mamba2Bits, InitialStatesAndEditedBuffersFollowTheTwin) {
   Mamba2State twin = fresh.clone();
   std::vector<float> twin_h_last;
   const std::vector<float> want = block.forward_reference({x.data(), {1, 40, dm}}, &twin, &twin_h_last);
-  std::shared_ptr<Mamba2Report> report;
+  Mamba2Report report;
   EXPECT_TRUE(testing::same_bits(block.forward({x.data(), {1, 40, dm}}, &fresh, &report), want));
-  EXPECT_TRUE(testing::same_bits(report->h_last(), twin_h_last));
+  EXPECT_TRUE(testing::same_bits(report.h_last(), twin_h_last));
 
   // Editing a buffered raw dt row (as a caller may through the writable views) must be honoured: the
   // kept derived rows no longer match the buffer and are rebuilt.
@@ -136,9 +137,9 @@ TEST(Mamba2Bits, InitialStatesAndEditedBuffersFollowTheTwin) {
   const std::vector<float> x2 = rng.uniform_vector(static_cast<std::size_t>(dm), 2.0f);
   std::vector<float> twin2;
   const std::vector<float> want2 = block.step_reference({x2.data(), {1, 1, dm}}, &twin, &twin2);
-  std::shared_ptr<Mamba2Report> report2;
+  Mamba2Report report2;
   EXPECT_TRUE(testing::same_bits(block.step({x2.data(), {1, 1, dm}}, &fresh, &report2), want2));
-  EXPECT_TRUE(testing::same_bits(report2->h_last(), twin2));
+  EXPECT_TRUE(testing::same_bits(report2.h_last(), twin2));
 
   // A state carried by another block (other weights) is continued from its buffer, not from rows this
   // state kept for the first block.
@@ -165,8 +166,8 @@ TEST(Mamba2Decode, StepsEqualForwardAndTheTwinAcrossChunkBoundaries) {
     const std::vector<float> xt = testing::time_slice(x, B, L, dm, t, 1);
     const TensorView xv{xt.data(), {B, 1, dm}};
     const bool check = next_check < checked.size() && checked[next_check] == t;
-    Mamba2State twin_state = check ? state.clone() : Mamba2State(1, dims_of(dm));
-    std::shared_ptr<Mamba2Report> report;
+    Mamba2State twin_state = check ? state.clone() : Mamba2State(1, dm);
+    Mamba2Report report;
     const std::vector<float> y = block.step(xv, &state, &report);
     ASSERT_TRUE(testing::same_bits(y, testing::time_slice(whole, B, L, dm, t, 1))) << "position " << t;
     ASSERT_EQ(state.buffered_tokens(), (t + 1) % 256);
@@ -177,7 +178,7 @@ TEST(Mamba2Decode, StepsEqualForwardAndTheTwinAcrossChunkBoundaries) {
           << "position " << t;
       std::string which;
       ASSERT_TRUE(same_state(state, twin_state, &which)) << which << " at position " << t;
-      ASSERT_TRUE(testing::same_bits(report->h_last(), twin_h_last)) << "h_last at position " << t;
+      ASSERT_TRUE(testing::same_bits(report.h_last(), twin_h_last)) << "h_last at position " << t;
     }
   }
   ASSERT_EQ(next_check, checked.size());
@@ -221,18 +222,18 @@ TEST(Mamba2Report, IsTheStateAfterTheCallEvenWhenReadLater) {
   Rng rng(8);
   const std::vector<float> x = rng.uniform_vector(static_cast<std::size_t>(20 * dm), 2.0f);
   Mamba2State state = block.allocate_state(1), twin = block.allocate_state(1);
-  std::shared_ptr<Mamba2Report> first;
+  Mamba2Report first;
   std::vector<float> twin_first, twin_second;
   block.forward({x.data(), {1, 10, dm}}, &state, &first);
   block.forward_reference({x.data(), {1, 10, dm}}, &twin, &twin_first);
-  EXPECT_FALSE(first->evaluated());
+  EXPECT_FALSE(first.evaluated());
   // The next call on the same state settles the pending report before changing the state.
-  std::shared_ptr<Mamba2Report> second;
+  Mamba2Report second;
   block.forward({x.data() + 10 * dm, {1, 10, dm}}, &state, &second);
   block.forward_reference({x.data() + 10 * dm, {1, 10, dm}}, &twin, &twin_second);
-  EXPECT_TRUE(first->evaluated());
-  EXPECT_TRUE(testing::same_bits(first->h_last(), twin_first));
-  EXPECT_TRUE(testing::same_bits(second->h_last(), twin_second));
+  EXPECT_TRUE(first.evaluated());
+  EXPECT_TRUE(testing::same_bits(first.h_last(), twin_first));
+  EXPECT_TRUE(testing::same_bits(second.h_last(), twin_second));
   EXPECT_FALSE(testing::same_bits(twin_first, twin_second));
   // The resumption h is still the zero boundary (no chunk completed); h_last is not.
   for (std::int64_t i = 0; i < state.h_size(); ++i) ASSERT_EQ(fp::bits(state.h()[i]), 0u);
@@ -375,7 +376,7 @@ TEST(Mamba2Trust, KeptCopiesGiveWayToEditsAndOtherBlocks) {
   step_both(other, continued, "another block's first step");
   step_both(other, continued, "another block's second step");
 
-  const std::int64_t cd = state.dims().conv_dim;
+  const std::int64_t cd = state.conv_dim();
   state.pin(Mamba2State::kBufferXbc).data()[(1 * 256 + 5) * cd + 70] +=
       0.5f;  // row 1, open row 5, head 1's x
   step_both(block, state, "after an edit of one buffered x value");
@@ -394,7 +395,7 @@ TEST(Mamba2Trust, ACallWritesOnlyTheSpansItDeclares) {
       if (q0 > 0) block.forward({x.data(), {B, q0, dm}}, &state);
       ASSERT_EQ(state.buffered_tokens(), q0);
       const Mamba2State before = state.clone();
-      const auto spans = Mamba2State::EngineAccess(state).spans_written_by(length);
+      const auto spans = blocks::Mamba2State::EngineAccess(ApiAccess::engine(state)).spans_written_by(length);
       block.forward({x.data() + B * q0 * dm, {B, length, dm}}, &state);
       const Mamba2State& after = state;
       auto check = [&](const float* old_values, const float* new_values, std::int64_t count,

@@ -4,11 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <samebits/errors.hpp>
 #include <string>
 #include <vector>
 
 #include "blocks/mamba3/mamba3.hpp"
-#include "core/errors.hpp"
 #include "numerics/fp.hpp"
 #include "test_support.hpp"
 

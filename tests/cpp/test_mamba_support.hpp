@@ -6,7 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "api/mamba_inference.hpp"
+#include "api/api_access.hpp"
+#include "api/checks.hpp"
 #include "golden_fixtures.hpp"
 #include "test_support.hpp"
 

@@ -5,7 +5,8 @@
 #include <limits>
 #include <vector>
 
-#include "api/samebits.hpp"
+#include "api/api_access.hpp"
+#include "api/checks.hpp"
 #include "numerics/fp.hpp"
 #include "test_support.hpp"
 

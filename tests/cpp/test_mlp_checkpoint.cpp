@@ -10,11 +10,11 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <samebits/errors.hpp>
 #include <set>
 #include <string>
 #include <vector>
 
-#include "core/errors.hpp"
 #include "io/mlp_checkpoint.hpp"
 #include "io/sha256.hpp"
 

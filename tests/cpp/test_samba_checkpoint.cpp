@@ -13,12 +13,12 @@
 #include <fstream>
 #include <functional>
 #include <optional>
+#include <samebits/errors.hpp>
+#include <samebits/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "core/errors.hpp"
-#include "io/json.hpp"
 #include "io/samba_checkpoint.hpp"
 #include "io/sha256.hpp"
 #include "models/samba_config.hpp"

@@ -6,10 +6,10 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <samebits/errors.hpp>
 #include <string>
 #include <vector>
 
-#include "core/errors.hpp"
 #include "models/samba_config.hpp"
 #include "test_samba_support.hpp"
 

@@ -11,14 +11,12 @@
 #include <limits>
 #include <optional>
 #include <ostream>
+#include <samebits/errors.hpp>
 #include <string>
 #include <vector>
 
-#include "api/mamba3_inference.hpp"
-#include "api/mamba_inference.hpp"
-#include "api/samba_inference.hpp"
-#include "api/transformer_inference.hpp"
-#include "core/errors.hpp"
+#include "api/api_access.hpp"
+#include "api/checks.hpp"
 #include "numerics/fp.hpp"
 #include "test_mamba_support.hpp"
 #include "test_support.hpp"
@@ -74,12 +72,12 @@ Bytes bytes_of(const Mamba2State& s) {
   return out;
 }
 
-Bytes bytes_of(const blocks::Mamba3State& s) {
+Bytes bytes_of(const Mamba3State& s) {
   Bytes out;
-  for (int p = 0; p < blocks::Mamba3State::kPieceCount; ++p)
+  for (int p = 0; p < Mamba3State::kPieceCount; ++p)
     put(out, s.piece(p), static_cast<std::size_t>(s.piece_elements(p)) * sizeof(float));
-  put_value(out, s.buffered_tokens);
-  put_value(out, s.pending);
+  put_value(out, s.buffered_tokens());
+  put_value(out, s.pending());
   put_value(out, s.batch());
   put_value(out, s.heads());
   return out;
@@ -470,7 +468,7 @@ struct M2 {
 };
 struct M3 {
   using Block = Mamba3BlockInference;
-  using State = blocks::Mamba3State;
+  using State = Mamba3State;
   static constexpr std::int64_t kModel = 32;
   static std::shared_ptr<Block> make(int variant) {
     const std::int64_t dm = variant == 1 ? 64 : kModel;
@@ -499,7 +497,7 @@ const typename K::Block& mamba_block(int variant) {
 
 std::int64_t width_of(const Mamba1BlockInference& b) { return b.d_model(); }
 std::int64_t width_of(const Mamba2BlockInference& b) { return b.d_model(); }
-std::int64_t width_of(const Mamba3BlockInference& b) { return b.dims().d_model; }
+std::int64_t width_of(const Mamba3BlockInference& b) { return b.d_model(); }
 
 template <typename K>
 struct MambaSubject {
@@ -645,9 +643,9 @@ std::function<std::function<void()>(Subject&, MambaPath)> plant_scalar(
 std::vector<Case> mamba1_cases() {
   auto f = common_mamba_faults<M1>("B and L must be positive");
   f.push_back({"conv_window_nan", "NaN in conv_window at flat index 9 REFUSED", kMambaPaths,
-               plant_piece<M1>([](Mamba1State& s) { return s.conv_window(); }, 9, kNaN)});
+               plant_piece<M1>([](Mamba1State& s) { return s.pin_conv_window().data(); }, 9, kNaN)});
   f.push_back({"h_infinity", "infinity in h at flat index 100 REFUSED", kMambaPaths,
-               plant_piece<M1>([](Mamba1State& s) { return s.h(); }, 100, kInf)});
+               plant_piece<M1>([](Mamba1State& s) { return s.pin_h().data(); }, 100, kInf)});
   return cases_of(f, kMambaPathNames);
 }
 
@@ -672,7 +670,7 @@ std::vector<Case> mamba2_cases() {
 }
 
 std::vector<Case> mamba3_cases() {
-  using S3 = blocks::Mamba3State;
+  using S3 = Mamba3State;
   auto f = common_mamba_faults<M3>("state buffer theta has shape (2, 1, 32), want (0, 1, 32)");
   for (int p = 0; p < 8; ++p) {
     const std::string name = S3::piece_name(p);
@@ -705,12 +703,12 @@ std::vector<Case> mamba3_cases() {
                  }});
   }
   f.push_back({"buffered_tokens_negative", "buf_len must be in [0, 64]", kMambaPaths,
-               plant_scalar<M3>([](S3& s, bool bad) { s.buffered_tokens = bad ? -1 : 5; })});
+               plant_scalar<M3>([](S3& s, bool bad) { s.set_buffered_tokens(bad ? -1 : 5); })});
   f.push_back({"buffered_tokens_65", "buf_len must be in [0, 64]", kMambaPaths,
-               plant_scalar<M3>([](S3& s, bool bad) { s.buffered_tokens = bad ? 65 : 5; })});
+               plant_scalar<M3>([](S3& s, bool bad) { s.set_buffered_tokens(bad ? 65 : 5); })});
   f.push_back({"input_states_on_mid_sequence_state",
                "Input_States only has upstream meaning on a fresh state", kMambaPaths,
-               plant_scalar<M3>([](S3& s, bool bad) { s.pending = bad; })});
+               plant_scalar<M3>([](S3& s, bool bad) { s.set_pending(bad); })});
   return cases_of(f, kMambaPathNames);
 }
 
@@ -909,7 +907,7 @@ std::vector<SambaFault> samba_faults() {
     };
   };
   // A Mamba-3 scalar of layer 2 set to a bad value, repaired afterwards.
-  auto m3_scalar = [=](std::function<void(blocks::Mamba3State&, bool)> set) {
+  auto m3_scalar = [=](std::function<void(Mamba3State&, bool)> set) {
     return [=](Subject& subject, SambaPath path) -> std::function<void()> {
       auto s = standard(subject, path);
       set(*s->state.mamba3(2), true);
@@ -924,7 +922,7 @@ std::vector<SambaFault> samba_faults() {
       auto s = standard(subject, path, 0, 2, 80, prefix);
       if (input_states)
         for (SambaState* st : {&s->state, &s->clone}) {
-          blocks::Mamba3State& m = *st->mamba3(0);
+          Mamba3State& m = *st->mamba3(0);
           Rng rng(8);
           auto theta = rng.uniform_vector(m.piece_elements(0), 0.5f),
                h = rng.uniform_vector(m.piece_elements(1), 0.5f),
@@ -1006,11 +1004,11 @@ std::vector<SambaFault> samba_faults() {
   f.push_back({"layer1_attention_k_cache_infinity", "infinity in k_cache at flat index 0 REFUSED", all,
                plant(1, 0, 0, -kInf)});
   f.push_back({"layer2_buffered_tokens_65", "buf_len must be in [0, 64]", all,
-               m3_scalar([](blocks::Mamba3State& m, bool bad) { m.buffered_tokens = bad ? 65 : 3; })});
+               m3_scalar([](Mamba3State& m, bool bad) { m.set_buffered_tokens(bad ? 65 : 3); })});
   f.push_back({"layer2_buffered_tokens_negative", "buf_len must be in [0, 64]", all,
-               m3_scalar([](blocks::Mamba3State& m, bool bad) { m.buffered_tokens = bad ? -1 : 3; })});
+               m3_scalar([](Mamba3State& m, bool bad) { m.set_buffered_tokens(bad ? -1 : 3); })});
   f.push_back({"layer2_input_states_mid_sequence", "Input_States only has upstream meaning on a fresh state",
-               all, m3_scalar([](blocks::Mamba3State& m, bool bad) { m.pending = bad; })});
+               all, m3_scalar([](Mamba3State& m, bool bad) { m.set_pending(bad); })});
   f.push_back({"layer3_cached_tokens_negative", "cached_tokens must be in [0, 80]", owned,
                [=](Subject& subject, SambaPath path) -> std::function<void()> {
                  auto s = standard(subject, path);
@@ -1082,7 +1080,7 @@ TEST(SambaStateSafety, ARefusedSealLeavesNoStaleDerivedCopy) {
   SambaState clone = state.clone();
   EXPECT_THROW(samba(1).forward({ids.data() + 124, 1, 10}, state), Error);
   for (std::int64_t layer : {0, 2}) {
-    blocks::Mamba3State& m = *state.mamba3(layer);
+    blocks::Mamba3State& m = ApiAccess::engine(*state.mamba3(layer));
     const blocks::Mamba3State& read = m;
     blocks::Mamba3State::EngineAccess engine(m);
     if (engine.h_transposed_current()) {

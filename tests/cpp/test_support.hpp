@@ -6,10 +6,10 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <samebits/errors.hpp>
 #include <string>
 #include <vector>
 
-#include "core/errors.hpp"
 #include "core/thread_pool.hpp"
 #include "numerics/simd_target.hpp"
 

@@ -7,7 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "api/transformer_inference.hpp"
+#include "api/api_access.hpp"
+#include "api/checks.hpp"
 #include "golden_fixtures.hpp"
 #include "numerics/simd_target.hpp"
 #include "test_support.hpp"

@@ -6,10 +6,11 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <samebits/errors.hpp>
 #include <string>
 #include <vector>
 
-#include "core/errors.hpp"
+#include "api/api_access.hpp"
 #include "core/thread_pool.hpp"
 #include "numerics/fp.hpp"
 #include "numerics/rope.hpp"
@@ -39,7 +40,7 @@ TEST(TransformerState, CachedRopeRowsEqualThePerCallTable) {
   simd::reset_target();
   // The block's shared rows, grown in steps, hold the same bits at every position they cover.
   for (std::int64_t positions : {1, 100, 3000, 8192}) {
-    const auto rows = block.block()->rope_rows(positions);
+    const auto rows = ApiAccess::block(block)->rope_rows(positions);
     ASSERT_GE(rows->positions(), positions);
     EXPECT_EQ(std::memcmp(rows->cos_row(0), twin.cos_row(0), positions * 32 * 4), 0) << positions;
     EXPECT_EQ(std::memcmp(rows->sin_row(0), twin.sin_row(0), positions * 32 * 4), 0) << positions;

@@ -5,7 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "api/transformer_inference.hpp"
+#include "api/api_access.hpp"
+#include "api/checks.hpp"
 #include "test_support.hpp"
 
 namespace samebits::testing {

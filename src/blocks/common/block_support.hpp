@@ -4,9 +4,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <samebits/errors.hpp>
 #include <string>
 
-#include "core/errors.hpp"
 #include "numerics/finite_scan.hpp"
 #include "numerics/fp.hpp"
 

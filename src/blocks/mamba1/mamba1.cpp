@@ -2,10 +2,10 @@
 // and the refusals every call runs first. The forward paths are in forward.cpp and reference.cpp.
 #include "blocks/mamba1/mamba1.hpp"
 
+#include <samebits/errors.hpp>
 #include <utility>
 
 #include "blocks/common/block_support.hpp"
-#include "core/errors.hpp"
 #include "numerics/fp.hpp"
 #include "numerics/primitives.hpp"
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <samebits/pin.hpp>
 
 #include "core/aligned_buffer.hpp"
 
@@ -33,12 +34,20 @@ class Mamba1State {
   std::int64_t conv_window_size() const { return batch_ * d_inner_ * Mamba1Dims::kConv; }
   std::int64_t h_size() const { return batch_ * d_inner_ * Mamba1Dims::kState; }
 
+  // Writable views for callers outside the engine. Mamba-1 keeps nothing derived from the arrays, so every
+  // call reads them as they are; the count only tells whether a view is alive.
+  using Pin = BufferPin;
+  Pin pin_conv_window() { return Pin(pins_, conv_window_.data(), conv_window_size()); }
+  Pin pin_h() { return Pin(pins_, h_.data(), h_size()); }
+  bool pinned() const { return pins_ > 0; }
+
  private:
   Mamba1State() = default;
   std::int64_t batch_ = 0;
   std::int64_t d_inner_ = 0;
   AlignedBuffer<float> conv_window_;
   AlignedBuffer<float> h_;
+  std::int64_t pins_ = 0;
 };
 
 }  // namespace samebits::blocks

@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <samebits/errors.hpp>
 
 #include "blocks/common/block_support.hpp"
 #include "blocks/mamba2/mamba2.hpp"
-#include "core/errors.hpp"
 #include "core/thread_pool.hpp"
 #include "numerics/fp.hpp"
 #include "numerics/primitives.hpp"

@@ -3,10 +3,10 @@
 #include "blocks/mamba2/mamba2.hpp"
 
 #include <atomic>
+#include <samebits/errors.hpp>
 #include <utility>
 
 #include "blocks/common/block_support.hpp"
-#include "core/errors.hpp"
 #include "numerics/fp.hpp"
 #include "numerics/primitives.hpp"
 

@@ -4,11 +4,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <samebits/pin.hpp>
 #include <utility>
 #include <vector>
 
 #include "core/aligned_buffer.hpp"
-#include "core/buffer_pin.hpp"
 
 namespace samebits::blocks {
 

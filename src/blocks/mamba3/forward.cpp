@@ -8,6 +8,7 @@
 // position, except once every 64 tokens when the full chunk is sealed into h.
 #include <algorithm>
 #include <cstring>
+#include <samebits/errors.hpp>
 #include <vector>
 
 #include "blocks/common/block_support.hpp"
@@ -15,7 +16,6 @@
 #include "blocks/mamba3/mamba3.hpp"
 #include "blocks/mamba3/scalar.hpp"
 #include "core/aligned_buffer.hpp"
-#include "core/errors.hpp"
 #include "core/thread_pool.hpp"
 #include "numerics/fp.hpp"
 #include "numerics/gemm.hpp"

@@ -1,11 +1,11 @@
 // Mamba-3 block construction and the refusals every call runs before any arithmetic.
 #include "blocks/mamba3/mamba3.hpp"
 
+#include <samebits/errors.hpp>
 #include <string>
 #include <utility>
 
 #include "blocks/common/block_support.hpp"
-#include "core/errors.hpp"
 #include "numerics/finite_scan.hpp"
 #include "numerics/mamba3_kernels.hpp"
 

@@ -1,11 +1,11 @@
 // The Mamba-3 scalar twin: docs/blocks.md §3.3 step by step over the whole working sequence (buffered rows
 // followed by the new tokens), every chunk and every row, through gemm_reference and scalar primitives.
 #include <algorithm>
+#include <samebits/errors.hpp>
 #include <vector>
 
 #include "blocks/mamba3/mamba3.hpp"
 #include "blocks/mamba3/scalar.hpp"
-#include "core/errors.hpp"
 #include "numerics/fp.hpp"
 #include "numerics/gemm.hpp"
 #include "numerics/primitives.hpp"

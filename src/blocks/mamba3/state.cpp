@@ -3,8 +3,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <samebits/errors.hpp>
 
-#include "core/errors.hpp"
 #include "core/state_size.hpp"
 #include "core/thread_pool.hpp"
 #include "numerics/transpose.hpp"

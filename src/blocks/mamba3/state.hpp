@@ -3,10 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <samebits/pin.hpp>
 #include <vector>
 
 #include "core/aligned_buffer.hpp"
-#include "core/buffer_pin.hpp"
 
 namespace samebits::blocks {
 

@@ -2,11 +2,11 @@
 // attention over key tiles or spans on the thread pool, SwiGLU.
 #include <algorithm>
 #include <cstring>
+#include <samebits/errors.hpp>
 
 #include "blocks/transformer/state.hpp"
 #include "blocks/transformer/transformer.hpp"
 #include "core/aligned_buffer.hpp"
-#include "core/errors.hpp"
 #include "core/thread_pool.hpp"
 #include "numerics/attention.hpp"
 #include "numerics/fp.hpp"

@@ -1,9 +1,9 @@
 // The scalar twin of TransformerBlock::forward: docs/blocks.md §4.3 step by step, with the oracle's own cache
 // layout (stride max_tokens, or the ring) converted from and back to the caller's packed layout.
+#include <samebits/errors.hpp>
 #include <vector>
 
 #include "blocks/transformer/transformer.hpp"
-#include "core/errors.hpp"
 #include "numerics/attention.hpp"
 #include "numerics/fp.hpp"
 #include "numerics/gemm.hpp"

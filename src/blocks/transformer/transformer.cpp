@@ -4,13 +4,13 @@
 #include <algorithm>
 #include <cstring>
 #include <initializer_list>
+#include <samebits/errors.hpp>
 #include <sstream>
 #include <utility>
 
 #include "blocks/common/block_support.hpp"
 #include "blocks/transformer/state.hpp"
 #include "core/aligned_buffer.hpp"
-#include "core/errors.hpp"
 #include "core/thread_pool.hpp"
 #include "numerics/attention.hpp"
 #include "numerics/fp.hpp"

@@ -1,16 +1,26 @@
-// Mamba1BlockInference / Mamba2BlockInference: upstream's checks and wording around the exact blocks.
-#include "api/mamba_inference.hpp"
-
+// Mamba1BlockInference / Mamba2BlockInference and their states: upstream's checks and wording around the
+// exact blocks.
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <samebits/errors.hpp>
+#include <samebits/mamba.hpp>
 
-#include "core/errors.hpp"
+#include "api/api_access.hpp"
+#include "api/checks.hpp"
+#include "blocks/mamba1/mamba1.hpp"
+#include "blocks/mamba2/mamba2.hpp"
 #include "models/samba_config.hpp"
 
 namespace samebits {
 namespace {
 
 constexpr const char* kPackage = "samebits ";
+
+static_assert(kMambaConvWidth == blocks::Mamba1Dims::kConv && kMambaConvWidth == blocks::Mamba2Dims::kConv &&
+              kMamba1StateDim == blocks::Mamba1Dims::kState &&
+              kMamba2HeadDim == blocks::Mamba2Dims::kHeadDim &&
+              kMamba2StateDim == blocks::Mamba2Dims::kState);
 
 // Python's repr of a str (the quote choice and escapes of CPython), for the key lists in messages.
 
@@ -54,7 +64,9 @@ constexpr const char* kBackwardSentence =
 
 }  // namespace
 
+// The refusals both blocks share (and Mamba-3's binding-facing checks mirror).
 namespace mamba_api {
+namespace {
 
 void check_weight_keys(const std::string& block, const std::vector<std::string>& expected,
                        const std::vector<std::string>& given) {
@@ -85,6 +97,7 @@ void check_state_buffer(const std::string& what, const std::string& name,
                       ", want " + shape_repr(want));
 }
 
+}  // namespace
 }  // namespace mamba_api
 
 // ------------------------------------------------------------------------------------------ Mamba-1
@@ -144,20 +157,20 @@ std::vector<float> Mamba1BlockInference::call(const TensorView& x, Mamba1State* 
   const std::string what = std::string(kM1) + (step ? ".step" : ".forward");
   if (step && state == nullptr) throw_value_error(kM1StepRequired);
   const auto [batch, length] = mamba_api::check_tokens(what, x.shape, d_model(), step);
-  std::optional<Mamba1State> fresh;
-  if (state == nullptr) state = &fresh.emplace(batch, d_inner());
+  std::optional<blocks::Mamba1State> fresh;
+  blocks::Mamba1State* engine = state ? &ApiAccess::engine(*state) : &fresh.emplace(batch, d_inner());
   mamba_api::check_state_buffer(what, "conv_window",
-                                {state->batch(), state->d_inner(), blocks::Mamba1Dims::kConv},
+                                {engine->batch(), engine->d_inner(), blocks::Mamba1Dims::kConv},
                                 {batch, d_inner(), blocks::Mamba1Dims::kConv});
-  mamba_api::check_state_buffer(what, "h", {state->batch(), state->d_inner(), blocks::Mamba1Dims::kState},
+  mamba_api::check_state_buffer(what, "h", {engine->batch(), engine->d_inner(), blocks::Mamba1Dims::kState},
                                 {batch, d_inner(), blocks::Mamba1Dims::kState});
   if (x.data == nullptr) throw_value_error(kPackage + what + ": x has no data");
   std::vector<float> y(static_cast<std::size_t>(batch * length * d_model()));
   const std::string entry = step ? "mamba1_decode_step" : "mamba1_forward";
   if (reference)
-    block_->forward_reference(x.data, batch, length, *state, y.data(), entry);
+    block_->forward_reference(x.data, batch, length, *engine, y.data(), entry);
   else
-    block_->forward(x.data, batch, length, *state, y.data(), entry);
+    block_->forward(x.data, batch, length, *engine, y.data(), entry);
   return y;
 }
 
@@ -238,47 +251,46 @@ Mamba2State Mamba2BlockInference::allocate_state(std::int64_t batch_size) const 
   if (batch_size < 1)
     throw_value_error(std::string(kPackage) + kM2 + ": batch_size must be positive, got " +
                       std::to_string(batch_size));
-  return Mamba2State(batch_size, block_->dims());
+  return ApiAccess::wrap(blocks::Mamba2State(batch_size, block_->dims()));
 }
 
 std::vector<float> Mamba2BlockInference::call(const TensorView& x, Mamba2State* state, bool step,
-                                              bool reference, std::shared_ptr<Mamba2Report>* report,
+                                              bool reference, Mamba2Report* report,
                                               std::vector<float>* h_last,
                                               const Mamba2Report* superseded) const {
   const std::string what = std::string(kM2) + (step ? ".step" : ".forward");
   if (step && state == nullptr) throw_value_error(kM2StepRequired);
   const auto [batch, length] = mamba_api::check_tokens(what, x.shape, d_model(), step);
-  std::optional<Mamba2State> fresh;
-  if (state == nullptr) state = &fresh.emplace(batch, block_->dims());
-  const blocks::Mamba2Dims& have = state->dims();
+  std::optional<blocks::Mamba2State> fresh;
+  blocks::Mamba2State* engine = state ? &ApiAccess::engine(*state) : &fresh.emplace(batch, block_->dims());
+  const blocks::Mamba2Dims& have = engine->dims();
   const std::int64_t cd = conv_dim(), H = nheads(), Q = blocks::Mamba2Dims::kChunk;
   mamba_api::check_state_buffer(what, "conv_window",
-                                {state->batch(), have.conv_dim, blocks::Mamba2Dims::kConv},
+                                {engine->batch(), have.conv_dim, blocks::Mamba2Dims::kConv},
                                 {batch, cd, blocks::Mamba2Dims::kConv});
   mamba_api::check_state_buffer(
-      what, "h", {state->batch(), have.nheads, blocks::Mamba2Dims::kHeadDim, blocks::Mamba2Dims::kState},
+      what, "h", {engine->batch(), have.nheads, blocks::Mamba2Dims::kHeadDim, blocks::Mamba2Dims::kState},
       {batch, H, blocks::Mamba2Dims::kHeadDim, blocks::Mamba2Dims::kState});
-  mamba_api::check_state_buffer(what, "buffer_xbc", {state->batch(), Q, have.conv_dim}, {batch, Q, cd});
-  mamba_api::check_state_buffer(what, "buffer_dtraw", {state->batch(), Q, have.nheads}, {batch, Q, H});
+  mamba_api::check_state_buffer(what, "buffer_xbc", {engine->batch(), Q, have.conv_dim}, {batch, Q, cd});
+  mamba_api::check_state_buffer(what, "buffer_dtraw", {engine->batch(), Q, have.nheads}, {batch, Q, H});
   if (x.data == nullptr) throw_value_error(kPackage + what + ": x has no data");
   std::vector<float> y(static_cast<std::size_t>(batch * length * d_model()));
   const std::string entry = step ? "mamba2_decode_step" : "mamba2_forward";
   if (reference) {
-    block_->forward_reference(x.data, batch, length, *state, y.data(), entry, h_last);
+    block_->forward_reference(x.data, batch, length, *engine, y.data(), entry, h_last);
   } else {
-    auto made = block_->forward(x.data, batch, length, *state, y.data(), entry, superseded);
-    if (report) *report = std::move(made);
+    auto made = block_->forward(x.data, batch, length, *engine, y.data(), entry,
+                                superseded ? ApiAccess::engine(*superseded) : nullptr);
+    if (report) *report = ApiAccess::wrap(std::move(made));
   }
   return y;
 }
 
 std::vector<float> Mamba2BlockInference::forward(const TensorView& x, Mamba2State* state,
-                                                 std::shared_ptr<Mamba2Report>* report,
-                                                 const Mamba2Report* superseded) const {
+                                                 Mamba2Report* report, const Mamba2Report* superseded) const {
   return call(x, state, false, false, report, nullptr, superseded);
 }
-std::vector<float> Mamba2BlockInference::step(const TensorView& x, Mamba2State* state,
-                                              std::shared_ptr<Mamba2Report>* report,
+std::vector<float> Mamba2BlockInference::step(const TensorView& x, Mamba2State* state, Mamba2Report* report,
                                               const Mamba2Report* superseded) const {
   return call(x, state, true, false, report, nullptr, superseded);
 }
@@ -294,5 +306,127 @@ std::vector<float> Mamba2BlockInference::step_reference(const TensorView& x, Mam
 void Mamba2BlockInference::backward() const {
   throw_not_implemented(std::string(kPackage) + "Mamba2BlockInference" + kBackwardSentence);
 }
+
+// ------------------------------------------------------------------------------ shapes, weights, checks
+
+void Mamba1BlockInference::check_tokens(const std::vector<std::int64_t>& shape, bool step,
+                                        const std::string& what) const {
+  mamba_api::check_tokens(what, shape, d_model(), step);
+}
+std::int64_t Mamba1BlockInference::d_model() const { return block_->dims().d_model; }
+std::int64_t Mamba1BlockInference::d_inner() const { return block_->dims().d_inner; }
+std::int64_t Mamba1BlockInference::dt_rank() const { return block_->dims().dt_rank; }
+std::vector<TensorInfo> Mamba1BlockInference::weight_table() const {
+  std::vector<TensorInfo> table;
+  for (const auto& spec : blocks::mamba1_tensors(block_->dims())) table.push_back({spec.name, spec.shape});
+  return table;
+}
+std::vector<float> Mamba1BlockInference::weight(std::size_t index) const {
+  if (index >= blocks::kMamba1TensorCount)
+    throw_value_error(std::string(kPackage) + kM1 + ": no weight index " + std::to_string(index));
+  return block_->weights()[index];
+}
+
+void Mamba2BlockInference::check_tokens(const std::vector<std::int64_t>& shape, bool step,
+                                        const std::string& what) const {
+  mamba_api::check_tokens(what, shape, d_model(), step);
+}
+std::int64_t Mamba2BlockInference::d_model() const { return block_->dims().d_model; }
+std::int64_t Mamba2BlockInference::d_inner() const { return block_->dims().d_inner; }
+std::int64_t Mamba2BlockInference::nheads() const { return block_->dims().nheads; }
+std::int64_t Mamba2BlockInference::conv_dim() const { return block_->dims().conv_dim; }
+std::pair<float, float> Mamba2BlockInference::dt_limit() const { return block_->dt_limit(); }
+std::vector<TensorInfo> Mamba2BlockInference::weight_table() const {
+  std::vector<TensorInfo> table;
+  for (const auto& spec : blocks::mamba2_tensors(block_->dims())) table.push_back({spec.name, spec.shape});
+  return table;
+}
+std::vector<float> Mamba2BlockInference::weight(std::size_t index) const {
+  if (index >= blocks::kMamba2TensorCount)
+    throw_value_error(std::string(kPackage) + kM2 + ": no weight index " + std::to_string(index));
+  return block_->weights()[index];
+}
+
+// ------------------------------------------------------------------------------ Mamba1State
+
+Mamba1State::Mamba1State(std::unique_ptr<blocks::Mamba1State> impl) : impl_(std::move(impl)) {}
+Mamba1State::Mamba1State(std::int64_t batch_size, std::int64_t d_inner)
+    : impl_(std::make_unique<blocks::Mamba1State>(batch_size, d_inner)) {}
+Mamba1State::Mamba1State(Mamba1State&&) noexcept = default;
+Mamba1State& Mamba1State::operator=(Mamba1State&&) noexcept = default;
+Mamba1State::~Mamba1State() = default;
+Mamba1State Mamba1State::clone() const { return ApiAccess::wrap(impl_->clone()); }
+std::int64_t Mamba1State::batch() const { return impl_->batch(); }
+std::int64_t Mamba1State::d_inner() const { return impl_->d_inner(); }
+const float* Mamba1State::conv_window() const { return std::as_const(*impl_).conv_window(); }
+const float* Mamba1State::h() const { return std::as_const(*impl_).h(); }
+std::int64_t Mamba1State::conv_window_size() const { return impl_->conv_window_size(); }
+std::int64_t Mamba1State::h_size() const { return impl_->h_size(); }
+Mamba1State::Pin Mamba1State::pin_conv_window() { return impl_->pin_conv_window(); }
+Mamba1State::Pin Mamba1State::pin_h() { return impl_->pin_h(); }
+bool Mamba1State::pinned() const { return impl_->pinned(); }
+
+// ------------------------------------------------------------------------------ Mamba2State, report
+
+Mamba2State::Mamba2State(std::unique_ptr<blocks::Mamba2State> impl) : impl_(std::move(impl)) {}
+Mamba2State::Mamba2State(std::int64_t batch_size, std::int64_t d_model)
+    : impl_(std::make_unique<blocks::Mamba2State>(batch_size, blocks::Mamba2Dims::for_d_model(d_model))) {}
+Mamba2State::Mamba2State(Mamba2State&&) noexcept = default;
+Mamba2State& Mamba2State::operator=(Mamba2State&&) noexcept = default;
+Mamba2State::~Mamba2State() = default;
+Mamba2State Mamba2State::clone() const { return ApiAccess::wrap(impl_->clone()); }
+std::int64_t Mamba2State::batch() const { return impl_->batch(); }
+std::int64_t Mamba2State::d_model() const { return impl_->dims().d_model; }
+std::int64_t Mamba2State::nheads() const { return impl_->dims().nheads; }
+std::int64_t Mamba2State::conv_dim() const { return impl_->dims().conv_dim; }
+
+const char* Mamba2State::buffer_name(Buffer buffer) {
+  static const char* const names[] = {"conv_window", "h", "buffer_xbc", "buffer_dtraw"};
+  return names[buffer];
+}
+
+std::vector<std::int64_t> Mamba2State::buffer_shape(Buffer buffer) const {
+  using D = blocks::Mamba2Dims;
+  const std::int64_t b = batch(), cd = conv_dim(), h = nheads();
+  switch (buffer) {
+    case kConvWindow:
+      return {b, cd, D::kConv};
+    case kH:
+      return {b, h, D::kHeadDim, D::kState};
+    case kBufferXbc:
+      return {b, D::kChunk, cd};
+    case kBufferDtraw:
+      return {b, D::kChunk, h};
+  }
+  throw_value_error("Mamba2State: no buffer " + std::to_string(static_cast<int>(buffer)));
+}
+
+const float* Mamba2State::conv_window() const { return impl_->conv_window(); }
+const float* Mamba2State::h() const { return impl_->h(); }
+const float* Mamba2State::buffer_xbc() const { return impl_->buffer_xbc(); }
+const float* Mamba2State::buffer_dtraw() const { return impl_->buffer_dtraw(); }
+std::int64_t Mamba2State::conv_window_size() const { return impl_->conv_window_size(); }
+std::int64_t Mamba2State::h_size() const { return impl_->h_size(); }
+std::int64_t Mamba2State::buffer_xbc_size() const { return impl_->buffer_xbc_size(); }
+std::int64_t Mamba2State::buffer_dtraw_size() const { return impl_->buffer_dtraw_size(); }
+
+Mamba2State::Pin Mamba2State::pin(Buffer buffer) {
+  impl_->settle_pending_report();
+  return impl_->pin(static_cast<blocks::Mamba2State::Piece>(buffer));
+}
+std::int64_t Mamba2State::buffered_tokens() const { return impl_->buffered_tokens(); }
+void Mamba2State::set_buffered_tokens(std::int64_t value) {
+  impl_->settle_pending_report();
+  impl_->set_buffered_tokens(value);
+}
+void Mamba2State::settle_pending_report() { impl_->settle_pending_report(); }
+bool Mamba2State::trusted() const { return impl_->trusted(); }
+bool Mamba2State::pinned() const { return impl_->pinned(); }
+
+std::vector<float> Mamba2Report::h_last() const {
+  if (!impl_) throw_value_error("Mamba2Report: no call has filled this report");
+  return impl_->h_last();
+}
+bool Mamba2Report::evaluated() const { return impl_ && impl_->evaluated(); }
 
 }  // namespace samebits

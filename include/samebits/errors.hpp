@@ -1,4 +1,6 @@
-// Errors thrown at the io/api boundary; the kind tells the Python binding which exception type to raise.
+// samebits::Error: the one exception type every samebits call throws (and a thrower per kind); its kind
+// says which Python exception the binding raises (ValueError, TypeError, NotImplementedError, RuntimeError,
+// MemoryError).
 #pragma once
 
 #include <stdexcept>
@@ -6,8 +8,12 @@
 
 namespace samebits {
 
+// What went wrong, in Python's terms: refused input (Value), a wrong type (Type), an unsupported call
+// (NotImplemented), a broken engine invariant (Runtime), an allocation the system refused (Memory).
 enum class ErrorKind { Value, Type, NotImplemented, Runtime, Memory };
 
+// A refusal with a message that names the call, the argument or file field, and the problem. Nothing the
+// call was given (a state included) has changed when it is thrown.
 class Error : public std::runtime_error {
  public:
   Error(ErrorKind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
@@ -17,6 +23,7 @@ class Error : public std::runtime_error {
   ErrorKind kind_;
 };
 
+// One thrower per kind, so a refusal reads as one line at its check.
 [[noreturn]] inline void throw_value_error(const std::string& message) {
   throw Error(ErrorKind::Value, message);
 }

@@ -1,9 +1,13 @@
-// Mamba3BlockInference: upstream's checks and wording around the exact Mamba-3 block.
-#include "api/mamba3_inference.hpp"
+// Mamba3BlockInference and Mamba3State: upstream's checks and wording around the exact Mamba-3 block.
+#include "blocks/mamba3/mamba3.hpp"
 
 #include <algorithm>
+#include <optional>
+#include <samebits/errors.hpp>
+#include <samebits/mamba3.hpp>
 
-#include "core/errors.hpp"
+#include "api/api_access.hpp"
+#include "api/checks.hpp"
 #include "models/samba_config.hpp"
 
 namespace samebits {
@@ -11,7 +15,17 @@ namespace {
 
 constexpr const char* kBlock = "samebits Mamba3Block";
 
-// Python's repr of a str, for the key lists in messages.
+static_assert(kMamba3StateDim == blocks::mamba3::kStateDim && kMamba3HeadDim == blocks::mamba3::kHeadDim &&
+              kMamba3Angles == blocks::mamba3::kAngles);
+
+// The engine's reports moved into the public struct.
+void hand_over(blocks::Mamba3Reports&& from, Mamba3Reports* to) {
+  if (to == nullptr) return;
+  to->h_last = std::move(from.h_last);
+  to->k_last = std::move(from.k_last);
+  to->v_last = std::move(from.v_last);
+  to->theta_last = std::move(from.theta_last);
+}
 
 // d_model 32 sizes every table lookup that does not depend on it (the names, and the shapes for a
 // tensor check at the caller's d_model).
@@ -57,8 +71,7 @@ void Mamba3BlockInference::check_weight(const std::string& name, const std::vect
   throw_value_error(std::string(kBlock) + ": no weight named " + models::python_str_repr(name));
 }
 
-Mamba3BlockInference::Mamba3BlockInference(const std::vector<std::pair<std::string, TensorView>>& weights,
-                                           std::string weight_format)
+Mamba3BlockInference::Mamba3BlockInference(const NamedTensors& weights, std::string weight_format)
     : weight_format_(std::move(weight_format)) {
   if (weight_format_ != "float32" && weight_format_ != "bfloat16" && weight_format_ != "int8")
     throw_value_error(std::string(kBlock) + ": unknown weight format " +
@@ -85,14 +98,14 @@ Mamba3BlockInference::Mamba3BlockInference(const std::vector<std::pair<std::stri
 }
 
 void Mamba3BlockInference::check_tokens(const std::vector<std::int64_t>& shape, bool step) const {
-  check_token_shape(shape, dims().d_model, step, std::string(kBlock) + (step ? ".step" : ".forward"));
+  check_token_shape(shape, block_->dims().d_model, step, std::string(kBlock) + (step ? ".step" : ".forward"));
 }
 
 Mamba3State Mamba3BlockInference::allocate_state(std::int64_t batch_size) const {
   if (batch_size < 1)
     throw_value_error(std::string(kBlock) + ": batch_size must be positive, got " +
                       std::to_string(batch_size));
-  return block_->allocate_state(batch_size);
+  return ApiAccess::wrap(block_->allocate_state(batch_size));
 }
 
 std::vector<float> Mamba3BlockInference::call(const TensorView& x, Mamba3State* state, Mamba3Reports* reports,
@@ -105,24 +118,28 @@ std::vector<float> Mamba3BlockInference::call(const TensorView& x, Mamba3State* 
         "one)");
   check_tokens(x.shape, step);
   const std::int64_t B = x.shape[0], L = x.shape.size() == 2 ? 1 : x.shape[1];
-  if (state != nullptr) {
-    for (int p = 0; p < Mamba3State::kPieceCount; ++p) {
-      const auto want = Mamba3State::piece_shape_for(p, B, dims().heads);
-      if (state->piece_shape(p) != want)
-        throw_value_error(what + ": state buffer " + Mamba3State::piece_name(p) + " has shape " +
-                          shape_repr(state->piece_shape(p)) + ", want " + shape_repr(want));
+  blocks::Mamba3State* engine = state != nullptr ? &ApiAccess::engine(*state) : nullptr;
+  if (engine != nullptr) {
+    for (int p = 0; p < blocks::Mamba3State::kPieceCount; ++p) {
+      const auto want = blocks::Mamba3State::piece_shape_for(p, B, block_->dims().heads);
+      if (engine->piece_shape(p) != want)
+        throw_value_error(what + ": state buffer " + blocks::Mamba3State::piece_name(p) + " has shape " +
+                          shape_repr(engine->piece_shape(p)) + ", want " + shape_repr(want));
     }
   }
   if (B < 1 || L < 1) throw_value_error("mamba3: B and L must be positive");
   const char* entry =
       state == nullptr ? "mamba3_forward_fresh" : (step ? "mamba3_decode_step" : "mamba3_forward");
-  std::vector<float> y(static_cast<std::size_t>(B * L * dims().d_model));
-  Mamba3State fresh;
-  Mamba3State& target = state != nullptr ? *state : (fresh = block_->allocate_state(B));
+  std::vector<float> y(static_cast<std::size_t>(B * L * block_->dims().d_model));
+  blocks::Mamba3State fresh;
+  blocks::Mamba3State& target = engine != nullptr ? *engine : (fresh = block_->allocate_state(B));
+  std::optional<blocks::Mamba3Reports> made;
+  blocks::Mamba3Reports* wanted = reports != nullptr ? &made.emplace() : nullptr;
   if (reference)
-    block_->forward_reference(x.data, B, L, target, y.data(), reports, entry);
+    block_->forward_reference(x.data, B, L, target, y.data(), wanted, entry);
   else
-    block_->forward(x.data, B, L, target, y.data(), reports, entry);
+    block_->forward(x.data, B, L, target, y.data(), wanted, entry);
+  if (made) hand_over(std::move(*made), reports);
   return y;
 }
 
@@ -151,5 +168,54 @@ void Mamba3BlockInference::backward() const {
       "samebits Mamba3BlockInference.backward: inference is forward only; the backward pass runs on the GPU "
       "block class over a training binding");
 }
+
+Mamba3Reports Mamba3BlockInference::reports_of(const Mamba3State& state) const {
+  Mamba3Reports out;
+  hand_over(block_->reports_of(ApiAccess::engine(state)), &out);
+  return out;
+}
+
+std::int64_t Mamba3BlockInference::d_model() const { return block_->dims().d_model; }
+std::int64_t Mamba3BlockInference::d_inner() const { return block_->dims().d_inner; }
+std::int64_t Mamba3BlockInference::nheads() const { return block_->dims().heads; }
+std::int64_t Mamba3BlockInference::d_in_proj() const { return block_->dims().d_in_proj; }
+
+std::vector<TensorInfo> Mamba3BlockInference::weight_table() const {
+  std::vector<TensorInfo> table;
+  for (const auto& spec : blocks::mamba3_tensors(block_->dims())) table.push_back({spec.name, spec.shape});
+  return table;
+}
+
+std::vector<float> Mamba3BlockInference::weight(std::size_t index) const {
+  if (index >= static_cast<std::size_t>(blocks::kMamba3TensorCount))
+    throw_value_error(std::string(kBlock) + ": no weight index " + std::to_string(index));
+  return block_->weight(static_cast<int>(index));
+}
+
+// ------------------------------------------------------------------------------ Mamba3State
+
+Mamba3State::Mamba3State(std::unique_ptr<blocks::Mamba3State> impl) : impl_(std::move(impl)) {}
+Mamba3State::Mamba3State(std::int64_t batch_size, std::int64_t heads)
+    : impl_(std::make_unique<blocks::Mamba3State>(batch_size, heads)) {}
+Mamba3State::Mamba3State(Mamba3State&&) noexcept = default;
+Mamba3State& Mamba3State::operator=(Mamba3State&&) noexcept = default;
+Mamba3State::~Mamba3State() = default;
+Mamba3State Mamba3State::clone() const { return ApiAccess::wrap(impl_->clone()); }
+std::int64_t Mamba3State::batch() const { return impl_->batch(); }
+std::int64_t Mamba3State::heads() const { return impl_->heads(); }
+const char* Mamba3State::piece_name(int piece) { return blocks::Mamba3State::piece_name(piece); }
+std::vector<std::int64_t> Mamba3State::piece_shape(int piece) const { return impl_->piece_shape(piece); }
+std::int64_t Mamba3State::piece_elements(int piece) const { return impl_->piece_elements(piece); }
+const float* Mamba3State::piece(int piece) const { return std::as_const(*impl_).piece(piece); }
+Mamba3State::Pin Mamba3State::pin(int piece) { return impl_->pin(piece); }
+std::int64_t Mamba3State::buffered_tokens() const { return impl_->buffered_tokens; }
+void Mamba3State::set_buffered_tokens(std::int64_t value) { impl_->buffered_tokens = value; }
+bool Mamba3State::pending() const { return impl_->pending; }
+void Mamba3State::set_pending(bool value) { impl_->pending = value; }
+void Mamba3State::set_input_states(const float* theta, const float* h, const float* k, const float* v) {
+  impl_->set_input_states(theta, h, k, v);
+}
+bool Mamba3State::trusted() const { return impl_->trusted(); }
+bool Mamba3State::pinned() const { return impl_->pinned(); }
 
 }  // namespace samebits

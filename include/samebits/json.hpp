@@ -6,12 +6,11 @@
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
+#include <samebits/errors.hpp>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include "core/errors.hpp"
 
 namespace samebits::json {
 

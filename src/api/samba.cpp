@@ -1,11 +1,15 @@
-// SambaInference: weight and call validation with upstream wording, then the Samba stack.
-#include "api/samba_inference.hpp"
+// SambaInference and SambaState: weight and call validation with upstream wording, then the Samba stack.
+#include "models/samba.hpp"
 
 #include <algorithm>
 #include <limits>
 #include <optional>
+#include <samebits/samba.hpp>
 #include <set>
 
+#include "api/api_access.hpp"
+#include "api/checks.hpp"
+#include "api/transformer_state.hpp"
 #include "io/samba_checkpoint.hpp"
 #include "numerics/fp.hpp"
 
@@ -20,8 +24,8 @@ std::string what_of(const char* method) { return std::string("samebits SambaInfe
 
 // ---------------------------------------------------------------------------------------- state
 
-void SambaState::add_mamba3(blocks::Mamba3State state) {
-  layers_.push_back({std::make_unique<blocks::Mamba3State>(std::move(state)), nullptr});
+void SambaState::add_mamba3(Mamba3State state) {
+  layers_.push_back({std::make_unique<Mamba3State>(std::move(state)), nullptr});
 }
 
 void SambaState::add_attention(TransformerState state) {
@@ -41,22 +45,22 @@ SambaState SambaState::clone() const {
 
 // ---------------------------------------------------------------------------------------- model
 
-SambaInference::SambaInference(models::SambaConfig config, std::vector<float> parameters,
+SambaInference::SambaInference(const SambaConfig& config, std::vector<float> parameters,
                                std::string weight_format)
-    : weight_format_(std::move(weight_format)) {
-  model_ = std::make_shared<const models::SambaModel>(std::move(config), std::move(parameters));
+    : config_(config), weight_format_(std::move(weight_format)) {
+  model_ = std::make_shared<const models::SambaModel>(ApiAccess::engine(config), std::move(parameters));
 }
 
-SambaInference::SambaInference(models::SambaConfig config, std::vector<std::vector<float>> tensors,
+SambaInference::SambaInference(const SambaConfig& config, std::vector<std::vector<float>> tensors,
                                std::string weight_format)
-    : weight_format_(std::move(weight_format)) {
-  model_ = std::make_shared<const models::SambaModel>(std::move(config), std::move(tensors));
+    : config_(config), weight_format_(std::move(weight_format)) {
+  model_ = std::make_shared<const models::SambaModel>(ApiAccess::engine(config), std::move(tensors));
 }
 
 namespace {
-std::vector<std::vector<float>> tensor_parameters(const models::SambaConfig& config,
+std::vector<std::vector<float>> tensor_parameters(const SambaConfig& public_config,
                                                   const SambaInference::NamedWeights& weights) {
-  const models::SambaRegistry registry = config.registry();
+  const models::SambaRegistry registry = ApiAccess::engine(public_config).registry();
   std::vector<std::string> missing, unknown;
   std::set<std::string> given;
   for (const auto& [name, view] : weights) {
@@ -88,13 +92,13 @@ std::vector<std::vector<float>> tensor_parameters(const models::SambaConfig& con
 }
 }  // namespace
 
-SambaInference::SambaInference(models::SambaConfig config, const NamedWeights& weights,
+SambaInference::SambaInference(const SambaConfig& config, const NamedWeights& weights,
                                std::string weight_format)
     : SambaInference(config, tensor_parameters(config, weights), std::move(weight_format)) {}
 
 SambaInference SambaInference::from_checkpoint(const std::string& path) {
   io::SambaCheckpointTensors checkpoint = io::read_samba_checkpoint_tensors(path);
-  return SambaInference(std::move(checkpoint.config), std::move(checkpoint.tensors));
+  return SambaInference(SambaConfig(checkpoint.config), std::move(checkpoint.tensors));
 }
 
 std::string SambaInference::repr() const {
@@ -109,7 +113,7 @@ SambaState SambaInference::allocate_state(std::int64_t batch_size, std::int64_t 
   SambaState state(batch_size, max_tokens);
   for (std::int64_t i = 0; i < model_->layer_count(); ++i) {
     if (model_->layer_kind(i) == models::SambaLayerKind::Mamba3) {
-      state.add_mamba3(model_->mamba3(i).allocate_state(batch_size));
+      state.add_mamba3(ApiAccess::wrap(model_->mamba3(i).allocate_state(batch_size)));
     } else {
       const auto& dims = model_->attention(i).dims();
       state.add_attention(TransformerState(batch_size, dims.n_kv_heads, dims.head_dim, max_tokens, 0));
@@ -146,17 +150,19 @@ void SambaInference::check_state(const SambaState& state, std::int64_t batch, co
   }
 }
 
-std::vector<float> SambaInference::run_borrowed(const IdsView& ids,
-                                                std::vector<models::SambaLayerState>& layers,
-                                                const std::string& what, bool reference) const {
-  check_ids(ids, what);
-  if (static_cast<std::int64_t>(layers.size()) != model_->layer_count())
+namespace {
+// run_layers on the blocks' raw caches, as its states' engine access hands them out.
+std::vector<float> run_borrowed(const SambaInference& self, const models::SambaModel& model,
+                                const IdsView& ids, std::vector<models::SambaLayerState>& layers,
+                                const std::string& what, bool reference) {
+  self.check_ids(ids, what);
+  if (static_cast<std::int64_t>(layers.size()) != model.layer_count())
     throw_value_error(what + ": the state has " + std::to_string(layers.size()) + " layers, the stack " +
-                      std::to_string(model_->layer_count()));
+                      std::to_string(model.layer_count()));
   // Every layer must be able to take this call before any layer moves.
-  for (std::int64_t i = 0; i < model_->layer_count(); ++i) {
+  for (std::int64_t i = 0; i < model.layer_count(); ++i) {
     const models::SambaLayerState& layer = layers[static_cast<std::size_t>(i)];
-    const bool mamba = model_->layer_kind(i) == models::SambaLayerKind::Mamba3;
+    const bool mamba = model.layer_kind(i) == models::SambaLayerKind::Mamba3;
     if (mamba ? layer.mamba3 == nullptr : layer.kv == nullptr)
       throw_value_error(what + ": layer " + std::to_string(i) + " of the state is not a " +
                         (mamba ? "Mamba3State" : "TransformerState"));
@@ -177,26 +183,27 @@ std::vector<float> SambaInference::run_borrowed(const IdsView& ids,
                           " (allocate_state(B, max_tokens) with a larger max_tokens)");
     }
   }
-  std::vector<float> logits(static_cast<std::size_t>(ids.batch * ids.length * config().vocab()));
+  std::vector<float> logits(static_cast<std::size_t>(ids.batch * ids.length * self.config().vocab()));
   if (reference)
-    model_->forward_reference(ids.data, ids.batch, ids.length, layers, logits.data(), what);
+    model.forward_reference(ids.data, ids.batch, ids.length, layers, logits.data(), what);
   else
-    model_->forward(ids.data, ids.batch, ids.length, layers, logits.data(), what);
+    model.forward(ids.data, ids.batch, ids.length, layers, logits.data(), what);
   return logits;
 }
+}  // namespace
 
 std::vector<float> SambaInference::run_layers(const IdsView& ids, const std::vector<SambaLayerRef>& layers,
                                               const std::string& what, bool reference) const {
   // Each attention layer through its state's engine access, which commits the cache when the call returns.
-  std::vector<std::optional<TransformerState::EngineAccess>> access(layers.size());
+  std::vector<std::optional<KvCacheState::EngineAccess>> access(layers.size());
   std::vector<models::SambaLayerState> borrowed(layers.size());
   for (std::size_t i = 0; i < layers.size(); ++i) {
-    borrowed[i].mamba3 = layers[i].mamba3;
+    if (layers[i].mamba3 != nullptr) borrowed[i].mamba3 = &ApiAccess::engine(*layers[i].mamba3);
     if (layers[i].attention != nullptr) {
-      borrowed[i].kv = &access[i].emplace(*layers[i].attention, reference).cache();
+      borrowed[i].kv = &access[i].emplace(ApiAccess::engine(*layers[i].attention), reference).cache();
     }
   }
-  return run_borrowed(ids, borrowed, what, reference);
+  return run_borrowed(*this, *model_, ids, borrowed, what, reference);
 }
 
 std::vector<float> SambaInference::run(const IdsView& ids, SambaState* state, const std::string& what,
@@ -246,6 +253,13 @@ std::vector<float> SambaInference::forward_reference(const IdsView& ids) const {
 
 std::vector<float> SambaInference::forward_reference(const IdsView& ids, SambaState& state) const {
   return run(ids, &state, what_of("forward"), true);
+}
+
+std::vector<float> SambaInference::parameter(const std::string& name) const {
+  const models::SambaRegistry& registry = model_->registry();
+  const std::size_t index = registry.index_of(name);
+  if (index == models::SambaRegistry::npos) throw_value_error(kClass + ": no tensor " + name);
+  return model_->tensor_copy(index);
 }
 
 }  // namespace samebits

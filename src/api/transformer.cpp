@@ -1,12 +1,15 @@
 // TransformerBlockInference: upstream-worded validation around blocks::TransformerBlock, and its state.
-#include "api/transformer_inference.hpp"
+#include "blocks/transformer/transformer.hpp"
 
 #include <algorithm>
 #include <cstring>
+#include <samebits/errors.hpp>
+#include <samebits/transformer.hpp>
 
+#include "api/api_access.hpp"
+#include "api/checks.hpp"
+#include "api/transformer_state.hpp"
 #include "blocks/transformer/state.hpp"
-#include "core/errors.hpp"
-#include "core/state_size.hpp"
 
 namespace samebits {
 namespace {
@@ -103,7 +106,8 @@ TransformerState TransformerBlockInference::allocate_state(std::int64_t batch_si
     throw_value_error(kBlock + ": batch_size must be positive, got " + std::to_string(batch_size));
   if (max_tokens < 1)
     throw_value_error(kBlock + ": max_tokens must be positive, got " + std::to_string(max_tokens));
-  return TransformerState(batch_size, dims().n_kv_heads, dims().head_dim, max_tokens, dims().window);
+  return TransformerState(batch_size, block_->dims().n_kv_heads, block_->dims().head_dim, max_tokens,
+                          block_->dims().window);
 }
 
 // ------------------------------------------------------------------ calls
@@ -111,7 +115,7 @@ TransformerState TransformerBlockInference::allocate_state(std::int64_t batch_si
 std::array<std::int64_t, 2> TransformerBlockInference::check_tokens(const std::vector<std::int64_t>& shape,
                                                                     bool step) const {
   const std::string what = what_of(step);
-  const auto [batch, length] = check_token_shape(shape, dims().d_model, step, what);
+  const auto [batch, length] = check_token_shape(shape, block_->dims().d_model, step, what);
   if (batch < 1 || length < 1) throw_value_error(what + ": B and L must be positive");
   return {batch, length};
 }
@@ -123,9 +127,9 @@ void TransformerBlockInference::check_state(std::int64_t batch, std::int64_t sta
     throw_value_error(what + ": the state was allocated for batch_size " + std::to_string(state_batch) +
                       " but x has B = " + std::to_string(batch) +
                       " (allocate_state(B, max_tokens) makes a matching one)");
-  if (state_window != dims().window)
+  if (state_window != block_->dims().window)
     throw_value_error(what + ": the state was allocated for window " + std::to_string(state_window) +
-                      " but this block has window " + std::to_string(dims().window) +
+                      " but this block has window " + std::to_string(block_->dims().window) +
                       " (allocate_state on THIS block makes a matching one)");
 }
 
@@ -135,8 +139,8 @@ std::vector<float> TransformerBlockInference::run(const TensorView& x, Transform
   const auto [batch, length] = check_tokens(x.shape, step);
   check_state(batch, state.batch_size(), state.window(), step);
   if (x.data == nullptr) throw_value_error(what + ": x has no data");
-  TransformerState::EngineAccess access(state, reference);
-  std::vector<float> y(static_cast<std::size_t>(batch * length * dims().d_model));
+  KvCacheState::EngineAccess access(ApiAccess::engine(state), reference);
+  std::vector<float> y(static_cast<std::size_t>(batch * length * block_->dims().d_model));
   if (reference)
     block_->forward_reference(x.data, batch, length, access.cache(), y.data(), what);
   else
@@ -159,19 +163,20 @@ void check_cache_dims(const TransformerState& state, const blocks::TransformerDi
 
 std::vector<float> TransformerBlockInference::forward(const TensorView& x) const {
   const auto [batch, length] = check_tokens(x.shape, false);
-  TransformerState fresh(batch, dims().n_kv_heads, dims().head_dim, length, dims().window);
+  TransformerState fresh(batch, block_->dims().n_kv_heads, block_->dims().head_dim, length,
+                         block_->dims().window);
   return run(x, fresh, false, false);
 }
 
 std::vector<float> TransformerBlockInference::forward(const TensorView& x, TransformerState& state) const {
   check_tokens(x.shape, false);
-  check_cache_dims(state, dims(), false);
+  check_cache_dims(state, block_->dims(), false);
   return run(x, state, false, false);
 }
 
 std::vector<float> TransformerBlockInference::step(const TensorView& x, TransformerState& state) const {
   check_tokens(x.shape, true);
-  check_cache_dims(state, dims(), true);
+  check_cache_dims(state, block_->dims(), true);
   return run(x, state, true, false);
 }
 
@@ -180,7 +185,7 @@ std::vector<float> TransformerBlockInference::forward_ragged(const TensorView& x
   const std::string what = what_of(false);
   const auto [batch, length] = check_tokens(x.shape, false);
   check_ragged_lengths(lengths, batch, length, what);
-  const std::int64_t dm = dims().d_model;
+  const std::int64_t dm = block_->dims().d_model;
   return ragged_run(x.data, batch, length, dm, lengths, dm, [&](const float* padded) {
     return forward(TensorView{padded, x.shape});
   });
@@ -188,14 +193,15 @@ std::vector<float> TransformerBlockInference::forward_ragged(const TensorView& x
 
 std::vector<float> TransformerBlockInference::forward_reference(const TensorView& x) const {
   const auto [batch, length] = check_tokens(x.shape, false);
-  TransformerState fresh(batch, dims().n_kv_heads, dims().head_dim, length, dims().window);
+  TransformerState fresh(batch, block_->dims().n_kv_heads, block_->dims().head_dim, length,
+                         block_->dims().window);
   return run(x, fresh, false, true);
 }
 
 std::vector<float> TransformerBlockInference::forward_reference(const TensorView& x, TransformerState& state,
                                                                 bool step) const {
   check_tokens(x.shape, step);
-  check_cache_dims(state, dims(), step);
+  check_cache_dims(state, block_->dims(), step);
   return run(x, state, step, true);
 }
 
@@ -203,6 +209,28 @@ void TransformerBlockInference::backward() const {
   throw_not_implemented(
       "samebits TransformerBlockInference.backward: inference is forward only; the backward pass runs on "
       "TransformerBlock over a training binding");
+}
+
+// ------------------------------------------------------------------ shape and weights
+
+std::int64_t TransformerBlockInference::d_model() const { return block_->dims().d_model; }
+std::int64_t TransformerBlockInference::n_heads() const { return block_->dims().n_heads; }
+std::int64_t TransformerBlockInference::n_kv_heads() const { return block_->dims().n_kv_heads; }
+std::int64_t TransformerBlockInference::head_dim() const { return block_->dims().head_dim; }
+std::int64_t TransformerBlockInference::intermediate() const { return block_->dims().intermediate; }
+std::int64_t TransformerBlockInference::window() const { return block_->dims().window; }
+
+std::vector<TensorInfo> TransformerBlockInference::weight_table() const {
+  std::vector<TensorInfo> table;
+  for (const auto& spec : blocks::transformer_tensors(block_->dims()))
+    table.push_back({spec.name, spec.shape});
+  return table;
+}
+
+std::vector<float> TransformerBlockInference::weight(std::size_t index) const {
+  if (index >= blocks::transformer_tensors(block_->dims()).size())
+    throw_value_error(kBlock + ": no weight index " + std::to_string(index));
+  return block_->weight(index);
 }
 
 }  // namespace samebits

@@ -1,31 +1,69 @@
-// SambaInference (docs/api.md §7): the forward-only Samba language model over token ids, with its
-// per-sequence SambaState. The model is immutable and may be shared by threads; each state belongs to one
-// caller.
+// SambaInference (docs/api.md §7): the forward-only Samba language model over token ids, its validated
+// SambaConfig and its per-sequence SambaState. The model is immutable and may be shared by threads; each
+// state belongs to one caller.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <samebits/json.hpp>
+#include <samebits/mamba3.hpp>
+#include <samebits/tensor.hpp>
+#include <samebits/transformer.hpp>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "api/samebits.hpp"
-#include "api/transformer_state.hpp"
-#include "blocks/mamba3/mamba3.hpp"
-#include "models/samba.hpp"
-
 namespace samebits {
 
-// Token ids (B, L) as int32, borrowed.
-struct IdsView {
-  const std::int32_t* data = nullptr;
-  std::int64_t batch = 0;
-  std::int64_t length = 0;
+namespace models {
+class SambaConfig;  // the engine's config and model (opaque here)
+class SambaModel;
+}  // namespace models
+struct ApiAccess;
+
+// One tensor of the Samba registry (docs/formats.md §1.6): its name, shape, and place in the flat
+// float32 parameter vector.
+struct SambaTensorEntry {
+  std::string name;
+  std::vector<std::int64_t> shape;
+  std::int64_t offset = 0;
+  std::int64_t size = 0;
+};
+
+// The stack's shape (docs/formats.md §1), validated with upstream's sentences ("samebits.SambaConfig: …").
+class SambaConfig {
+ public:
+  // SambaConfig.from_dict: the ten keys read by name (extras ignored), every rule of docs/formats.md §1.2.
+  static SambaConfig from_json(const json::Value& dict);
+  // The engine's own config (for code built with the engine's headers).
+  SambaConfig(const models::SambaConfig& config);
+  // to_dict(): the ten keys in upstream's order.
+  json::Value to_json() const;
+
+  std::int64_t vocab() const;
+  std::int64_t d_model() const;
+  const std::vector<std::string>& layers() const;
+  // Absent for a Mamba-only config that did not give them; present when an attention layer exists.
+  std::optional<std::int64_t> n_heads() const;
+  std::optional<std::int64_t> n_kv_heads() const;
+  std::optional<std::int64_t> head_dim() const;
+  std::optional<std::int64_t> intermediate() const;
+  bool tie_embeddings() const;
+  double norm_eps() const;  // a float32 value held as a double
+  // Every tensor in stack order; a config whose sizes do not fit 64-bit integers is refused.
+  std::vector<SambaTensorEntry> registry() const;
+  // (name, shape) of one block kind ("mamba3" or any other name, read as attention) in upstream order.
+  std::vector<TensorInfo> block_shapes(const std::string& kind) const;
+
+ private:
+  friend struct ApiAccess;
+  std::shared_ptr<const models::SambaConfig> impl_;
 };
 
 // One layer's state for a call: exactly one of the two is set, by the layer's kind.
 struct SambaLayerRef {
-  blocks::Mamba3State* mamba3 = nullptr;
+  Mamba3State* mamba3 = nullptr;
   TransformerState* attention = nullptr;
 };
 
@@ -42,26 +80,24 @@ class SambaState {
   std::int64_t batch_size() const { return batch_size_; }
   std::int64_t max_tokens() const { return max_tokens_; }
   std::int64_t layer_count() const { return static_cast<std::int64_t>(layers_.size()); }
-  // Exactly one of these is non-null for each layer.
-  blocks::Mamba3State* mamba3(std::int64_t layer) {
-    return layers_[static_cast<std::size_t>(layer)].mamba3.get();
-  }
+  // Layer `layer`'s state: exactly one of the two is non-null.
+  Mamba3State* mamba3(std::int64_t layer) { return layers_[static_cast<std::size_t>(layer)].mamba3.get(); }
   TransformerState* attention(std::int64_t layer) {
     return layers_[static_cast<std::size_t>(layer)].attention.get();
   }
-  const blocks::Mamba3State* mamba3(std::int64_t layer) const {
+  const Mamba3State* mamba3(std::int64_t layer) const {
     return layers_[static_cast<std::size_t>(layer)].mamba3.get();
   }
   const TransformerState* attention(std::int64_t layer) const {
     return layers_[static_cast<std::size_t>(layer)].attention.get();
   }
-
-  void add_mamba3(blocks::Mamba3State state);
+  // Appends a layer's state (allocate_state builds matching ones; a call checks them).
+  void add_mamba3(Mamba3State state);
   void add_attention(TransformerState state);
 
  private:
   struct Layer {
-    std::unique_ptr<blocks::Mamba3State> mamba3;
+    std::unique_ptr<Mamba3State> mamba3;
     std::unique_ptr<TransformerState> attention;
   };
   std::int64_t batch_size_;
@@ -71,27 +107,27 @@ class SambaState {
 
 class SambaInference {
  public:
-  using NamedWeights = std::vector<std::pair<std::string, TensorView>>;
+  using NamedWeights = NamedTensors;
 
   // Weights keyed by registry name (float32, already materialized if they were packed): key set, then per
   // registry entry shape and finiteness, refused with upstream's sentences. Values are copied.
-  SambaInference(models::SambaConfig config, const NamedWeights& weights,
+  SambaInference(const SambaConfig& config, const NamedWeights& weights,
                  std::string weight_format = "float32");
-  // The same from the flat registry-layout vector (validated as above by the caller).
-  SambaInference(models::SambaConfig config, std::vector<float> parameters,
+  // The same from the flat registry-layout vector (validated by the caller).
+  SambaInference(const SambaConfig& config, std::vector<float> parameters,
                  std::string weight_format = "float32");
-  // The same from one buffer per registry tensor, in registry order (validated by the caller), taken
-  // over without a copy: what from_checkpoint builds from.
-  SambaInference(models::SambaConfig config, std::vector<std::vector<float>> tensors,
+  // The same from one buffer per registry tensor, in registry order (validated by the caller), taken over
+  // without a copy.
+  SambaInference(const SambaConfig& config, std::vector<std::vector<float>> tensors,
                  std::string weight_format = "float32");
-  // A SambaStack checkpoint: streamed v2 archive or legacy JSON (every failure a ValueError). Memory:
-  // the weights are read once into per-tensor buffers and packed block by block, so the peak is about
-  // the parameter bytes plus one block's panels (bench/load_memory.py measures it).
+  // A SambaStack checkpoint: streamed v2 archive or legacy JSON (every failure a ValueError). The weights
+  // are read once into per-tensor buffers and packed block by block (peak ~ parameter bytes + one block).
   static SambaInference from_checkpoint(const std::string& path);
 
-  const models::SambaConfig& config() const { return model_->config(); }
+  const SambaConfig& config() const { return config_; }
   const std::string& weight_format() const { return weight_format_; }
-  const models::SambaModel& model() const { return *model_; }
+  // A copy of one registry tensor, bit for bit (ValueError for an unknown name).
+  std::vector<float> parameter(const std::string& name) const;
   std::string repr() const;
 
   SambaState allocate_state(std::int64_t batch_size, std::int64_t max_tokens) const;
@@ -109,9 +145,8 @@ class SambaInference {
   std::vector<float> forward_reference(const IdsView& ids, SambaState& state) const;
 
   // A call on per-layer states held outside a SambaState (what the Python binding passes), one per layer
-  // in stack order. State safety: every refusal that depends on the ids or a state (of any layer) comes
-  // before any layer moves; a layer that refuses its input (non-finite, from finite weights that overflow)
-  // has the layers below put back (models/samba_guard.hpp).
+  // in stack order. Every refusal that depends on the ids or a state (of any layer) comes before any layer
+  // moves; a layer that refuses its input has the layers below put back.
   std::vector<float> run_layers(const IdsView& ids, const std::vector<SambaLayerRef>& layers,
                                 const std::string& what, bool reference) const;
 
@@ -121,12 +156,11 @@ class SambaInference {
   void check_state(const SambaState& state, std::int64_t batch, const std::string& what) const;
 
  private:
+  friend struct ApiAccess;
   std::vector<float> run(const IdsView& ids, SambaState* state, const std::string& what,
                          bool reference) const;
-  // run_layers on the blocks' raw caches, as its states' engine access hands them out.
-  std::vector<float> run_borrowed(const IdsView& ids, std::vector<models::SambaLayerState>& layers,
-                                  const std::string& what, bool reference) const;
 
+  SambaConfig config_;
   std::shared_ptr<const models::SambaModel> model_;
   std::string weight_format_;
 };

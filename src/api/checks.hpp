@@ -1,35 +1,14 @@
-// The public C++ API of samebits: validated entry points over the engine, with upstream refusal wording.
+// The argument checks and message pieces the public classes share, worded as upstream's refusals.
 #pragma once
 
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include <memory>
+#include <samebits/tensor.hpp>
 #include <string>
 #include <vector>
 
-#include "core/errors.hpp"
-#include "core/thread_pool.hpp"
-#include "models/mlp.hpp"
-#include "numerics/lowbit.hpp"
-
 namespace samebits {
-
-const char* version();
-// The neural arithmetic profile this engine implements (docs/formats.md §8.3).
-const char* neural_arithmetic_profile();
-// The numeric mode every surface runs in.
-const char* numeric_mode();
-
-// Worker threads: samebits::set_num_threads(n) / samebits::num_threads() from core/thread_pool.hpp
-// (default: SAMEBITS_NUM_THREADS or every core); the bits never depend on it.
-
-// A borrowed, C-contiguous float32 array with its shape.
-struct TensorView {
-  const float* data = nullptr;
-  std::vector<std::int64_t> shape;
-  std::int64_t elements() const;
-};
 
 // "(16, 8)" / "(16,)": Python's repr of a shape tuple, as upstream messages print it.
 std::string shape_repr(const std::vector<std::int64_t>& shape);
@@ -69,41 +48,5 @@ std::string python_name_list(const std::vector<std::string>& names);
 // set is [...] -- <names_note>" (a part only when non-empty), a ValueError; nothing when the sets agree.
 void check_weight_key_set(const std::vector<std::string>& given, const std::vector<std::string>& expected,
                           const std::string& prefix, const std::string& names_note);
-
-// Forward-only SmallMLPTrainer network (docs/api.md §1). Immutable after construction; copies share the
-// model.
-class MLPInference {
- public:
-  // Shapes (16, 8), (16,), (3, 16), (3,); all finite. The values are copied.
-  // weight_format records how the matrices were given ("float32", "bfloat16", "int8").
-  MLPInference(const TensorView& weight1, const TensorView& bias1, const TensorView& weight2,
-               const TensorView& bias2, std::string weight_format = "float32");
-  // The two matrices packed by lowbit (both in one format): materialized exactly to float32 first,
-  // and weight_format() records the format. Mixed formats are refused.
-  MLPInference(const lowbit::PackedMatrix& weight1, const TensorView& bias1,
-               const lowbit::PackedMatrix& weight2, const TensorView& bias2);
-  // A SmallMLPTrainer checkpoint (docs/formats.md §4); every refusal is a ValueError.
-  static MLPInference from_checkpoint(const std::string& path);
-
-  // X: (rows, 8) with 1 <= rows <= 256, finite. Returns (rows, 3) logits, row-major.
-  std::vector<float> predict_logits(const TensorView& X) const;
-  // The same through the scalar twin (for tests and cross-checks).
-  std::vector<float> predict_logits_reference(const TensorView& X) const;
-
-  // The per-tensor check the constructor runs (shape, then finiteness), by parameter name.
-  static void check_tensor(const std::string& name, const TensorView& value);
-  // The batch-shape part of predict_logits' checks: (rows, 8) with 1 <= rows <= 256.
-  static void check_batch_shape(const std::vector<std::int64_t>& shape);
-
-  const models::MlpWeights& weights() const { return model_->weights(); }
-  const std::string& weight_format() const { return weight_format_; }
-  std::string repr() const;
-
- private:
-  void check_batch(const TensorView& X) const;
-
-  std::shared_ptr<const models::Mlp> model_;
-  std::string weight_format_;
-};
 
 }  // namespace samebits
