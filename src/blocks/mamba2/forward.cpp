@@ -8,6 +8,7 @@
 #include <samebits/errors.hpp>
 
 #include "blocks/common/block_support.hpp"
+#include "blocks/common/trust_scope.hpp"
 #include "blocks/mamba2/mamba2.hpp"
 #include "core/thread_pool.hpp"
 #include "numerics/fp.hpp"
@@ -466,9 +467,8 @@ std::shared_ptr<Mamba2Report> Mamba2Block::forward(const float* x, std::int64_t 
   Mamba2StateData& data = Mamba2State::EngineAccess(state).data();
   // Every array is finite here (trusted, or just scanned); the call's own writes are checked at its end,
   // and until then (an exception mid-call included) the state is not trusted.
-  const std::vector<Mamba2State::Span> written = Mamba2State::EngineAccess(state).spans_written_by(length);
   const bool copies_kept = state.trusted() && data.open.kept_generation == data.generation;
-  data.trusted = false;
+  TrustScope<Mamba2State> trust(state, length);
 
   std::vector<float> normed(static_cast<std::size_t>(M * dm));
   rmsnorm::rmsnorm(x, weights_[kM2BlockNorm].data(), normed.data(), M, dm, kNormEps);
@@ -508,7 +508,7 @@ std::shared_ptr<Mamba2Report> Mamba2Block::forward(const float* x, std::int64_t 
   gemm::gemm_packed({gated.data(), di, 1}, M, out_proj_, out.data());
   for (std::int64_t i = 0; i < M * dm; ++i) y[i] = F(F(x[i]) + out[i]);
 
-  data.trusted = spans_finite(written) && data.pins == 0;
+  trust.commit();
   ++data.generation;
   data.open.kept_generation = data.generation;  // ssd_fast kept h_t and xd equal to what they copy
   auto report = std::make_shared<Mamba2Report>(Mamba2State::EngineAccess(state).shared(), A_,

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "blocks/common/trust_scope.hpp"
 #include "blocks/mamba2/mamba2.hpp"
 #include "numerics/fp.hpp"
 #include "numerics/primitives.hpp"
@@ -32,7 +33,7 @@ void Mamba2Block::forward_reference(const float* x, std::int64_t batch, std::int
   refuse_inputs(x, M * dm, state, entry);
   state.settle_pending_report();
   Mamba2StateData& data = Mamba2State::EngineAccess(state).data();
-  data.trusted = false;  // the twin does not check what it writes: the next call scans
+  TrustScope<Mamba2State> trust(state);  // the twin does not check what it writes: the next call scans
   const Mamba2Weights& w = weights_;
 
   // 2. block RMSNorm and in_proj.

@@ -126,6 +126,12 @@ class Mamba2State {
     // rows [q0, q0 + length) of buffer_xbc and buffer_dtraw; and when the call completes a chunk, h and
     // both buffers whole.
     std::vector<Span> spans_written_by(std::int64_t length) const { return s_.spans_written_by(length); }
+    // The trust (blocks/common/trust_scope.hpp drives it): untrusted while a call writes; after the call,
+    // trusted iff its writes were finite and no pin is alive (a view still alive may write the state).
+    void untrust() const { s_.data_->trusted = false; }
+    void trust_after_call(bool writes_finite) const {
+      s_.data_->trusted = writes_finite && s_.data_->pins == 0;
+    }
 
    private:
     const Mamba2State& s_;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "blocks/common/block_support.hpp"
+#include "blocks/common/trust_scope.hpp"
 #include "blocks/mamba3/chunk.hpp"
 #include "blocks/mamba3/mamba3.hpp"
 #include "blocks/mamba3/scalar.hpp"
@@ -497,18 +498,17 @@ void Mamba3Block::forward(const float* x, std::int64_t B, std::int64_t L, Mamba3
   // so a state only this engine has written is trusted again and its next call skips the scan; until
   // then (an exception mid-call included) it is not.
   Mamba3State::EngineAccess engine(state);
-  const std::vector<Mamba3State::Span> written = engine.spans_written_by(L);
   // h's transposed copy may be reused only if nobody outside the engine can have written h since it was
   // made: the state must be trusted now.
   const bool h_t_reusable = state.trusted() && engine.h_transposed_current();
   const bool krot_t_reusable = state.trusted() && engine.krot_transposed_current() &&
                                state.buffered_tokens <= engine.krot_transposed_rows();
-  engine.untrust();
+  TrustScope<Mamba3State> trust(state, L);
   engine.drop_derived_copies();  // until the call has run
   ForwardCall call(*this, packed_in_proj_, packed_out_proj_, x, B, L, state, y, h_t_reusable,
                    krot_t_reusable);
   call.run();
-  engine.trust_after_call(spans_finite(written));
+  trust.commit();
   // A trusted state keeps h's transposed copy current for its next decode rows: made anew after a call
   // that changed h (a sealed chunk, Input_States) or that could not rely on the old copy.
   if (state.trusted()) {

@@ -4,6 +4,7 @@
 #include <samebits/errors.hpp>
 #include <vector>
 
+#include "blocks/common/trust_scope.hpp"
 #include "blocks/mamba3/mamba3.hpp"
 #include "blocks/mamba3/scalar.hpp"
 #include "numerics/fp.hpp"
@@ -27,8 +28,8 @@ void Mamba3Block::forward_reference(const float* x, std::int64_t B, std::int64_t
   refuse(x, B, L, state, entry, !state_checked);
   // The twin writes the pieces in place without the fast path's checks: the state is untrusted (the next
   // fast call scans it) and its derived copies are dropped.
+  TrustScope<Mamba3State> trust(state);
   Mamba3State::EngineAccess engine(state);
-  engine.untrust();
   engine.drop_derived_copies();
   const Mamba3Dims& d = dims_;
   const std::int64_t dm = d.d_model, di = d.d_inner, dip = d.d_in_proj, H = d.heads;
