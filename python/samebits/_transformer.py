@@ -1,8 +1,7 @@
 """TransformerBlockInference: the forward-only Llama decoder block, with its KV-cache state.
 
-The arithmetic, the shape refusals and the native refusals live in the engine (src/api/
-transformer_inference.cpp), and the KV cache's buffers and layout in its C++ state (src/api/
-transformer_state.cpp); this module owns what needs Python objects: the weight dict, dtypes, the keyword
+The arithmetic, the shape refusals and the native refusals live in the engine (src/api/transformer.cpp),
+and the KV cache's buffers and layout in its C++ state (src/api/transformer_state.cpp); this module owns what needs Python objects: the weight dict, dtypes, the keyword
 options, the caller's own buffers, and ragged batches.
 """
 
