@@ -53,7 +53,7 @@ std::int64_t mamba3_floats_per_row(std::int64_t heads) {
   std::int64_t per_head = 3 * blocks::mamba3::kChunk;
   for (int p = 0; p < Mamba3State::kPieceCount; ++p) {
     std::int64_t floats = 1;
-    for (std::int64_t extent : Mamba3State::piece_shape_for(p, 1, 1)) floats *= extent;
+    for (std::int64_t extent : blocks::Mamba3State::piece_shape_for(p, 1, 1)) floats *= extent;
     per_head += floats;
   }
   return heads * per_head;
@@ -169,7 +169,7 @@ void transformer_view(FuzzedDataProvider& in) {
   const std::int64_t cached0 = count(in, -2, 8);
   // The caller's buffers hold what the state's own fields imply (that is the binding's promise).
   const std::int64_t capacity = window > 0 ? window : max_tokens;
-  const std::int64_t per_row = model.dims().n_kv_heads * model.dims().head_dim;
+  const std::int64_t per_row = model.n_kv_heads() * model.head_dim();
   std::int64_t floats = 0;
   if (batch_size > 0 && capacity > 0) {
     if (batch_size > kMaxStateFloats / per_row / capacity) return;
@@ -180,11 +180,11 @@ void transformer_view(FuzzedDataProvider& in) {
   fill(in, v.data(), floats);
   const std::vector<float> k0 = k, v0 = v;
   std::optional<TransformerState> view;
-  Tokens x = tokens(in, model.dims().d_model);
+  Tokens x = tokens(in, model.d_model());
   const int call = in.ConsumeIntegralInRange<int>(0, 3);
   const bool ok = fuzz::accepted([&] {
-    view.emplace(TransformerState::borrowing(batch_size, model.dims().n_kv_heads, model.dims().head_dim,
-                                             max_tokens, window, k.data(), v.data(), cached0));
+    view.emplace(TransformerState::borrowing(batch_size, model.n_kv_heads(), model.head_dim(), max_tokens,
+                                             window, k.data(), v.data(), cached0));
     if (call == 0) model.forward(x.view, *view);
     if (call == 1) model.step(x.view, *view);
     if (call >= 2) model.forward_reference(x.view, *view, call == 3);
@@ -199,15 +199,15 @@ void transformer_owned(FuzzedDataProvider& in) {
   const TransformerBlockInference& model = in.ConsumeBool() ? *tiny_models().full : *tiny_models().windowed;
   std::optional<TransformerState> state;
   const std::int64_t batch = count(in, -1, 3), max_tokens = count(in, -1, 6);
-  const auto& dims = model.dims();
-  if (!worth_asking({batch, dims.n_kv_heads, dims.window > 0 ? dims.window : max_tokens, dims.head_dim}))
+  if (!worth_asking(
+          {batch, model.n_kv_heads(), model.window() > 0 ? model.window() : max_tokens, model.head_dim()}))
     return;
   if (!fuzz::accepted([&] { state.emplace(model.allocate_state(batch, max_tokens)); })) return;
   fuzz::require(state->cache_floats() <= kAskFloats, "allocate_state accepted a state past 2^61 floats");
   state->set_cached_tokens(count(in, -2, 8));
   fill(in, state->pin_k_cache().data(), state->cache_floats());
   const TransformerState before = state->clone();
-  Tokens x = tokens(in, model.dims().d_model);
+  Tokens x = tokens(in, model.d_model());
   const bool step = in.ConsumeBool();
   if (fuzz::accepted([&] { step ? model.step(x.view, *state) : model.forward(x.view, *state); })) return;
   fuzz::require(
@@ -240,8 +240,8 @@ void mamba1(FuzzedDataProvider& in) {
                   [&] { return Mamba1State(batch, in.ConsumeIntegralInRange<std::int64_t>(1, 8)); }))
     return;
   if (state) {
-    fill(in, state->conv_window(), state->conv_window_size());
-    fill(in, state->h(), state->h_size());
+    fill(in, state->pin_conv_window().data(), state->conv_window_size());
+    fill(in, state->pin_h().data(), state->h_size());
   }
   std::optional<Mamba1State> before;
   if (state) before.emplace(state->clone());
@@ -264,24 +264,19 @@ void mamba2(FuzzedDataProvider& in) {
   const Mamba2BlockInference& model = *tiny_models().m2;
   std::optional<Mamba2State> state;
   const std::int64_t batch = count(in, -1, 2);
-  if (!pick_state(
-          in, model, batch, 2,
-          {batch, mamba2_floats_per_row(blocks::Mamba2Dims::for_d_model(model.d_model()))}, state,
-          [&] { return Mamba2State(batch, blocks::Mamba2Dims::for_d_model(in.ConsumeBool() ? 32 : 64)); }))
+  if (!pick_state(in, model, batch, 2,
+                  {batch, mamba2_floats_per_row(blocks::Mamba2Dims::for_d_model(model.d_model()))}, state,
+                  [&] { return Mamba2State(batch, in.ConsumeBool() ? 32 : 64); }))
     return;
   struct Piece {
     float* data;
     std::int64_t floats;
   };
   auto pieces = [](Mamba2State& s) {
-    const auto& d = s.dims();
-    const std::int64_t b = s.batch(), q = blocks::Mamba2Dims::kChunk;
-    return std::vector<Piece>{
-        {s.pin(Mamba2State::kConvWindow).data(), b * d.conv_dim * blocks::Mamba2Dims::kConv},
-        {s.pin(Mamba2State::kH).data(),
-         b * d.nheads * blocks::Mamba2Dims::kHeadDim * blocks::Mamba2Dims::kState},
-        {s.pin(Mamba2State::kBufferXbc).data(), b * q * d.conv_dim},
-        {s.pin(Mamba2State::kBufferDtraw).data(), b * q * d.nheads}};
+    return std::vector<Piece>{{s.pin(Mamba2State::kConvWindow).data(), s.conv_window_size()},
+                              {s.pin(Mamba2State::kH).data(), s.h_size()},
+                              {s.pin(Mamba2State::kBufferXbc).data(), s.buffer_xbc_size()},
+                              {s.pin(Mamba2State::kBufferDtraw).data(), s.buffer_dtraw_size()}};
   };
   if (state) {
     for (const Piece& p : pieces(*state)) fill(in, p.data, p.floats);
@@ -296,7 +291,7 @@ void mamba2(FuzzedDataProvider& in) {
   if (state) before.emplace(state->clone());
   Tokens x = tokens(in, model.d_model());
   Mamba2State* s = state ? &*state : nullptr;
-  std::shared_ptr<Mamba2Report> report;
+  Mamba2Report report;
   const bool long_chunk = state && state->buffered_tokens() > 8;
   const int call = reference_rarely(in, long_chunk ? 1 : 3);
   const bool ok = fuzz::accepted([&] {
@@ -319,18 +314,18 @@ void mamba3(FuzzedDataProvider& in) {
   std::optional<Mamba3State> state;
   const std::int64_t batch = count(in, -1, 2);
   // Another state has one or two heads: maybe not ours.
-  if (!pick_state(in, model, batch, 2, {batch, mamba3_floats_per_row(model.dims().heads)}, state,
+  if (!pick_state(in, model, batch, 2, {batch, mamba3_floats_per_row(model.nheads())}, state,
                   [&] { return Mamba3State(batch, in.ConsumeIntegralInRange<std::int64_t>(1, 2)); }))
     return;
   if (state) {
     for (int p = 0; p < Mamba3State::kPieceCount; ++p)
       fill(in, state->pin(p).data(), state->piece_elements(p));
-    state->buffered_tokens = count(in, -1, 66);
-    state->pending = in.ConsumeIntegralInRange<int>(0, 7) == 0;
+    state->set_buffered_tokens(count(in, -1, 66));
+    state->set_pending(in.ConsumeIntegralInRange<int>(0, 7) == 0);
   }
   std::optional<Mamba3State> before;
   if (state) before.emplace(state->clone());
-  Tokens x = tokens(in, model.dims().d_model);
+  Tokens x = tokens(in, model.d_model());
   Mamba3State* s = state ? &*state : nullptr;
   Mamba3Reports reports;
   Mamba3Reports* r = in.ConsumeBool() ? &reports : nullptr;
@@ -342,7 +337,8 @@ void mamba3(FuzzedDataProvider& in) {
     if (call == 3) model.step_reference(x.view, s, r);
   });
   if (!ok && state) {
-    bool same = state->buffered_tokens == before->buffered_tokens && state->pending == before->pending;
+    bool same =
+        state->buffered_tokens() == before->buffered_tokens() && state->pending() == before->pending();
     for (int p = 0; p < Mamba3State::kPieceCount; ++p)
       same = same && same_floats(state->piece(p), before->piece(p), state->piece_elements(p));
     fuzz::require(same, "a refused call changed the Mamba3State");
@@ -360,7 +356,7 @@ std::vector<std::int32_t> ids_of(FuzzedDataProvider& in, std::int64_t batch, std
 
 void samba_borrowed(FuzzedDataProvider& in) {
   const SambaInference& model = *tiny_models().samba;
-  const auto& attention = model.model().attention(1).dims();
+  const auto& attention = ApiAccess::model(model).attention(1).dims();
   const std::int64_t batch = in.ConsumeIntegralInRange<std::int64_t>(-1, 3);
   const std::int64_t length = in.ConsumeIntegralInRange<std::int64_t>(-1, 4);
   std::vector<std::int32_t> ids = ids_of(in, batch, length);
@@ -385,10 +381,11 @@ void samba_borrowed(FuzzedDataProvider& in) {
     if (kind & 1) {
       const std::int64_t b =
           in.ConsumeBool() ? std::max<std::int64_t>(batch, 1) : in.ConsumeIntegralInRange<std::int64_t>(1, 3);
-      mamba_states.push_back(std::make_unique<Mamba3State>(model.model().mamba3(0).allocate_state(b)));
+      mamba_states.push_back(std::make_unique<Mamba3State>(
+          ApiAccess::wrap(ApiAccess::model(model).mamba3(0).allocate_state(b))));
       Mamba3State& m = *mamba_states.back();
       for (int p = 0; p < Mamba3State::kPieceCount; ++p) fill(in, m.pin(p).data(), m.piece_elements(p));
-      m.buffered_tokens = count(in, 0, 64);
+      m.set_buffered_tokens(count(in, 0, 64));
       borrowed[i].mamba3 = &m;
     }
     if (kind & 2) {
@@ -434,7 +431,7 @@ void samba_borrowed(FuzzedDataProvider& in) {
   for (std::size_t i = 0; i < kv_states.size(); ++i)
     same = same && kv_states[i]->cached_tokens() == cached_before[i];
   for (std::size_t i = 0; i < mamba_states.size(); ++i) {
-    same = same && mamba_states[i]->buffered_tokens == mamba_before[i].buffered_tokens;
+    same = same && mamba_states[i]->buffered_tokens() == mamba_before[i].buffered_tokens();
     for (int p = 0; p < Mamba3State::kPieceCount; ++p)
       same = same && same_floats(mamba_states[i]->piece(p), mamba_before[i].piece(p),
                                  mamba_states[i]->piece_elements(p));
@@ -447,12 +444,14 @@ void samba_owned(FuzzedDataProvider& in) {
   std::optional<SambaState> state;
   const std::int64_t batch = count(in, -1, 3), max_tokens = count(in, -1, 6);
   // Layer 0 (Mamba-3) is allocated first: ask when both states are small or that one is already absurd.
-  const auto& kv = model.model().attention(1).dims();
-  const bool small = worth_asking({batch, kv.n_kv_heads, max_tokens, kv.head_dim}) &&
-                     worth_asking({batch, mamba3_floats_per_row(model.model().mamba3(0).dims().heads)});
-  if (!small && !absurd({batch, mamba3_floats_per_row(model.model().mamba3(0).dims().heads)})) return;
+  const auto& kv = ApiAccess::model(model).attention(1).dims();
+  const bool small =
+      worth_asking({batch, kv.n_kv_heads, max_tokens, kv.head_dim}) &&
+      worth_asking({batch, mamba3_floats_per_row(ApiAccess::model(model).mamba3(0).dims().heads)});
+  if (!small && !absurd({batch, mamba3_floats_per_row(ApiAccess::model(model).mamba3(0).dims().heads)}))
+    return;
   if (!fuzz::accepted([&] { state.emplace(model.allocate_state(batch, max_tokens)); })) return;
-  if (in.ConsumeBool()) state->mamba3(0)->buffered_tokens = count(in, -1, 66);
+  if (in.ConsumeBool()) state->mamba3(0)->set_buffered_tokens(count(in, -1, 66));
   if (in.ConsumeBool()) state->attention(1)->set_cached_tokens(count(in, -2, 8));
   const std::int64_t call_batch = in.ConsumeBool() ? batch : in.ConsumeIntegralInRange<std::int64_t>(-1, 3);
   const std::int64_t length = in.ConsumeIntegralInRange<std::int64_t>(-1, 4);
@@ -470,7 +469,7 @@ void samba_owned(FuzzedDataProvider& in) {
   const TransformerState& b = *before.attention(1);
   bool same = a.cached_tokens() == b.cached_tokens() &&
               same_floats(a.k_cache_copy().data(), b.k_cache_copy().data(), a.cache_floats()) &&
-              state->mamba3(0)->buffered_tokens == before.mamba3(0)->buffered_tokens;
+              state->mamba3(0)->buffered_tokens() == before.mamba3(0)->buffered_tokens();
   for (int p = 0; p < Mamba3State::kPieceCount; ++p)
     same = same && same_floats(state->mamba3(0)->piece(p), before.mamba3(0)->piece(p),
                                state->mamba3(0)->piece_elements(p));

@@ -80,7 +80,7 @@ void transformer(FuzzedDataProvider& in) {
   std::optional<TransformerBlockInference> model;
   if (!fuzz::accepted([&] { model.emplace(dict.views, options); })) return;
   // The transformer refuses non-finite weights when it is built, so every call must run.
-  run_block_forward(*model, model->dims().d_model, false,
+  run_block_forward(*model, model->d_model(), false,
                     "an accepted TransformerBlockInference refused a valid forward");
 }
 
@@ -119,7 +119,7 @@ void mamba3(FuzzedDataProvider& in) {
       fuzz::make_weight_dict(in, specs_of(blocks::mamba3_tensors(blocks::Mamba3Dims::of(32))));
   std::optional<Mamba3BlockInference> model;
   if (!fuzz::accepted([&] { model.emplace(dict.views); })) return;
-  run_block_forward(*model, model->dims().d_model, dict.poisoned,
+  run_block_forward(*model, model->d_model(), dict.poisoned,
                     "an accepted Mamba3BlockInference with finite weights refused a valid forward");
 }
 
