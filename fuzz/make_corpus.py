@@ -175,6 +175,39 @@ def lowbit_seeds():
     return seeds
 
 
+def safetensors_file(tensors, extra=b""):
+    """A .safetensors file as writers lay it out: names sorted, compact JSON padded to 8, payloads in order."""
+    header, data, entries = [], b"", sorted(tensors.items())
+    for name, (dtype, shape, payload) in entries:
+        header.append('"%s":{"dtype":"%s","shape":%s,"data_offsets":[%d,%d]}'
+                      % (name, dtype, json.dumps(shape, separators=(",", ":")), len(data), len(data) + len(payload)))
+        data += payload
+    text = (b"{" + extra + (b"," if extra and header else b"") + ",".join(header).encode() + b"}")
+    text += b" " * (-len(text) % 8)
+    return struct.pack("<Q", len(text)) + text + data
+
+
+def safetensors_seeds():
+    f32 = struct.pack("<4f", 1.0, -2.0, 0.5, 3.0)
+    valid = safetensors_file({
+        "a.f32": ("F32", [2, 2], f32), "b.bf16": ("BF16", [2], b"\x80\x3f\x01\x80"),
+        "c.f16": ("F16", [2], b"\x00\x3c\x01\x00"), "d.i32": ("I32", [1], b"\x07\0\0\0"),
+        "e.i64": ("I64", [], b"\xff" * 8), "f.f64": ("F64", [1], b"\0" * 8), "g.empty": ("F32", [0, 3], b""),
+    }, extra=b'"__metadata__":{"format":"pt"}')
+    seeds = [
+        ("valid", valid),
+        ("metadata_only", safetensors_file({}, extra=b'"__metadata__":{"x":NaN}')),
+        ("short", b"\x07\0\0\0\0\0\0"),
+        ("huge_header", struct.pack("<Q", 104857601) + b"{}"),
+        ("truncated", struct.pack("<Q", 64) + b"{}"),
+        ("size_mismatch", safetensors_file({"t": ("F32", [3], f32[:8])})),
+        ("offsets_outside", struct.pack("<Q", 56) + b'{"t":{"dtype":"F32","shape":[1],"data_offsets":[0,8]}}'),
+        ("duplicate_key", safetensors_file({"t": ("F32", [1], f32[:4])}, extra=b'"t":{"dtype":"I32","shape":[],'
+                                                                                 b'"data_offsets":[0,4]}')),
+    ]
+    return seeds
+
+
 def write(name, seeds):
     # Generated seeds are rewritten; reproducers of fixed bugs (regression_*) are committed by hand and kept.
     target = CORPUS / name
@@ -196,7 +229,8 @@ def main():
             ("json", json_seeds()),
             ("lowbit", lowbit_seeds()),
             ("weights", provider_seeds(range(6), 1024)),
-            ("state", provider_seeds(range(8), 1024))):
+            ("state", provider_seeds(range(8), 1024)),
+            ("safetensors", safetensors_seeds())):
         size, count = write(name, seeds)
         total += size
         print("%-15s %3d seeds %9d bytes" % (name, count, size))

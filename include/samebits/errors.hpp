@@ -9,8 +9,9 @@
 namespace samebits {
 
 // What went wrong, in Python's terms: refused input (Value), a wrong type (Type), an unsupported call
-// (NotImplemented), a broken engine invariant (Runtime), an allocation the system refused (Memory).
-enum class ErrorKind { Value, Type, NotImplemented, Runtime, Memory };
+// (NotImplemented), a broken engine invariant (Runtime), an allocation the system refused (Memory), a file
+// or directory that does not exist (NotFound: FileNotFoundError), a name a table lacks (Key: KeyError).
+enum class ErrorKind { Value, Type, NotImplemented, Runtime, Memory, NotFound, Key };
 
 // A refusal with a message that names the call, the argument or file field, and the problem. Nothing the
 // call was given (a state included) has changed when it is thrown.
@@ -40,5 +41,7 @@ class Error : public std::runtime_error {
 [[noreturn]] inline void throw_memory_error(const std::string& message) {
   throw Error(ErrorKind::Memory, message);
 }
+[[noreturn]] inline void throw_not_found(const std::string& message) { throw Error(ErrorKind::NotFound, message); }
+[[noreturn]] inline void throw_key_error(const std::string& message) { throw Error(ErrorKind::Key, message); }
 
 }  // namespace samebits

@@ -94,12 +94,17 @@ class Value {
   Object object_;
 };
 
+// Strict: the checkpoint formats' own JSON. Python: what Python's json.loads accepts beyond RFC 8259, for
+// files written by other tools (Hugging Face config.json, safetensors headers): the literals NaN, Infinity
+// and -Infinity, and a repeated key, which keeps its first position and takes its last value.
+enum class Dialect { Strict, Python };
+
 // Parses one UTF-8 JSON document (RFC 8259) and refuses, with ParseError: a byte order mark, invalid
 // UTF-8 (including encoded surrogates and overlong forms), raw control characters in strings,
-// NaN/Infinity, numbers that overflow a double, integers longer than kMaxIntegerDigits, duplicate keys,
-// nesting deeper than kMaxNestingDepth and anything after the document but whitespace.
-// Escaped surrogate pairs are combined and lone escaped surrogates kept, as Python does.
-Value parse(std::string_view utf8_text);
+// numbers that overflow a double, integers longer than kMaxIntegerDigits, nesting deeper than
+// kMaxNestingDepth, anything after the document but whitespace, and (Strict only) NaN/Infinity and
+// duplicate keys. Escaped surrogate pairs are combined and lone escaped surrogates kept, as Python does.
+Value parse(std::string_view utf8_text, Dialect dialect = Dialect::Strict);
 
 // json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False):
 // ASCII bytes. A non-finite float is refused (samebits::Error, kind Value), as allow_nan=False does.

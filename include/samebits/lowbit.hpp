@@ -23,6 +23,13 @@ float f32_from_bf16(std::uint16_t bits) noexcept;
 void bf16_from_f32_array(const float* in, std::size_t count, std::uint16_t* out) noexcept;
 void f32_from_bf16_array(const std::uint16_t* in, std::size_t count, float* out) noexcept;
 
+// ---- f16 (IEEE binary16), as checkpoints store it ----
+
+// Widen f16 bits to float32 exactly: the sign kept; a subnormal becomes the normal float32 of the same value
+// (mantissa * 2^-24); infinities and NaNs keep their sign and payload (mantissa << 13, not re-quieted).
+float f32_from_f16(std::uint16_t bits) noexcept;
+void f32_from_f16_array(const std::uint16_t* in, std::size_t count, float* out) noexcept;
+
 // ---- int8 with one power-of-two exponent per row (contract L-3, L-4, L-6) ----
 
 // 2^e for -126 <= e <= 127, +inf above, +0.0 below.

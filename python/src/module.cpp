@@ -52,6 +52,12 @@ NB_MODULE(_core, m) {
         case samebits::ErrorKind::Memory:
           PyErr_SetString(PyExc_MemoryError, e.what());
           break;
+        case samebits::ErrorKind::NotFound:
+          PyErr_SetString(PyExc_FileNotFoundError, e.what());
+          break;
+        case samebits::ErrorKind::Key:
+          PyErr_SetString(PyExc_KeyError, e.what());
+          break;
       }
     }
   });

@@ -8,6 +8,7 @@
 #include <samebits/errors.hpp>
 #include <samebits/json.hpp>
 #include <system_error>
+#include <unordered_map>
 
 namespace samebits::json {
 
@@ -186,7 +187,7 @@ bool magnitude_at_least_one(std::string_view literal) {
 
 class Parser {
  public:
-  explicit Parser(std::string_view text) : text_(text) {}
+  Parser(std::string_view text, Dialect dialect) : text_(text), python_(dialect == Dialect::Python) {}
 
   Value parse_document() {
     if (text_.starts_with("\xEF\xBB\xBF")) fail("a byte order mark is not allowed");
@@ -232,10 +233,23 @@ class Parser {
       case 'n':
         expect_literal("null");
         return Value();
+      case 'N':
+        if (!python_) break;
+        expect_literal("NaN");
+        return Value::make_float(std::numeric_limits<double>::quiet_NaN());
+      case 'I':
+        if (!python_) break;
+        expect_literal("Infinity");
+        return Value::make_float(std::numeric_limits<double>::infinity());
       default:
+        if (python_ && text_.substr(pos_, 9) == "-Infinity") {
+          pos_ += 9;
+          return Value::make_float(-std::numeric_limits<double>::infinity());
+        }
         if (peek() == '-' || is_digit(peek())) return parse_number();
-        fail(at_end() ? "unexpected end of input" : "unexpected character");
+        break;
     }
+    fail(at_end() ? "unexpected end of input" : "unexpected character");
   }
 
   // Past a container's opening bracket (after the depth check) and the whitespace that follows it; true,
@@ -276,11 +290,27 @@ class Parser {
       skip_whitespace();
       members.emplace_back(std::move(key), parse_value(depth));
     } while (another('}', "expected ',' or '}' in an object"));
+    if (python_) keep_last_duplicates(members);
     try {
       return Value::make_object(std::move(members));
     } catch (const ParseError&) {
       throw ParseError("duplicate object key", start);  // report where the object starts
     }
+  }
+
+  // Python's dict: a repeated key keeps its first position and takes its last value.
+  static void keep_last_duplicates(Value::Object& members) {
+    std::unordered_map<std::u32string, std::size_t> first;
+    Value::Object kept;
+    kept.reserve(members.size());
+    for (auto& member : members) {
+      const auto [at, fresh] = first.try_emplace(member.first, kept.size());
+      if (fresh)
+        kept.push_back(std::move(member));
+      else
+        kept[at->second].second = std::move(member.second);
+    }
+    members = std::move(kept);
   }
 
   Value parse_array(std::size_t depth) {
@@ -439,11 +469,14 @@ class Parser {
 
   std::string_view text_;
   std::size_t pos_ = 0;
+  bool python_ = false;  // Dialect::Python
 };
 
 }  // namespace
 
-Value parse(std::string_view utf8_text) { return Parser(utf8_text).parse_document(); }
+Value parse(std::string_view utf8_text, Dialect dialect) {
+  return Parser(utf8_text, dialect).parse_document();
+}
 
 // -------------------------------------------------------------------------------------------- encoder
 

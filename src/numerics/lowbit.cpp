@@ -62,6 +62,27 @@ void f32_from_bf16_array(const std::uint16_t* in, std::size_t count, float* out)
   for (std::size_t i = 0; i < count; ++i) out[i] = f32_from_bf16(in[i]);
 }
 
+float f32_from_f16(std::uint16_t bits) noexcept {
+  const std::uint32_t sign = static_cast<std::uint32_t>(bits & 0x8000u) << 16;
+  const std::uint32_t exponent = (bits >> 10) & 0x1Fu;
+  std::uint32_t mantissa = bits & 0x3FFu;
+  if (exponent == 31) return fp::from_bits(sign | 0x7F800000u | (mantissa << 13));  // inf, NaN (payload kept)
+  if (exponent != 0) return fp::from_bits(sign | ((exponent + 112) << 23) | (mantissa << 13));
+  if (mantissa == 0) return fp::from_bits(sign);  // signed zero
+  // A subnormal, mantissa * 2^-24: normalize so the leading one moves to bit 10 (the implicit bit).
+  int shift = 0;
+  while ((mantissa & 0x400u) == 0) {
+    mantissa <<= 1;
+    ++shift;
+  }
+  const auto biased = static_cast<std::uint32_t>(113 - shift);  // the value is 1.f * 2^(-14 - shift)
+  return fp::from_bits(sign | (biased << 23) | ((mantissa & 0x3FFu) << 13));
+}
+
+void f32_from_f16_array(const std::uint16_t* in, std::size_t count, float* out) noexcept {
+  for (std::size_t i = 0; i < count; ++i) out[i] = f32_from_f16(in[i]);
+}
+
 float pow2(std::int32_t e) noexcept {
   if (e > 127) return fp::from_bits(fp::kInfBits);
   if (e < -126) return 0.0f;

@@ -478,3 +478,28 @@ TEST(JsonUtilities, Utf8RoundTrip) {
   EXPECT_EQ(parse("\"" + samebits::json::to_utf8(text) + "\"").as_string(), text);
   EXPECT_EQ(from_ascii("abc"), U"abc");
 }
+
+namespace samebits {
+namespace {
+
+// The Python dialect (files written by other tools): NaN / Infinity / -Infinity literals, and a repeated key
+// keeps its first position with its last value, as json.loads builds a dict. Strict refuses both.
+TEST(JsonPythonDialect, NonFiniteLiteralsAndRepeatedKeys) {
+  const json::Value v =
+      json::parse(R"({"a":NaN,"b":[Infinity,-Infinity],"a":1,"c":{"x":1,"x":2}})", json::Dialect::Python);
+  ASSERT_TRUE(v.is_object());
+  ASSERT_EQ(v.as_object().size(), 3u);
+  EXPECT_EQ(json::to_utf8(v.as_object()[0].first), "a");
+  EXPECT_EQ(v.find("a")->integer_decimal(), "1");
+  EXPECT_TRUE(std::isinf(v.find("b")->as_array()[0].as_float()));
+  EXPECT_LT(v.find("b")->as_array()[1].as_float(), 0.0);
+  EXPECT_EQ(v.find("c")->find("x")->integer_decimal(), "2");
+  EXPECT_TRUE(std::isnan(json::parse("NaN", json::Dialect::Python).as_float()));
+  EXPECT_THROW(json::parse("NaN"), json::ParseError);
+  EXPECT_THROW(json::parse(R"({"x":1,"x":2})"), json::ParseError);
+  EXPECT_THROW(json::parse("-Inf", json::Dialect::Python), json::ParseError);
+  EXPECT_THROW(json::parse("Infinityx", json::Dialect::Python), json::ParseError);
+}
+
+}  // namespace
+}  // namespace samebits

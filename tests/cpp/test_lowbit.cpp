@@ -196,6 +196,32 @@ TEST(LowbitBf16, WideningIsTheShift) {
   }
 }
 
+// f16 widening against an oracle that builds each value in double from its fields (exact: every f16 is a
+// double and a float32), over all 65,536 patterns; NaNs keep sign and payload.
+TEST(LowbitF16, ExhaustiveWideningEqualsTheFieldOracle) {
+  for (std::uint32_t b = 0; b <= 0xFFFFu; ++b) {
+    const auto h = static_cast<std::uint16_t>(b);
+    const std::uint32_t sign = b >> 15, exponent = (b >> 10) & 0x1Fu, mantissa = b & 0x3FFu;
+    std::uint32_t want;
+    if (exponent == 31) {
+      want = (sign << 31) | 0x7F800000u | (mantissa << 13);
+    } else {
+      const double magnitude =
+          exponent == 0 ? std::ldexp(static_cast<double>(mantissa), -24)
+                        : std::ldexp(static_cast<double>(1024 + mantissa), static_cast<int>(exponent) - 25);
+      want = bits(static_cast<float>(sign ? -magnitude : magnitude));
+    }
+    ASSERT_EQ(bits(lb::f32_from_f16(h)), want) << std::hex << b;
+  }
+  std::vector<std::uint16_t> in = {0x3C00u, 0x0001u, 0x8400u, 0x7C01u};
+  std::vector<float> out(in.size());
+  lb::f32_from_f16_array(in.data(), in.size(), out.data());
+  EXPECT_EQ(bits(out[0]), 0x3F800000u);  // 1.0
+  EXPECT_EQ(bits(out[1]), 0x33800000u);  // 2^-24, the smallest subnormal, as a normal float32
+  EXPECT_EQ(bits(out[2]), 0xB8800000u);  // -2^-14
+  EXPECT_EQ(bits(out[3]), 0x7F802000u);  // a signalling NaN keeps its payload
+}
+
 TEST(LowbitBf16, ExhaustiveRoundTripOverAllBf16Patterns) {
   // Every bf16 pattern widened and narrowed again: unchanged, except bf16 subnormals (flushed to the
   // signed zero) and NaNs (quieted).
