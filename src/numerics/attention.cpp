@@ -48,7 +48,12 @@ void attend_reference_rows(const Unit& u, std::int64_t row_begin, std::int64_t r
     // Step 6: one GEMM_NT cell per key (k = head_dim), then the scale applied to the finished dot.
     gemm::gemm_reference(gemm::Orientation::NT, q, u.keys, row.data(), 1, s, hd);
     for (std::int64_t j = 0; j < s; ++j) {
-      const float score = F(MUL(F(row[j]), scale));
+      float score = F(MUL(F(row[j]), scale));
+      if (u.softcap > 0.0f) {  // docs/models.md §9: divide, tanh, multiply, before the mask
+        const float cap = F(u.softcap);
+        const float th = F(primitives::tanhf(F(DIV(score, cap))));
+        score = F(MUL(th, cap));
+      }
       // Step 7: an add, never a select (+0.0 turns a -0.0 score into +0.0).
       const std::int64_t key = u.key_lo + j;
       const bool hidden = key > p || (u.window > 0 && key <= p - u.window);

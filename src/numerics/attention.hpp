@@ -38,6 +38,9 @@ struct Unit {
   // for j < span (the rest of the last tile is never stored from). A decode row's scores then read their
   // operands lane-wise instead of transposing key rows in registers.
   const float* key_tiles = nullptr;
+  // The attention softcap (docs/models.md §9): 0 = none, else a finite cap > 0 applied to each scaled
+  // score before the mask: F(MUL(F(tanhf(F(DIV(score, cap)))), cap)).
+  float softcap = 0.0f;
 };
 
 // scale = F(rsqrtf((float) head_dim)).

@@ -194,7 +194,7 @@ void value_chains(const float* weights, std::int64_t w_stride, const float* valu
 // Softmax steps 7-8 over cells[n][kLanes] (dots in, weights out); key jj of the block is span key
 // first + jj and lane l sees span keys [lo[l], hi[l]).
 void softmax_cells(float* cells, std::int64_t n, std::int64_t first, const std::int32_t* lo,
-                   const std::int32_t* hi, float scale) {
+                   const std::int32_t* hi, float scale, float softcap) {
   using V = typename Isa::V;
   using I = typename Isa::I;
   alignas(64) std::int32_t lo_minus_one[kLanes];
@@ -205,8 +205,16 @@ void softmax_cells(float* cells, std::int64_t n, std::int64_t first, const std::
   const V hidden_fill = Isa::set1(samebits::fp::from_bits(kNegFltMaxBits));
   const V zero = Isa::zero();
   V mx = zero;
+  const bool capped = softcap > 0.0f;
+  if (capped) {  // the scaled scores, then the cap (docs/models.md §9) before the mask
+    for (std::int64_t jj = 0; jj < n; ++jj)
+      Isa::store(cells + jj * kLanes,
+                 Isa::flush(Isa::mul(Isa::flush(Isa::load(cells + jj * kLanes)), scale_v)));
+    samebits::block_ops::softcap(cells, static_cast<std::size_t>(n * kLanes), softcap);
+  }
   for (std::int64_t jj = 0; jj < n; ++jj) {
-    const V score = Isa::flush(Isa::mul(Isa::flush(Isa::load(cells + jj * kLanes)), scale_v));
+    const V score = capped ? Isa::load(cells + jj * kLanes)
+                           : Isa::flush(Isa::mul(Isa::flush(Isa::load(cells + jj * kLanes)), scale_v));
     const I key = Isa::set1i(static_cast<std::int32_t>(first + jj));
     const typename Isa::M visible = Isa::mask_and(Isa::igt(key, lo_v), Isa::igt(hi_v, key));
     const V masked = Isa::flush(Isa::add(Isa::flush(score), Isa::select(visible, hidden_fill, zero)));
@@ -428,7 +436,7 @@ inline std::int32_t order_key(float x) {
 // Softmax steps 7-8 over sc[0, n) (dots in, weights out) for one row; key jj is span key first + jj and
 // the row sees span keys [lo, hi).
 void softmax_keys(float* sc, std::int64_t n, std::int64_t first, std::int64_t lo, std::int64_t hi,
-                  float scale) {
+                  float scale, float softcap) {
   using V = typename Isa::V;
   using I = typename Isa::I;
   const V scale_v = Isa::set1(scale);
@@ -439,16 +447,23 @@ void softmax_keys(float* sc, std::int64_t n, std::int64_t first, std::int64_t lo
   const I lanes = *reinterpret_cast<const I*>(lane_index);
   const I lo_v = Isa::set1i(static_cast<std::int32_t>(lo - 1)),
           hi_v = Isa::set1i(static_cast<std::int32_t>(hi));
+  const bool capped = softcap > 0.0f;
+  if (capped) {  // the scaled scores, then the cap (docs/models.md §9) before the mask
+    for (std::int64_t j = 0; j < n; ++j)
+      sc[j] = samebits::fp::F(samebits::fp::MUL(samebits::fp::F(sc[j]), scale));
+    samebits::block_ops::softcap(sc, static_cast<std::size_t>(n), softcap);
+  }
   std::int64_t jj = 0;
   for (; jj + kLanes <= n; jj += kLanes) {
-    const V score = Isa::flush(Isa::mul(Isa::flush(Isa::load(sc + jj)), scale_v));
+    const V score =
+        capped ? Isa::load(sc + jj) : Isa::flush(Isa::mul(Isa::flush(Isa::load(sc + jj)), scale_v));
     const I key = Isa::add_i(Isa::set1i(static_cast<std::int32_t>(first + jj)), lanes);
     const typename Isa::M visible = Isa::mask_and(Isa::igt(key, lo_v), Isa::igt(hi_v, key));
     Isa::store(sc + jj, Isa::flush(Isa::add(Isa::flush(score), Isa::select(visible, hidden_fill, zero))));
   }
   for (; jj < n; ++jj) {
     const std::int64_t key = first + jj;
-    const float score = samebits::fp::F(samebits::fp::MUL(samebits::fp::F(sc[jj]), scale));
+    const float score = capped ? sc[jj] : samebits::fp::F(samebits::fp::MUL(samebits::fp::F(sc[jj]), scale));
     const float mask = key >= lo && key < hi ? 0.0f : samebits::fp::from_bits(kNegFltMaxBits);
     sc[jj] = samebits::fp::F(samebits::fp::F(score) + mask);
   }
@@ -530,7 +545,7 @@ void attend_row_by_keys(const Unit& u, std::int64_t r, std::uint32_t q_max, int&
     samebits::attention::detail::attend_reference_rows(u, r, r + 1);
     return;
   }
-  softmax_keys(sc, n, first, lo, hi, samebits::attention::score_scale(hd));
+  softmax_keys(sc, n, first, lo, hi, samebits::attention::score_scale(hd), u.softcap);
   float* const outs[1] = {out};
   mxcsr.clear();
   value_chains<false>(sc, 1, values, hd, n, 1, outs);
@@ -607,7 +622,7 @@ void attend_fast(const Unit& u) {
       samebits::attention::detail::attend_reference_rows(u, r0, r0 + active);
       continue;
     }
-    softmax_cells(cells, n, first, lo, hi, scale);
+    softmax_cells(cells, n, first, lo, hi, scale, u.softcap);
 
     mxcsr.clear();
     value_chains<false>(cells, kLanes, values, hd, n, active, out);
