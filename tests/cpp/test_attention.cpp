@@ -167,18 +167,30 @@ TEST(Attention, PlantedSubnormalsTakeTheFlushingRerun) {
 
 TEST(Attention, NegativeZeroChainMeetsSkippedPositiveValue) {
   // q = 0: every visible weight is 1/(p+1). Column 0 holds -2e-38 for keys 0..15 (so w * v is a negative
-  // subnormal, flushed to -0.0, for p >= 1) and +1 afterwards: the literal chain over the hidden keys
-  // turns -0.0 into +0.0, which the skipping fast path must reproduce.
+  // subnormal, flushed to -0.0, for p >= 1) and +1 afterwards. The value chain walks the visible keys only
+  // (docs/models.md §13), so the hidden +1 keys leave the -0.0 as it is, as a decode step (which has no
+  // hidden keys) computes it; the fast path, which walks hidden keys inside a row block, must agree.
   Case c(32, 1, 16, 0, 0, 5);
   std::fill(c.q.begin(), c.q.end(), 0.0f);
   for (std::int64_t j = 0; j < c.span; ++j)
     c.values[static_cast<std::size_t>(j * 16)] = j < 16 ? -2e-38f : 1.0f;
   std::vector<float> want;
   attention::attend_reference(c.unit(want));
-  // Hand check: row p in 1..15 ends at +0.0 through the hidden +1 keys; row 0 keeps -2e-38 (weight 1).
+  // Hand check: row p in 1..15 ends at -0.0; row 0 keeps -2e-38 (weight 1).
   EXPECT_EQ(fp::bits(want[0]), fp::bits(-2e-38f));
-  for (std::int64_t p = 1; p < 16; ++p) EXPECT_EQ(fp::bits(want[static_cast<std::size_t>(p * 16)]), 0u) << p;
+  for (std::int64_t p = 1; p < 16; ++p)
+    EXPECT_EQ(fp::bits(want[static_cast<std::size_t>(p * 16)]), 0x80000000u) << p;
   expect_fast_equals_twin(c, "negative zero");
+  // The same row decoded alone (its span ends at its own position): the same bits.
+  for (std::int64_t p = 1; p < 16; ++p) {
+    attention::Unit alone = c.unit(want);
+    std::vector<float> row(16);
+    alone = attention::query_slice(alone, p, 1);
+    alone.span = p + 1;
+    alone.ctx = row.data();
+    attention::attend(alone);
+    EXPECT_EQ(fp::bits(row[0]), 0x80000000u) << "decoded row " << p;
+  }
   // All later values negative too: the chain stays -0.0.
   for (std::int64_t j = 16; j < c.span; ++j) c.values[static_cast<std::size_t>(j * 16)] = -1.0f;
   attention::attend_reference(c.unit(want));
