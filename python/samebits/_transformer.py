@@ -394,7 +394,6 @@ class TransformerBlockInference:
             head = str(error).split("head_dim=")[1].split("]")[0]
             raise ValueError(f"{_PACKAGE} {_WHAT}: rope_dim must be an even integer in (0, head_dim={head}], got "
                              f"{bad_rope_dim!r}") from None
-        self.options = {name: given[name] for name in given}
         self.d_model = self._engine.d_model
         self.n_heads = self._engine.n_heads
         self.n_kv_heads = self._engine.n_kv_heads
@@ -404,7 +403,8 @@ class TransformerBlockInference:
 
     def allocate_state(self, batch_size, max_tokens):
         """A zero TransformerState for `batch_size` sequences of up to `max_tokens` positions in all
-        (prefill plus every later step). max_tokens above 8192 is refused at the first call."""
+        (prefill plus every later step). max_tokens above max_positions (8192 by default), or a table whose RoPE
+        angles leave the sin/cos domain (docs/models.md §4), is refused at the first call."""
         return TransformerState._wrap(self._engine.allocate(int(batch_size), int(max_tokens)))
 
     def _tokens(self, x, what, step):

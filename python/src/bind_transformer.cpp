@@ -223,7 +223,11 @@ void bind_transformer(nb::module_& m) {
                if (name != tensors[i].name) continue;
                std::vector<std::size_t> shape;
                for (auto e : tensors[i].shape) shape.push_back(static_cast<std::size_t>(e));
-               return to_numpy(self.weight(i), shape);
+               std::vector<float> values = self.weight(i);
+               if (values.empty())  // an ungated MLP has no gate_proj.weight (docs/models.md §2)
+                 throw_value_error("samebits TransformerBlock: no weight named '" + name +
+                                   "' (the MLP is ungated)");
+               return to_numpy(std::move(values), shape);
              }
              throw_value_error("samebits TransformerBlock: no weight named '" + name + "'");
            })

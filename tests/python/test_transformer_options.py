@@ -277,3 +277,26 @@ def test_float_options_cross_as_float32():
     f32 = struct.unpack("<f", struct.pack("<f", 1e-5))[0]
     b = samebits.TransformerBlockInference(w, n_heads=NH, n_kv_heads=NKV, norm_eps=f32).forward(x)
     assert a.tobytes() == b.tobytes()
+
+
+def test_ungated_block_has_no_gate_weight():
+    w = weights_for(dict(mlp="gelu"))
+    blk = samebits.TransformerBlockInference(w, n_heads=NH, n_kv_heads=NKV, mlp="gelu")
+    assert blk._engine.weight("up_proj.weight").tobytes() == w["up_proj.weight"].tobytes()
+    with pytest.raises(ValueError, match=r"no weight named 'gate_proj\.weight' \(the MLP is ungated\)"):
+        blk._engine.weight("gate_proj.weight")
+
+
+def test_max_positions_and_the_angle_domain():
+    x = tokens((1, 2, DM), 6)
+    small = samebits.TransformerBlockInference(weights_for({}), n_heads=NH, n_kv_heads=NKV, max_positions=16)
+    with pytest.raises(ValueError, match=r"exceeds max_positions 16"):
+        small.forward(x, small.allocate_state(1, 17))
+    # A longer ceiling is usable where the frequencies shrink enough (linear x2: angle 4499.5 at 9000).
+    scaled = samebits.TransformerBlockInference(weights_for({}), n_heads=NH, n_kv_heads=NKV, max_positions=16384,
+                                                rope_scaling={"type": "linear", "factor": 2.0})
+    state = scaled.allocate_state(1, 9000)
+    assert scaled.forward(x, state).tobytes() == scaled.forward(x).tobytes()
+    plain = samebits.TransformerBlockInference(weights_for({}), n_heads=NH, n_kv_heads=NKV, max_positions=16384)
+    with pytest.raises(ValueError, match=r"at or beyond the sin/cos domain"):
+        plain.forward(x, plain.allocate_state(1, 9000))
