@@ -23,11 +23,12 @@ struct TransformerOptions {
   std::int64_t window = 0;                 // 0 = full causal
   // The block options of docs/models.md §2 (upstream's names; floats already rounded to float32).
   float rope_theta = 10000.0f;
-  std::string rope_scaling;          // "" (none), "linear" or "llama3"
-  std::optional<float> rope_factor;  // rope_scaling's factor (required by both kinds)
-  std::optional<float> rope_low_freq_factor, rope_high_freq_factor;   // llama3 only, required there
-  std::optional<std::int64_t> rope_original_max_position_embeddings;  // llama3 only, required there
-  std::optional<std::int64_t> rope_dim;  // default head_dim; even, in (0, head_dim]
+  std::string rope_scaling = "";                             // "" (none), "linear" or "llama3"
+  std::optional<float> rope_factor = std::nullopt;           // rope_scaling's factor (required by both kinds)
+  std::optional<float> rope_low_freq_factor = std::nullopt;  // llama3 only, required there
+  std::optional<float> rope_high_freq_factor = std::nullopt;  // llama3 only, required there
+  std::optional<std::int64_t> rope_original_max_position_embeddings = std::nullopt;  // llama3 only, required
+  std::optional<std::int64_t> rope_dim = std::nullopt;  // default head_dim; even, in (0, head_dim]
   std::int64_t max_positions = 8192;
   bool qkv_bias = false;
   bool o_bias = false;
@@ -37,7 +38,7 @@ struct TransformerOptions {
   std::string mlp = "swiglu";  // "swiglu", "gelu", "gelu_tanh", "geglu" or "geglu_tanh"
   bool mlp_bias = false;
   bool qk_norm = false;
-  std::optional<float> attn_softcap;  // finite > 0 when given
+  std::optional<float> attn_softcap = std::nullopt;  // finite > 0 when given
 };
 
 class TransformerBlockInference {

@@ -16,7 +16,7 @@ enum class MlpKind { kSwiglu = 0, kGelu = 1, kGeluTanh = 2, kGeglu = 3, kGegluTa
 // Defaults are the default block's (docs/blocks.md §4.1): every one of them reproduces today's bits.
 struct BlockOptions {
   float rope_theta = 10000.0f;  // 0x461C4000
-  rope::ScalingParams rope_scaling;
+  rope::ScalingParams rope_scaling = {};
   std::int64_t rope_dim = 0;  // 0 = head_dim
   std::int64_t max_positions = 8192;
   bool qkv_bias = false;
