@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "numerics/attention.hpp"
@@ -24,6 +25,7 @@ struct Case {
   std::int64_t queries, heads, head_dim, pos0, window;
   std::vector<float> q, keys, values;
   std::int64_t key_lo = 0, span = 0;
+  float softcap = 0.0f;  // docs/models.md §9
 
   Case(std::int64_t queries_, std::int64_t heads_, std::int64_t head_dim_, std::int64_t pos0_,
        std::int64_t window_, std::uint64_t seed, float scale = 1.0f)
@@ -52,6 +54,7 @@ struct Case {
     u.pos0 = pos0;
     u.window = window;
     u.finite_keys = pos0 - key_lo;
+    u.softcap = softcap;
     return u;
   }
   // The keys again as key tiles (Unit::key_tiles); the rest of the last tile is NaN, which no stored
@@ -120,6 +123,36 @@ TEST(Attention, FastEqualsTwinOverShapes) {
       }
     }
   }
+}
+
+// The softcap between the scale and the mask (docs/models.md §9), on the row-block and decode kernels, with
+// key tiles, small and large caps, and scores past the skip bound.
+TEST(Attention, SoftcapFastEqualsTwin) {
+  std::uint64_t seed = 500;
+  for (float cap : {0.25f, 3.0f, 50.0f, 1e30f}) {
+    for (std::int64_t head_dim : {16, 24, 64}) {
+      for (auto [queries, pos0, window] : {std::tuple<std::int64_t, std::int64_t, std::int64_t>{1, 9, 0},
+                                           {1, 40, 5},
+                                           {7, 0, 0},
+                                           {20, 3, 5},
+                                           {37, 11, 0}}) {
+        Case c(queries, 2, head_dim, pos0, window, seed++, 4.0f);
+        c.softcap = cap;
+        expect_fast_equals_twin(c, "softcap " + std::to_string(cap) + " hd " + std::to_string(head_dim) +
+                                       " L " + std::to_string(queries) + " pos0 " + std::to_string(pos0));
+      }
+    }
+  }
+  Case big(20, 2, 16, 4, 0, 11, 3e12f);
+  big.softcap = 30.0f;
+  expect_fast_equals_twin(big, "softcap beyond skip bound");
+  // The cap changes the output.
+  Case plain(7, 2, 16, 0, 0, 600, 4.0f), capped(7, 2, 16, 0, 0, 600, 4.0f);
+  capped.softcap = 0.5f;
+  std::vector<float> a, b;
+  attention::attend_reference(plain.unit(a));
+  attention::attend_reference(capped.unit(b));
+  EXPECT_NE(testing::first_difference(a.data(), b.data(), static_cast<std::int64_t>(a.size())), -1);
 }
 
 TEST(Attention, LongSpans) {
