@@ -81,12 +81,30 @@ class TransformerState {
   std::unique_ptr<KvCacheState> impl_;
 };
 
-// The block's shape options (docs/blocks.md §4.1).
+// The block's shape (docs/blocks.md §4.1) and its options (docs/models.md §2), with upstream's names;
+// floats already rounded to float32.
 struct TransformerOptions {
   std::int64_t n_heads = 0;
   std::optional<std::int64_t> n_kv_heads;  // default n_heads
   std::optional<std::int64_t> head_dim;    // default d_model / n_heads
   std::int64_t window = 0;                 // 0 = full causal
+  float rope_theta = 10000.0f;
+  std::string rope_scaling = "";                             // "" (none), "linear" or "llama3"
+  std::optional<float> rope_factor = std::nullopt;           // rope_scaling's factor (required by both kinds)
+  std::optional<float> rope_low_freq_factor = std::nullopt;  // llama3 only, required there
+  std::optional<float> rope_high_freq_factor = std::nullopt;  // llama3 only, required there
+  std::optional<std::int64_t> rope_original_max_position_embeddings = std::nullopt;  // llama3 only, required
+  std::optional<std::int64_t> rope_dim = std::nullopt;  // default head_dim; even, in (0, head_dim]
+  std::int64_t max_positions = 8192;
+  bool qkv_bias = false;
+  bool o_bias = false;
+  std::string norm = "rmsnorm";  // "rmsnorm", "layernorm" or "rmsnorm_offset"
+  float norm_eps = 1e-6f;
+  bool norm_bias = false;      // layernorm only
+  std::string mlp = "swiglu";  // "swiglu", "gelu", "gelu_tanh", "geglu" or "geglu_tanh"
+  bool mlp_bias = false;
+  bool qk_norm = false;
+  std::optional<float> attn_softcap = std::nullopt;  // finite > 0 when given
 };
 
 class TransformerBlockInference {
@@ -102,6 +120,9 @@ class TransformerBlockInference {
 
   // "weight dict mismatch; missing [...]; unknown [...]" for a key set other than the nine names.
   static void check_weight_names(const std::vector<std::string>& names);
+  // With options (docs/models.md §2): their value refusals, then each optional tensor present against its
+  // option or missing, a gate on an ungated MLP, then the exact key set those options call for.
+  static void check_weight_names(const std::vector<std::string>& names, const TransformerOptions& options);
   static const std::vector<std::string>& weight_names();
 
   // Zero state for batch_size sequences of up to max_tokens positions (both >= 1).

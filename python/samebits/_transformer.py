@@ -5,6 +5,9 @@ and the KV cache's buffers and layout in its C++ state (src/api/transformer_stat
 options, the caller's own buffers, and ragged batches.
 """
 
+import math
+import struct
+
 import numpy as np
 
 from . import _blocks, _buffers
@@ -32,36 +35,107 @@ _DTYPE_SENTENCE = (
     "float64 is refused rather than downcast, so that the bits that ran are bits you made. Convert "
     "yourself and pass float32."
 )
-# Keyword options of the parent block that this CPU path serves only at their defaults (docs/blocks.md §9.4).
-_DEFAULT_OPTIONS = (
-    ("rope_theta", 10000.0),
-    ("rope_scaling", None),
-    ("rope_dim", None),
-    ("max_positions", 8192),
-    ("qkv_bias", False),
-    ("o_bias", False),
-    ("norm", "rmsnorm"),
-    ("norm_eps", 1e-6),
-    ("norm_bias", False),
-    ("mlp", "swiglu"),
-    ("mlp_bias", False),
-    ("qk_norm", False),
-    ("attn_softcap", None),
+# The optional tensors of the block options (docs/models.md §2), in upstream's order.
+_OPT_NAMES = (
+    "q_proj.bias",
+    "k_proj.bias",
+    "v_proj.bias",
+    "o_proj.bias",
+    "input_layernorm.bias",
+    "post_attention_layernorm.bias",
+    "up_proj.bias",
+    "down_proj.bias",
+    "gate_proj.bias",
+    "q_norm.weight",
+    "k_norm.weight",
 )
-_FLOAT_OPTIONS = ("rope_theta", "norm_eps")
+_NORMS = ("layernorm", "rmsnorm", "rmsnorm_offset")
+_MLPS = ("geglu", "geglu_tanh", "gelu", "gelu_tanh", "swiglu")
 
 
-def _is_default(name, value, default, head_dim):
-    if name == "rope_dim":
-        return value is None or (not isinstance(value, bool) and value == head_dim)
-    if name in _FLOAT_OPTIONS:
-        try:
-            return np.float32(value) == np.float32(default)  # the profile constant is a float32
-        except (TypeError, ValueError):
-            return False
-    if default is None or isinstance(default, bool):
-        return value is default or (isinstance(value, (bool, np.bool_)) and bool(value) is default)
-    return type(value) is type(default) and value == default
+def _refuse(exc, text):
+    raise exc(f"{_PACKAGE} {_WHAT}: {text}")
+
+
+def _float32(name, value):
+    """A float option: a real number (not a bool), finite and positive as a double, then rounded once to
+    float32 (round to nearest even; struct raises OverflowError past FLT_MAX). The engine repeats the
+    positivity test on the float32 (docs/models.md §1)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        _refuse(TypeError, f"{name} must be a float, got {value!r}")
+    as_double = float(value)
+    if not (math.isfinite(as_double) and as_double > 0.0):
+        _refuse(ValueError, f"{name} must be a finite positive float, got {value!r}")
+    return struct.unpack("<f", struct.pack("<f", as_double))[0]
+
+
+def _block_options(given):
+    """The keyword options as the engine's dict (docs/models.md §2), refusing in upstream's order and wording
+    what needs Python objects to judge (types, dict keys, the double before its float32 rounding)."""
+    out = {"rope_theta": _float32("rope_theta", given["rope_theta"])}
+    scaling = given["rope_scaling"]
+    out["rope_scaling"] = ""
+    if scaling is not None:
+        if not hasattr(scaling, "get"):
+            _refuse(TypeError, "rope_scaling must be None or a dict with a 'type' key ('linear' or 'llama3'), got "
+                    f"{scaling!r}")
+        kind = scaling.get("type", scaling.get("rope_type"))
+        if kind not in ("linear", "llama3"):
+            _refuse(ValueError, f"rope_scaling type {kind!r} is not supported; 'linear' and 'llama3' are (dynamic, "
+                    "yarn and longrope carry an attention_factor this profile does not spell)")
+        keys = ("factor",) if kind == "linear" else (
+            "factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings")
+        for key in keys:
+            if key not in scaling:
+                _refuse(ValueError, f"rope_scaling {kind!r} needs {key!r}")
+        out["rope_scaling"] = kind
+        out["rope_factor"] = _float32("rope_scaling factor", scaling["factor"])
+        if kind == "llama3":
+            low = _float32("rope_scaling low_freq_factor", scaling["low_freq_factor"])
+            high = _float32("rope_scaling high_freq_factor", scaling["high_freq_factor"])
+            if not float(scaling["high_freq_factor"]) > float(scaling["low_freq_factor"]):
+                _refuse(ValueError, "rope_scaling 'llama3' needs high_freq_factor > low_freq_factor, got "
+                        f"{float(scaling['high_freq_factor'])!r} <= {float(scaling['low_freq_factor'])!r}")
+            original = int(scaling["original_max_position_embeddings"])
+            if original <= 0:
+                _refuse(ValueError, f"rope_scaling 'llama3' original_max_position_embeddings must be positive, got "
+                        f"{original}")
+            out.update(rope_low_freq_factor=low, rope_high_freq_factor=high,
+                       rope_original_max_position_embeddings=original)
+    rope_dim = given["rope_dim"]
+    if rope_dim is not None:
+        if isinstance(rope_dim, (bool, np.bool_)) or not isinstance(rope_dim, (int, np.integer)) or rope_dim <= 0:
+            out["rope_dim_bad"] = rope_dim  # refused below, once head_dim is known
+        else:
+            out["rope_dim"] = int(rope_dim)
+    max_positions = given["max_positions"]
+    if isinstance(max_positions, (bool, np.bool_)) or not isinstance(max_positions, (int, np.integer)) \
+            or max_positions < 1:
+        _refuse(ValueError, f"max_positions must be positive, got {max_positions!r}")
+    out["max_positions"] = int(max_positions)
+    norm = given["norm"]
+    if not isinstance(norm, str) or norm not in _NORMS:
+        _refuse(ValueError, f"norm={norm!r} is not supported; one of {list(_NORMS)}")
+    out["norm"] = norm
+    out["norm_eps"] = _float32("norm_eps", given["norm_eps"])
+    if given["norm_bias"] and norm != "layernorm":
+        _refuse(ValueError, f"norm_bias=True needs norm='layernorm', got norm={norm!r} (an RMSNorm carries no bias)")
+    mlp = given["mlp"]
+    if not isinstance(mlp, str) or mlp not in _MLPS:
+        _refuse(ValueError, f"mlp={mlp!r} is not supported; one of {list(_MLPS)}")
+    out["mlp"] = mlp
+    if given["qk_norm"] and norm == "layernorm":
+        _refuse(ValueError, "qk_norm=True with norm='layernorm' is not supported (no reference family normalizes q "
+                "and k with LayerNorm; use norm='rmsnorm' or 'rmsnorm_offset')")
+    softcap = given["attn_softcap"]
+    if softcap is not None:
+        if isinstance(softcap, (bool, np.bool_)) or not isinstance(softcap, (int, float, np.integer, np.floating)) \
+                or not (math.isfinite(float(softcap)) and float(softcap) > 0.0):
+            _refuse(ValueError, f"attn_softcap must be a finite positive float, got {softcap!r}")
+        out["attn_softcap"] = _float32("attn_softcap", softcap)
+    for flag in ("qkv_bias", "o_bias", "norm_bias", "mlp_bias", "qk_norm"):
+        out[flag] = bool(given[flag])
+    return out
 
 
 _NATIVE_FLOAT32 = np.dtype(np.float32)
@@ -244,7 +318,10 @@ class TransformerBlockInference:
     packed by samebits.lowbit and materialized exactly). `forward(x)` runs from a zero state;
     `allocate_state(B, max_tokens)`, `forward(x, state)` and `step(x, state)` carry the KV cache, and a
     token-by-token decode gives the bits of one forward over the whole sequence. `lengths=` runs a
-    right-padded ragged batch. Only the default options (plus `window`) are served.
+    right-padded ragged batch. Every upstream block option is served bit for bit (docs/models.md §2):
+    rope_theta, rope_scaling (linear, llama3), rope_dim, max_positions, qkv_bias, o_bias, norm (rmsnorm,
+    layernorm, rmsnorm_offset), norm_eps, norm_bias, mlp (swiglu, gelu, gelu_tanh, geglu, geglu_tanh),
+    mlp_bias, qk_norm and attn_softcap, each with the tensors it adds.
     """
 
     def __init__(
@@ -281,7 +358,6 @@ class TransformerBlockInference:
                 "'identical' tier only"
             )
         weights, self.weight_format = _lowbit.unpack(weights, "TransformerBlockInference")
-        native().transformer_check_weight_names(list(weights.keys()))
         given = dict(
             rope_theta=rope_theta,
             rope_scaling=rope_scaling,
@@ -297,19 +373,26 @@ class TransformerBlockInference:
             qk_norm=qk_norm,
             attn_softcap=attn_softcap,
         )
+        options = _block_options(given)
+        bad_rope_dim = options.pop("rope_dim_bad", None)
+        native().transformer_check_weight_names(list(weights.keys()), options)
         nh = int(n_heads)
         nkv = None if n_kv_heads is None else int(n_kv_heads)
         hd = None if head_dim is None else int(head_dim)
-        arrays = [None] * len(_NAMES)
-        for i in _DTYPE_ORDER:
-            arrays[i] = _blocks.float32_strict(weights[_NAMES[i]], _WHAT, _NAMES[i], _DTYPE_SENTENCE)
-        self._engine = native().TransformerEngine(list(_NAMES), arrays, nh, nkv, hd, int(window), self.weight_format)
-        for name, default in _DEFAULT_OPTIONS:
-            if not _is_default(name, given[name], default, self._engine.head_dim):
-                raise ValueError(
-                    f"{_PACKAGE} {_WHAT}: option {name}={given[name]!r} is not served; this CPU inference path "
-                    f"runs the default block options plus window (default {name}={default!r})"
-                )
+        if bad_rope_dim is not None:
+            options["rope_dim"] = -1  # refused by the engine once it knows head_dim; the message is rebuilt here
+        names = [name for name in _NAMES if name in weights] + [name for name in _OPT_NAMES if name in weights]
+        order = [_NAMES[i] for i in _DTYPE_ORDER if _NAMES[i] in weights] + [n for n in _OPT_NAMES if n in weights]
+        arrays = {name: _blocks.float32_strict(weights[name], _WHAT, name, _DTYPE_SENTENCE) for name in order}
+        try:
+            self._engine = native().TransformerEngine(names, [arrays[name] for name in names], nh, nkv, hd, int(window),
+                                                      self.weight_format, options)
+        except ValueError as error:
+            if bad_rope_dim is None or "rope_dim must be" not in str(error):
+                raise
+            head = str(error).split("head_dim=")[1].split("]")[0]
+            raise ValueError(f"{_PACKAGE} {_WHAT}: rope_dim must be an even integer in (0, head_dim={head}], got "
+                             f"{bad_rope_dim!r}") from None
         self.d_model = self._engine.d_model
         self.n_heads = self._engine.n_heads
         self.n_kv_heads = self._engine.n_kv_heads
@@ -319,7 +402,8 @@ class TransformerBlockInference:
 
     def allocate_state(self, batch_size, max_tokens):
         """A zero TransformerState for `batch_size` sequences of up to `max_tokens` positions in all
-        (prefill plus every later step). max_tokens above 8192 is refused at the first call."""
+        (prefill plus every later step). max_tokens above max_positions (8192 by default), or a table whose RoPE
+        angles leave the sin/cos domain (docs/models.md §4), is refused at the first call."""
         return TransformerState._wrap(self._engine.allocate(int(batch_size), int(max_tokens)))
 
     def _tokens(self, x, what, step):

@@ -57,6 +57,51 @@ TransformerState borrow(FloatArrayInOut k, FloatArrayInOut v, std::int64_t batch
                                      cached_tokens);
 }
 
+// The block options of docs/models.md §2 from the dict samebits/_transformer.py builds (names as in
+// TransformerOptions; floats already rounded to float32, None for an absent optional).
+void read_block_options(const nb::dict& given, TransformerOptions& options) {
+  for (auto [key, value] : given) {
+    const std::string name = nb::cast<std::string>(key);
+    const bool none = value.is_none();
+    if (name == "rope_theta")
+      options.rope_theta = nb::cast<float>(value);
+    else if (name == "rope_scaling")
+      options.rope_scaling = nb::cast<std::string>(value);
+    else if (name == "rope_factor") {
+      if (!none) options.rope_factor = nb::cast<float>(value);
+    } else if (name == "rope_low_freq_factor") {
+      if (!none) options.rope_low_freq_factor = nb::cast<float>(value);
+    } else if (name == "rope_high_freq_factor") {
+      if (!none) options.rope_high_freq_factor = nb::cast<float>(value);
+    } else if (name == "rope_original_max_position_embeddings") {
+      if (!none) options.rope_original_max_position_embeddings = nb::cast<std::int64_t>(value);
+    } else if (name == "rope_dim") {
+      if (!none) options.rope_dim = nb::cast<std::int64_t>(value);
+    } else if (name == "max_positions")
+      options.max_positions = nb::cast<std::int64_t>(value);
+    else if (name == "qkv_bias")
+      options.qkv_bias = nb::cast<bool>(value);
+    else if (name == "o_bias")
+      options.o_bias = nb::cast<bool>(value);
+    else if (name == "norm")
+      options.norm = nb::cast<std::string>(value);
+    else if (name == "norm_eps")
+      options.norm_eps = nb::cast<float>(value);
+    else if (name == "norm_bias")
+      options.norm_bias = nb::cast<bool>(value);
+    else if (name == "mlp")
+      options.mlp = nb::cast<std::string>(value);
+    else if (name == "mlp_bias")
+      options.mlp_bias = nb::cast<bool>(value);
+    else if (name == "qk_norm")
+      options.qk_norm = nb::cast<bool>(value);
+    else if (name == "attn_softcap") {
+      if (!none) options.attn_softcap = nb::cast<float>(value);
+    } else
+      throw_value_error("samebits TransformerBlock: no block option named '" + name + "'");
+  }
+}
+
 std::vector<std::size_t> shape_of(const TensorView& view) {
   std::vector<std::size_t> shape;
   for (auto extent : view.shape) shape.push_back(static_cast<std::size_t>(extent));
@@ -66,8 +111,14 @@ std::vector<std::size_t> shape_of(const TensorView& view) {
 }  // namespace
 
 void bind_transformer(nb::module_& m) {
-  m.def("transformer_check_weight_names",
-        [](const std::vector<std::string>& names) { TransformerBlockInference::check_weight_names(names); });
+  m.def(
+      "transformer_check_weight_names",
+      [](const std::vector<std::string>& names, const nb::dict& block_options) {
+        TransformerOptions options;
+        read_block_options(block_options, options);
+        TransformerBlockInference::check_weight_names(names, options);
+      },
+      nb::arg("names"), nb::arg("block_options") = nb::dict());
 
   // The one owner of a KV cache (samebits/_transformer.py's TransformerState wraps it).
   nb::class_<TransformerState>(m, "TransformerStateEngine")
@@ -101,7 +152,7 @@ void bind_transformer(nb::module_& m) {
           [](TransformerBlockInference* self, const std::vector<std::string>& names,
              const std::vector<FloatArrayIn>& arrays, std::int64_t n_heads,
              std::optional<std::int64_t> n_kv_heads, std::optional<std::int64_t> head_dim,
-             std::int64_t window, const std::string& weight_format) {
+             std::int64_t window, const std::string& weight_format, const nb::dict& block_options) {
             if (names.size() != arrays.size())
               throw_value_error("samebits TransformerBlock: names and arrays differ");
             TransformerBlockInference::NamedWeights weights;
@@ -111,10 +162,12 @@ void bind_transformer(nb::module_& m) {
             options.n_kv_heads = n_kv_heads;
             options.head_dim = head_dim;
             options.window = window;
+            read_block_options(block_options, options);
             new (self) TransformerBlockInference(weights, options, weight_format);
           },
           nb::arg("names"), nb::arg("arrays"), nb::arg("n_heads"), nb::arg("n_kv_heads").none(),
-          nb::arg("head_dim").none(), nb::arg("window"), nb::arg("weight_format"))
+          nb::arg("head_dim").none(), nb::arg("window"), nb::arg("weight_format"),
+          nb::arg("block_options") = nb::dict())
       .def_prop_ro("d_model", &TransformerBlockInference::d_model)
       .def_prop_ro("n_heads", &TransformerBlockInference::n_heads)
       .def_prop_ro("n_kv_heads", &TransformerBlockInference::n_kv_heads)
@@ -171,7 +224,11 @@ void bind_transformer(nb::module_& m) {
                if (name != tensors[i].name) continue;
                std::vector<std::size_t> shape;
                for (auto e : tensors[i].shape) shape.push_back(static_cast<std::size_t>(e));
-               return to_numpy(self.weight(i), shape);
+               std::vector<float> values = self.weight(i);
+               if (values.empty())  // an ungated MLP has no gate_proj.weight (docs/models.md §2)
+                 throw_value_error("samebits TransformerBlock: no weight named '" + name +
+                                   "' (the MLP is ungated)");
+               return to_numpy(std::move(values), shape);
              }
              throw_value_error("samebits TransformerBlock: no weight named '" + name + "'");
            })

@@ -8,6 +8,7 @@
 
 #include "api/api_access.hpp"
 #include "api/checks.hpp"
+#include "api/transformer_options.hpp"
 #include "api/transformer_state.hpp"
 #include "blocks/transformer/state.hpp"
 
@@ -32,8 +33,15 @@ const std::vector<std::string>& TransformerBlockInference::weight_names() {
 }
 
 void TransformerBlockInference::check_weight_names(const std::vector<std::string>& names) {
+  check_weight_names(names, TransformerOptions{});
+}
+
+void TransformerBlockInference::check_weight_names(const std::vector<std::string>& names,
+                                                   const TransformerOptions& options) {
+  const blocks::BlockOptions block = transformer_options::block_options(options, kBlock);
+  transformer_options::check_optional_names(names, block, options.mlp, kBlock);
   check_weight_key_set(
-      names, weight_names(), kBlock,
+      names, transformer_options::expected_names(weight_names(), block), kBlock,
       "the upstream parameter names (Llama's decoder layer: input_layernorm, self_attn.*_proj, "
       "post_attention_layernorm, mlp.*_proj)");
 }
@@ -44,7 +52,8 @@ TransformerBlockInference::TransformerBlockInference(const NamedWeights& weights
     : weight_format_(std::move(weight_format)) {
   std::vector<std::string> names;
   for (const auto& entry : weights) names.push_back(entry.first);
-  check_weight_names(names);
+  check_weight_names(names, options);
+  blocks::BlockOptions block = transformer_options::block_options(options, kBlock);  // docs/models.md §2
   auto view = [&](const std::string& name) -> const TensorView& {
     for (const auto& entry : weights)
       if (entry.first == name) return entry.second;
@@ -73,9 +82,12 @@ TransformerBlockInference::TransformerBlockInference(const NamedWeights& weights
         std::to_string(d.head_dim));
   if (d.n_kv_heads < 1)
     throw_value_error(kBlock + ": n_kv_heads must be positive, got " + std::to_string(d.n_kv_heads));
-  const TensorView& gate = view("gate_proj.weight");
+  block.rope_dim = transformer_options::check_rope_dim(options, d.head_dim, kBlock);
+  // The intermediate size comes from gate_proj.weight, or up_proj.weight for an ungated MLP.
+  const std::string it_source = block.gated() ? "gate_proj.weight" : "up_proj.weight";
+  const TensorView& gate = view(it_source);
   if (gate.shape.size() != 2 || gate.shape[0] < 1 || gate.shape[1] != d.d_model)
-    throw_value_error(kBlock + ": gate_proj.weight must be (intermediate, d_model=" +
+    throw_value_error(kBlock + ": " + it_source + " must be (intermediate, d_model=" +
                       std::to_string(d.d_model) + "), got shape " + shape_repr(gate.shape));
   d.intermediate = gate.shape[0];
   d.window = options.window;
@@ -84,20 +96,30 @@ TransformerBlockInference::TransformerBlockInference(const NamedWeights& weights
   std::vector<float>* slots[] = {&values.input_norm, &values.post_norm, &values.q,  &values.k,   &values.v,
                                  &values.o,          &values.gate,      &values.up, &values.down};
   // Shapes in the upstream order (post norm, q, k, v, o, gate, up, down), then the copies.
-  const auto tensors = blocks::transformer_tensors(d);
+  auto tensors = blocks::transformer_tensors(d);
+  if (!block.gated()) tensors[6].shape.clear();  // no gate_proj.weight (its slot stays empty)
+  const auto optional =
+      blocks::optional_tensors(block, d.d_model, d.q_width(), d.kv_width(), d.intermediate, d.head_dim);
+  for (const auto& t : optional)
+    if (t.on) tensors.push_back({t.name, {t.length}});
   for (std::size_t i = 1; i < tensors.size(); ++i) {
+    if (tensors[i].shape.empty()) continue;
     const TensorView& given = view(tensors[i].name);
     if (given.shape != tensors[i].shape)
       throw_value_error(kBlock + ": " + tensors[i].name + " has shape " + shape_repr(given.shape) +
                         ", want " + shape_repr(tensors[i].shape));
   }
   for (std::size_t i = 0; i < tensors.size(); ++i) {
+    if (tensors[i].shape.empty()) continue;
     const TensorView& given = view(tensors[i].name);
     if (given.data == nullptr && given.elements() > 0)
       throw_value_error(kBlock + ": " + tensors[i].name + " has no data");
-    slots[i]->assign(given.data, given.data + given.elements());
+    std::vector<float>* slot = i < 9 ? slots[i] : nullptr;
+    for (std::size_t o = 0; slot == nullptr && o < optional.size(); ++o)
+      if (std::string(tensors[i].name) == optional[o].name) slot = &values.optional(o);
+    slot->assign(given.data, given.data + given.elements());
   }
-  block_ = std::make_shared<const blocks::TransformerBlock>(d, std::move(values), kBlock);
+  block_ = std::make_shared<const blocks::TransformerBlock>(d, std::move(values), kBlock, block);
 }
 
 TransformerState TransformerBlockInference::allocate_state(std::int64_t batch_size,

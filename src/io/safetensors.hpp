@@ -1,4 +1,4 @@
-// Safetensors files and checkpoint directories (docs/formats.md §9): a strict header reader over a read-only
+// Safetensors files and checkpoint directories (docs/models.md §14): a strict header reader over a read-only
 // memory map, exact widening of F16 and BF16, and the sharded index of Hugging Face checkpoints.
 #pragma once
 

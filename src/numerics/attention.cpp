@@ -1,6 +1,7 @@
 // Attention twin (docs/blocks.md §4.3 steps 6-9, one row at a time, literally) and the fast-path dispatch.
 #include "numerics/attention.hpp"
 
+#include <limits>
 #include <vector>
 
 #include "numerics/fp.hpp"
@@ -39,6 +40,7 @@ void attend_reference_rows(const Unit& u, std::int64_t row_begin, std::int64_t r
   const float scale = score_scale(hd);
   const float mask_fill = fp::from_bits(kMaskFillBits);
   std::vector<float> row(static_cast<std::size_t>(s));  // dots, then masked scores, e, weights
+  std::vector<char> visible(static_cast<std::size_t>(s));  // step 7's mask, kept for steps 8-9
   for (std::int64_t r = row_begin; r < row_end; ++r) {
     const std::int64_t i = r / u.heads;
     const std::int64_t h = r % u.heads;
@@ -48,25 +50,37 @@ void attend_reference_rows(const Unit& u, std::int64_t row_begin, std::int64_t r
     // Step 6: one GEMM_NT cell per key (k = head_dim), then the scale applied to the finished dot.
     gemm::gemm_reference(gemm::Orientation::NT, q, u.keys, row.data(), 1, s, hd);
     for (std::int64_t j = 0; j < s; ++j) {
-      const float score = F(MUL(F(row[j]), scale));
+      float score = F(MUL(F(row[j]), scale));
+      if (u.softcap > 0.0f) {  // docs/models.md §9: divide, tanh, multiply, before the mask
+        const float cap = F(u.softcap);
+        const float th = F(primitives::tanhf(F(DIV(score, cap))));
+        score = F(MUL(th, cap));
+      }
       // Step 7: an add, never a select (+0.0 turns a -0.0 score into +0.0).
       const std::int64_t key = u.key_lo + j;
       const bool hidden = key > p || (u.window > 0 && key <= p - u.window);
       row[j] = F(F(score) + (hidden ? mask_fill : 0.0f));
+      visible[static_cast<std::size_t>(j)] = !hidden;
     }
-    // Step 8: the softmax over every key, masked ones included.
-    float mx = row[0];
-    for (std::int64_t j = 1; j < s; ++j) mx = primitives::fmax(mx, row[j]);
+    // Step 8 over the visible keys only (docs/models.md §13): their maximum, exp and denominator; +0.0 is
+    // written for a hidden key's exp and weight. (Every query sees its own position.)
+    float mx = -std::numeric_limits<float>::infinity();
+    for (std::int64_t j = 0; j < s; ++j)
+      if (visible[static_cast<std::size_t>(j)]) mx = primitives::fmax(mx, row[j]);
     mx = F(mx);
-    for (std::int64_t j = 0; j < s; ++j) row[j] = F(primitives::expf(F(F(row[j]) - F(mx))));
+    for (std::int64_t j = 0; j < s; ++j)
+      row[j] = visible[static_cast<std::size_t>(j)] ? F(primitives::expf(F(F(row[j]) - F(mx)))) : 0.0f;
     float acc = 0.0f;
-    for (std::int64_t j = 0; j < s; ++j) acc = F(F(acc) + F(row[j]));
+    for (std::int64_t j = 0; j < s; ++j)
+      if (visible[static_cast<std::size_t>(j)]) acc = F(F(acc) + F(row[j]));
     const float den = F(acc);
-    for (std::int64_t j = 0; j < s; ++j) row[j] = F(DIV(F(row[j]), den));
-    // Step 9: a serial chain over every key per output column (not a GEMM: no leaves).
+    for (std::int64_t j = 0; j < s; ++j)
+      row[j] = visible[static_cast<std::size_t>(j)] ? F(DIV(F(row[j]), den)) : 0.0f;
+    // Step 9: a serial chain over the visible keys per output column (not a GEMM: no leaves).
     for (std::int64_t d = 0; d < hd; ++d) {
       float chain = 0.0f;
-      for (std::int64_t j = 0; j < s; ++j) chain = F(FMA(F(row[j]), F(u.values[j * hd + d]), chain));
+      for (std::int64_t j = 0; j < s; ++j)
+        if (visible[static_cast<std::size_t>(j)]) chain = F(FMA(F(row[j]), F(u.values[j * hd + d]), chain));
       out[d] = chain;
     }
   }

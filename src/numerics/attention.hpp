@@ -1,6 +1,7 @@
 // Causal / sliding-window attention of docs/blocks.md §4.3 steps 6-9 for one (batch row, kv head) unit:
-// GEMM-cell scores (k = head_dim), the additive -FLT_MAX mask, the softmax over all keys and the serial
-// value chain. attend_reference is the literal twin; attend is the dispatched fast path (same bits).
+// GEMM-cell scores (k = head_dim), the additive -FLT_MAX mask, the softmax and the serial value chain over
+// the visible keys (docs/models.md §13). attend_reference is the literal twin; attend is the dispatched fast
+// path (same bits).
 #pragma once
 
 #include <cstdint>
@@ -38,6 +39,9 @@ struct Unit {
   // for j < span (the rest of the last tile is never stored from). A decode row's scores then read their
   // operands lane-wise instead of transposing key rows in registers.
   const float* key_tiles = nullptr;
+  // The attention softcap (docs/models.md §9): 0 = none, else a finite cap > 0 applied to each scaled
+  // score before the mask: F(MUL(F(tanhf(F(DIV(score, cap)))), cap)).
+  float softcap = 0.0f;
 };
 
 // scale = F(rsqrtf((float) head_dim)).
@@ -47,7 +51,7 @@ float score_scale(std::int64_t head_dim);
 Unit query_slice(const Unit& u, std::int64_t first, std::int64_t count);
 
 // The literal twin: per (head, query) row, scores through gemm_reference over all `span` keys, the mask,
-// the softmax over all of them and the serial value chain over all of them.
+// then the softmax and the serial value chain over the row's visible keys.
 void attend_reference(const Unit& u);
 
 // The fast path, single-threaded (callers split units and query slices over threads): scores and value

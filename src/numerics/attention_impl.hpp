@@ -10,11 +10,12 @@
 //  * mask, max, exp, denominator and weights: lane-wise, the denominator a serial chain per lane;
 //  * value chain: vectorized across output columns d, one serial chain per (row, d) over the keys.
 // Keys hidden from every row of a block (after the newest query, or before the oldest window start) are
-// skipped. That is exact when every score of the unit is below 2^101 in magnitude (checked through
-// |q|, |k| < 2^40): such a key's masked score is exactly -FLT_MAX, its exp exactly +0.0, its weight
-// exactly +0.0, so it adds +0.0 to the denominator and 0 * v to the value chain. The only trace a
-// skipped key can leave is in the sign of a zero: a value chain that ends at -0.0 becomes +0.0 when a
-// later hidden key has a value with a clear sign bit (+0 * v = +0, -0 + +0 = +0); that is applied.
+// skipped. The softmax denominator and the value chains walk the visible keys only (docs/models.md §13).
+// When every score of the unit is below 2^101 in magnitude (checked through |q|, |k| < 2^40), a hidden
+// key's masked score is exactly -FLT_MAX, its exp and weight exactly +0.0, so walking it adds +0.0 to the
+// denominator and 0 * v to the value chain: the same bits, except that a chain at -0.0 becomes +0.0 when v's
+// sign bit is clear; finish_row recomputes those cells over the visible keys. Without that bound, rows
+// with hidden keys inside their walk go to the twin. A softcapped score is no larger than the uncapped one.
 // Chains run without per-step flushes while the MXCSR denormal/underflow flags stay clear, and are rerun
 // with every flush when they do not (docs/numerics.md §6a).
 
@@ -194,7 +195,7 @@ void value_chains(const float* weights, std::int64_t w_stride, const float* valu
 // Softmax steps 7-8 over cells[n][kLanes] (dots in, weights out); key jj of the block is span key
 // first + jj and lane l sees span keys [lo[l], hi[l]).
 void softmax_cells(float* cells, std::int64_t n, std::int64_t first, const std::int32_t* lo,
-                   const std::int32_t* hi, float scale) {
+                   const std::int32_t* hi, float scale, float softcap) {
   using V = typename Isa::V;
   using I = typename Isa::I;
   alignas(64) std::int32_t lo_minus_one[kLanes];
@@ -205,8 +206,16 @@ void softmax_cells(float* cells, std::int64_t n, std::int64_t first, const std::
   const V hidden_fill = Isa::set1(samebits::fp::from_bits(kNegFltMaxBits));
   const V zero = Isa::zero();
   V mx = zero;
+  const bool capped = softcap > 0.0f;
+  if (capped) {  // the scaled scores, then the cap (docs/models.md §9) before the mask
+    for (std::int64_t jj = 0; jj < n; ++jj)
+      Isa::store(cells + jj * kLanes,
+                 Isa::flush(Isa::mul(Isa::flush(Isa::load(cells + jj * kLanes)), scale_v)));
+    samebits::block_ops::softcap(cells, static_cast<std::size_t>(n * kLanes), softcap);
+  }
   for (std::int64_t jj = 0; jj < n; ++jj) {
-    const V score = Isa::flush(Isa::mul(Isa::flush(Isa::load(cells + jj * kLanes)), scale_v));
+    const V score = capped ? Isa::load(cells + jj * kLanes)
+                           : Isa::flush(Isa::mul(Isa::flush(Isa::load(cells + jj * kLanes)), scale_v));
     const I key = Isa::set1i(static_cast<std::int32_t>(first + jj));
     const typename Isa::M visible = Isa::mask_and(Isa::igt(key, lo_v), Isa::igt(hi_v, key));
     const V masked = Isa::flush(Isa::add(Isa::flush(score), Isa::select(visible, hidden_fill, zero)));
@@ -231,26 +240,29 @@ void softmax_cells(float* cells, std::int64_t n, std::int64_t first, const std::
 bool all_finite(const float* data, std::int64_t count) { return max_abs_bits(data, count, 0) < kInfBits; }
 
 // The end of one row's value chains: columns past the last full vector run lane by lane (weights[j *
-// w_stride] is key j's weight), and when trailing hidden keys were skipped, a chain that ended at -0.0
-// picks up the +0.0 the literal chain gets from a later value with a clear sign bit.
+// w_stride] is key j's weight); then the walk over visible keys only (docs/models.md §13). The row sees
+// walked keys [vis_lo, vis_hi) of the n walked ones. A walked hidden key has weight +0.0 (the caller vouches
+// for it), so it leaves every chain as it was except a chain at -0.0, which +0.0 * v turns into +0.0 when v's
+// sign bit is clear; leading hidden keys meet a chain still at +0.0. So only a cell that ended at +0.0 with
+// hidden keys walked after the visible ones can differ, and such a cell is recomputed over the visible keys.
 void finish_row(const Unit& u, const float* weights, std::int64_t w_stride, const float* values,
-                std::int64_t n, std::int64_t last, float* out) {
+                std::int64_t n, std::int64_t vis_lo, std::int64_t vis_hi, float* out) {
+  using samebits::fp::F;
+  using samebits::fp::FMA;
   const std::int64_t hd = u.head_dim;
   for (std::int64_t d = hd / kLanes * kLanes; d < hd; ++d) {
     float chain = 0.0f;
     for (std::int64_t jj = 0; jj < n; ++jj)
-      chain = samebits::fp::F(samebits::fp::FMA(samebits::fp::F(weights[jj * w_stride]),
-                                                samebits::fp::F(values[jj * hd + d]), chain));
+      chain = F(FMA(F(weights[jj * w_stride]), F(values[jj * hd + d]), chain));
     out[d] = chain;
   }
-  for (std::int64_t d = 0; d < hd && last < u.span; ++d) {
-    if (samebits::fp::bits(out[d]) != samebits::fp::kSignMask) continue;
-    for (std::int64_t j = last; j < u.span; ++j) {
-      if ((samebits::fp::bits(u.values[j * hd + d]) & samebits::fp::kSignMask) == 0) {
-        out[d] = 0.0f;
-        break;
-      }
-    }
+  if (vis_hi == n) return;
+  for (std::int64_t d = 0; d < hd; ++d) {
+    if (samebits::fp::bits(out[d]) != 0u) continue;
+    float chain = 0.0f;
+    for (std::int64_t jj = vis_lo; jj < vis_hi; ++jj)
+      chain = F(FMA(F(weights[jj * w_stride]), F(values[jj * hd + d]), chain));
+    out[d] = chain;
   }
 }
 
@@ -428,7 +440,7 @@ inline std::int32_t order_key(float x) {
 // Softmax steps 7-8 over sc[0, n) (dots in, weights out) for one row; key jj is span key first + jj and
 // the row sees span keys [lo, hi).
 void softmax_keys(float* sc, std::int64_t n, std::int64_t first, std::int64_t lo, std::int64_t hi,
-                  float scale) {
+                  float scale, float softcap) {
   using V = typename Isa::V;
   using I = typename Isa::I;
   const V scale_v = Isa::set1(scale);
@@ -439,16 +451,23 @@ void softmax_keys(float* sc, std::int64_t n, std::int64_t first, std::int64_t lo
   const I lanes = *reinterpret_cast<const I*>(lane_index);
   const I lo_v = Isa::set1i(static_cast<std::int32_t>(lo - 1)),
           hi_v = Isa::set1i(static_cast<std::int32_t>(hi));
+  const bool capped = softcap > 0.0f;
+  if (capped) {  // the scaled scores, then the cap (docs/models.md §9) before the mask
+    for (std::int64_t j = 0; j < n; ++j)
+      sc[j] = samebits::fp::F(samebits::fp::MUL(samebits::fp::F(sc[j]), scale));
+    samebits::block_ops::softcap(sc, static_cast<std::size_t>(n), softcap);
+  }
   std::int64_t jj = 0;
   for (; jj + kLanes <= n; jj += kLanes) {
-    const V score = Isa::flush(Isa::mul(Isa::flush(Isa::load(sc + jj)), scale_v));
+    const V score =
+        capped ? Isa::load(sc + jj) : Isa::flush(Isa::mul(Isa::flush(Isa::load(sc + jj)), scale_v));
     const I key = Isa::add_i(Isa::set1i(static_cast<std::int32_t>(first + jj)), lanes);
     const typename Isa::M visible = Isa::mask_and(Isa::igt(key, lo_v), Isa::igt(hi_v, key));
     Isa::store(sc + jj, Isa::flush(Isa::add(Isa::flush(score), Isa::select(visible, hidden_fill, zero))));
   }
   for (; jj < n; ++jj) {
     const std::int64_t key = first + jj;
-    const float score = samebits::fp::F(samebits::fp::MUL(samebits::fp::F(sc[jj]), scale));
+    const float score = capped ? sc[jj] : samebits::fp::F(samebits::fp::MUL(samebits::fp::F(sc[jj]), scale));
     const float mask = key >= lo && key < hi ? 0.0f : samebits::fp::from_bits(kNegFltMaxBits);
     sc[jj] = samebits::fp::F(samebits::fp::F(score) + mask);
   }
@@ -483,14 +502,20 @@ void softmax_keys(float* sc, std::int64_t n, std::int64_t first, std::int64_t lo
   for (; jj < n; ++jj) sc[jj] = samebits::fp::F(samebits::fp::DIV(sc[jj], acc));
 }
 
-// Hidden keys outside [first, last) may be skipped only when every |q|, |k| < 2^40 (decided once per unit,
-// on first need, in may_skip); otherwise the span is computed whole, masks and all.
+// Whether every |q|, |k| < 2^40, so that every score is below 2^101 and a hidden key's weight is exactly
+// +0.0 (decided once per unit, on first need, in may_skip).
+inline bool scores_bounded(const Unit& u, std::uint32_t q_max, int& may_skip) {
+  if (may_skip < 0)
+    may_skip = q_max < kSkipBoundBits && max_abs_bits(u.keys, u.span * u.head_dim, 0) < kSkipBoundBits;
+  return may_skip == 1;
+}
+
+// Hidden keys outside [first, last) may be skipped only when the scores are bounded; otherwise the span is
+// computed whole, masks and all (and the caller hands rows with hidden keys inside their walk to the twin).
 inline void widen_unless_skippable(const Unit& u, std::uint32_t q_max, int& may_skip, std::int64_t& first,
                                    std::int64_t& last) {
   if (first == 0 && last == u.span) return;
-  if (may_skip < 0)
-    may_skip = q_max < kSkipBoundBits && max_abs_bits(u.keys, u.span * u.head_dim, 0) < kSkipBoundBits;
-  if (may_skip == 0) {
+  if (!scores_bounded(u, q_max, may_skip)) {
     first = 0;
     last = u.span;
   }
@@ -508,6 +533,10 @@ void attend_row_by_keys(const Unit& u, std::int64_t r, std::uint32_t q_max, int&
   std::int64_t first = lo;
   std::int64_t last = hi;
   widen_unless_skippable(u, q_max, may_skip, first, last);
+  if (first != lo || last != hi) {  // unbounded scores with hidden keys: the twin walks the visible ones
+    samebits::attention::detail::attend_reference_rows(u, r, r + 1);
+    return;
+  }
   const std::int64_t n = last - first;
   const float* keys = u.keys + first * hd;
   const float* values = u.values + first * hd;
@@ -530,12 +559,12 @@ void attend_row_by_keys(const Unit& u, std::int64_t r, std::uint32_t q_max, int&
     samebits::attention::detail::attend_reference_rows(u, r, r + 1);
     return;
   }
-  softmax_keys(sc, n, first, lo, hi, samebits::attention::score_scale(hd));
+  softmax_keys(sc, n, first, lo, hi, samebits::attention::score_scale(hd), u.softcap);
   float* const outs[1] = {out};
   mxcsr.clear();
   value_chains<false>(sc, 1, values, hd, n, 1, outs);
   if (FlagScope::subnormal_seen()) value_chains<true>(sc, 1, values, hd, n, 1, outs);
-  finish_row(u, sc, 1, values, n, last, out);
+  finish_row(u, sc, 1, values, n, 0, n, out);
 }
 
 void attend_fast(const Unit& u) {
@@ -593,6 +622,12 @@ void attend_fast(const Unit& u) {
       for (std::int64_t d = 0; d < hd; ++d) qt[d * kLanes + l] = q[d];
     }
     widen_unless_skippable(u, q_max, may_skip, first, last);
+    bool hidden_inside = false;  // a row of the block that does not see every walked key
+    for (int l = 0; l < active; ++l) hidden_inside = hidden_inside || lo[l] > first || hi[l] < last;
+    if (hidden_inside && !scores_bounded(u, q_max, may_skip)) {  // a hidden weight may not be +0.0
+      samebits::attention::detail::attend_reference_rows(u, r0, r0 + active);
+      continue;
+    }
     const std::int64_t n = last - first;
     const float* keys = u.keys + first * hd;
     const float* values = u.values + first * hd;
@@ -607,11 +642,12 @@ void attend_fast(const Unit& u) {
       samebits::attention::detail::attend_reference_rows(u, r0, r0 + active);
       continue;
     }
-    softmax_cells(cells, n, first, lo, hi, scale);
+    softmax_cells(cells, n, first, lo, hi, scale, u.softcap);
 
     mxcsr.clear();
     value_chains<false>(cells, kLanes, values, hd, n, active, out);
     if (FlagScope::subnormal_seen()) value_chains<true>(cells, kLanes, values, hd, n, active, out);
-    for (int l = 0; l < active; ++l) finish_row(u, cells + l, kLanes, values, n, last, out[l]);
+    for (int l = 0; l < active; ++l)
+      finish_row(u, cells + l, kLanes, values, n, lo[l] - first, hi[l] - first, out[l]);
   }
 }

@@ -45,23 +45,40 @@ void rmsnorm_reference(const float* x, const float* w, float* y, std::int64_t ro
   rmsnorm_rows_scalar(x, w, y, rows, d, eps);
 }
 
+namespace {
+
+// Row blocks [begin, end) of `lanes` rows each.
+void rmsnorm_blocks(const detail::RmsnormKernels& kernels, std::int64_t lanes, std::int64_t begin,
+                    std::int64_t end, const float* x, const float* w, float* y, std::int64_t rows,
+                    std::int64_t d, float eps) {
+  for (std::int64_t b = begin; b < end; ++b) {
+    const std::int64_t row0 = b * lanes;
+    const std::int64_t count = rows - row0 < lanes ? rows - row0 : lanes;
+    // Lane offsets are int32 (row * d), so very wide rows take the scalar path.
+    if (kernels.block && count == lanes && d <= (std::int64_t{1} << 26))
+      kernels.block(x + row0 * d, w, y + row0 * d, d, eps);
+    else if (kernels.rows)
+      kernels.rows(x + row0 * d, w, y + row0 * d, count, d, eps);
+    else
+      rmsnorm_rows_scalar(x + row0 * d, w, y + row0 * d, count, d, eps);
+  }
+}
+
+}  // namespace
+
 void rmsnorm(const float* x, const float* w, float* y, std::int64_t rows, std::int64_t d, float eps) {
   const detail::RmsnormKernels kernels = simd::kernels().rmsnorm;
   const std::int64_t lanes = kernels.block ? kernels.lanes : 1;
   const std::int64_t blocks = (rows + lanes - 1) / lanes;
   parallel_for(blocks, [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t b = begin; b < end; ++b) {
-      const std::int64_t row0 = b * lanes;
-      const std::int64_t count = rows - row0 < lanes ? rows - row0 : lanes;
-      // Lane offsets are int32 (row * d), so very wide rows take the scalar path.
-      if (kernels.block && count == lanes && d <= (std::int64_t{1} << 26))
-        kernels.block(x + row0 * d, w, y + row0 * d, d, eps);
-      else if (kernels.rows)
-        kernels.rows(x + row0 * d, w, y + row0 * d, count, d, eps);
-      else
-        rmsnorm_rows_scalar(x + row0 * d, w, y + row0 * d, count, d, eps);
-    }
+    rmsnorm_blocks(kernels, lanes, begin, end, x, w, y, rows, d, eps);
   });
+}
+
+void rmsnorm_serial(const float* x, const float* w, float* y, std::int64_t rows, std::int64_t d, float eps) {
+  const detail::RmsnormKernels kernels = simd::kernels().rmsnorm;
+  const std::int64_t lanes = kernels.block ? kernels.lanes : 1;
+  rmsnorm_blocks(kernels, lanes, 0, (rows + lanes - 1) / lanes, x, w, y, rows, d, eps);
 }
 
 void embedding_reference(const float* table, std::int64_t d, const std::int32_t* ids, std::int64_t count,

@@ -12,6 +12,8 @@ void rmsnorm_reference(const float* x, const float* w, float* y, std::int64_t ro
                        float eps);
 // The same bits: rows of SIMD lanes run their serial chains side by side; rows split over threads.
 void rmsnorm(const float* x, const float* w, float* y, std::int64_t rows, std::int64_t d, float eps);
+// rmsnorm on the calling thread only (for callers that already split their work over threads).
+void rmsnorm_serial(const float* x, const float* w, float* y, std::int64_t rows, std::int64_t d, float eps);
 
 // out[t, :] = F(table[ids[t], :]) for t < count; every id must already be in [0, vocab).
 void embedding_reference(const float* table, std::int64_t d, const std::int32_t* ids, std::int64_t count,

@@ -3,6 +3,7 @@
 
 #include <vector>
 
+#include "numerics/block_ops.hpp"
 #include "numerics/fp.hpp"
 #include "numerics/primitives.hpp"
 #include "numerics/vector_math.hpp"
@@ -19,6 +20,37 @@ std::vector<float> inverse_frequencies(std::int64_t rope_dim, float theta) {
   for (std::int64_t i = 0; i < half; ++i) {
     const float e = F(DIV(static_cast<float>(2 * i), static_cast<float>(rope_dim)));
     inv[static_cast<std::size_t>(i)] = F(DIV(1.0f, primitives::powf(theta, e)));
+  }
+  return inv;
+}
+
+std::vector<float> inverse_frequencies(std::int64_t rope_dim, float theta, const ScalingParams& scaling) {
+  std::vector<float> inv = inverse_frequencies(rope_dim, theta);
+  if (scaling.kind == Scaling::kLinear) {
+    const float f = F(scaling.factor);
+    for (float& value : inv) value = F(DIV(value, f));
+  } else if (scaling.kind == Scaling::kLlama3) {
+    const float f = F(scaling.factor), lo = F(scaling.low_freq_factor), hi = F(scaling.high_freq_factor);
+    const float old = static_cast<float>(scaling.original);
+    const float low_wavelength = F(DIV(old, lo));
+    const float high_wavelength = F(DIV(old, hi));
+    for (float& value : inv) {
+      const float wavelength = F(DIV(block_ops::lit::kTwoPi, value));
+      float scaled = wavelength > low_wavelength ? F(DIV(value, f)) : value;
+      const bool medium = !(wavelength < high_wavelength) && !(wavelength > low_wavelength);
+      if (medium) {
+        const float ratio = F(DIV(old, wavelength));
+        const float num = F(ratio - lo);
+        const float den = F(hi - lo);
+        const float s = F(DIV(num, den));
+        const float one_minus = F(1.0f - s);
+        float t1 = F(MUL(one_minus, scaled));
+        t1 = F(DIV(t1, f));
+        const float t2 = F(MUL(s, scaled));
+        scaled = F(F(t1) + F(t2));  // two rounded products, one plain add: no FMA
+      }
+      value = scaled;
+    }
   }
   return inv;
 }

@@ -10,6 +10,20 @@ namespace samebits::rope {
 // inv[i] = F(DIV(1, powf(theta, F(DIV(2i, rope_dim))))) for i < rope_dim / 2.
 std::vector<float> inverse_frequencies(std::int64_t rope_dim, float theta);
 
+// The frequency scalings of the transformer options (docs/models.md §3). Values are float32 as the options
+// carry them; `original` is original_max_position_embeddings.
+enum class Scaling { kNone = 0, kLinear = 1, kLlama3 = 2 };
+struct ScalingParams {
+  Scaling kind = Scaling::kNone;
+  float factor = 1.0f;
+  float low_freq_factor = 1.0f;
+  float high_freq_factor = 4.0f;
+  std::int64_t original = 8192;
+};
+// inverse_frequencies(rope_dim, theta), then linear (inv / factor) or llama3 (per-wavelength: long
+// wavelengths divided by factor, medium ones blended with two rounded products and one plain add).
+std::vector<float> inverse_frequencies(std::int64_t rope_dim, float theta, const ScalingParams& scaling);
+
 // The largest table angle F(MUL((float)(positions - 1), F(inv[i]))) and its column (the first one on a
 // tie); the table is refused when that angle is >= kAngleDomain (the sin/cos reduction's domain).
 struct LargestAngle {

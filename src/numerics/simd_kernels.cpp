@@ -12,6 +12,7 @@ const KernelTable& scalar_table() {
       .mamba3 = &mamba3_kernels::detail::scalar_kernels(),
       .selective_scan = nullptr,
       .ssd = nullptr,
+      .block_ops = nullptr,
       .rmsnorm = {1, nullptr, nullptr},
       .attend = nullptr,
       .attend_5_to_8_rows = nullptr,

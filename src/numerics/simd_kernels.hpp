@@ -2,6 +2,7 @@
 #pragma once
 
 #include "numerics/attention.hpp"
+#include "numerics/block_ops.hpp"
 #include "numerics/finite_scan.hpp"
 #include "numerics/gemm_kernels.hpp"
 #include "numerics/machine_probe.hpp"
@@ -24,6 +25,7 @@ struct KernelTable {
   const mamba3_kernels::detail::Kernels* mamba3;
   const selective_scan::detail::ScanKernels* selective_scan;
   const ssd::detail::SsdKernels* ssd;
+  const block_ops::detail::Kernels* block_ops;
   rmsnorm::detail::RmsnormKernels rmsnorm;
   attention::detail::AttendFn attend;
   // For units of 5 to 8 query rows: on AVX-512 the 8-lane kernel, whose row block such a unit wastes less

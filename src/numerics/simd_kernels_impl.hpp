@@ -54,6 +54,14 @@ namespace {
 }  // namespace
 }  // namespace samebits::ssd::detail
 
+namespace samebits::block_ops::detail {
+namespace {
+#include SAMEBITS_ISA_HEADER
+#include "numerics/vector_math_impl.hpp"
+#include "numerics/block_ops_impl.hpp"
+}  // namespace
+}  // namespace samebits::block_ops::detail
+
 namespace samebits::rmsnorm::detail {
 namespace {
 #include SAMEBITS_ISA_HEADER
@@ -110,6 +118,7 @@ KernelTable isa_table(attention::detail::AttendFn attend_5_to_8_rows) {
                      .mamba3 = &mamba3_kernels::detail::kIsaKernels,
                      .selective_scan = &selective_scan::detail::kScanKernels,
                      .ssd = &ssd::detail::kSsdKernels,
+                     .block_ops = &block_ops::detail::kBlockOpsKernels,
                      .rmsnorm = {rmsnorm::detail::Isa::kLanes, &rmsnorm::detail::rmsnorm_block,
                                  &rmsnorm::detail::rmsnorm_rows},
                      .attend = attend,

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "numerics/attention.hpp"
@@ -24,6 +25,7 @@ struct Case {
   std::int64_t queries, heads, head_dim, pos0, window;
   std::vector<float> q, keys, values;
   std::int64_t key_lo = 0, span = 0;
+  float softcap = 0.0f;  // docs/models.md §9
 
   Case(std::int64_t queries_, std::int64_t heads_, std::int64_t head_dim_, std::int64_t pos0_,
        std::int64_t window_, std::uint64_t seed, float scale = 1.0f)
@@ -52,6 +54,7 @@ struct Case {
     u.pos0 = pos0;
     u.window = window;
     u.finite_keys = pos0 - key_lo;
+    u.softcap = softcap;
     return u;
   }
   // The keys again as key tiles (Unit::key_tiles); the rest of the last tile is NaN, which no stored
@@ -122,6 +125,36 @@ TEST(Attention, FastEqualsTwinOverShapes) {
   }
 }
 
+// The softcap between the scale and the mask (docs/models.md §9), on the row-block and decode kernels, with
+// key tiles, small and large caps, and scores past the skip bound.
+TEST(Attention, SoftcapFastEqualsTwin) {
+  std::uint64_t seed = 500;
+  for (float cap : {0.25f, 3.0f, 50.0f, 1e30f}) {
+    for (std::int64_t head_dim : {16, 24, 64}) {
+      for (auto [queries, pos0, window] : {std::tuple<std::int64_t, std::int64_t, std::int64_t>{1, 9, 0},
+                                           {1, 40, 5},
+                                           {7, 0, 0},
+                                           {20, 3, 5},
+                                           {37, 11, 0}}) {
+        Case c(queries, 2, head_dim, pos0, window, seed++, 4.0f);
+        c.softcap = cap;
+        expect_fast_equals_twin(c, "softcap " + std::to_string(cap) + " hd " + std::to_string(head_dim) +
+                                       " L " + std::to_string(queries) + " pos0 " + std::to_string(pos0));
+      }
+    }
+  }
+  Case big(20, 2, 16, 4, 0, 11, 3e12f);
+  big.softcap = 30.0f;
+  expect_fast_equals_twin(big, "softcap beyond skip bound");
+  // The cap changes the output.
+  Case plain(7, 2, 16, 0, 0, 600, 4.0f), capped(7, 2, 16, 0, 0, 600, 4.0f);
+  capped.softcap = 0.5f;
+  std::vector<float> a, b;
+  attention::attend_reference(plain.unit(a));
+  attention::attend_reference(capped.unit(b));
+  EXPECT_NE(testing::first_difference(a.data(), b.data(), static_cast<std::int64_t>(a.size())), -1);
+}
+
 TEST(Attention, LongSpans) {
   Case prefill(300, 2, 16, 0, 0, 77);
   expect_fast_equals_twin(prefill, "prefill 300");
@@ -167,18 +200,30 @@ TEST(Attention, PlantedSubnormalsTakeTheFlushingRerun) {
 
 TEST(Attention, NegativeZeroChainMeetsSkippedPositiveValue) {
   // q = 0: every visible weight is 1/(p+1). Column 0 holds -2e-38 for keys 0..15 (so w * v is a negative
-  // subnormal, flushed to -0.0, for p >= 1) and +1 afterwards: the literal chain over the hidden keys
-  // turns -0.0 into +0.0, which the skipping fast path must reproduce.
+  // subnormal, flushed to -0.0, for p >= 1) and +1 afterwards. The value chain walks the visible keys only
+  // (docs/models.md §13), so the hidden +1 keys leave the -0.0 as it is, as a decode step (which has no
+  // hidden keys) computes it; the fast path, which walks hidden keys inside a row block, must agree.
   Case c(32, 1, 16, 0, 0, 5);
   std::fill(c.q.begin(), c.q.end(), 0.0f);
   for (std::int64_t j = 0; j < c.span; ++j)
     c.values[static_cast<std::size_t>(j * 16)] = j < 16 ? -2e-38f : 1.0f;
   std::vector<float> want;
   attention::attend_reference(c.unit(want));
-  // Hand check: row p in 1..15 ends at +0.0 through the hidden +1 keys; row 0 keeps -2e-38 (weight 1).
+  // Hand check: row p in 1..15 ends at -0.0; row 0 keeps -2e-38 (weight 1).
   EXPECT_EQ(fp::bits(want[0]), fp::bits(-2e-38f));
-  for (std::int64_t p = 1; p < 16; ++p) EXPECT_EQ(fp::bits(want[static_cast<std::size_t>(p * 16)]), 0u) << p;
+  for (std::int64_t p = 1; p < 16; ++p)
+    EXPECT_EQ(fp::bits(want[static_cast<std::size_t>(p * 16)]), 0x80000000u) << p;
   expect_fast_equals_twin(c, "negative zero");
+  // The same row decoded alone (its span ends at its own position): the same bits.
+  for (std::int64_t p = 1; p < 16; ++p) {
+    attention::Unit alone = c.unit(want);
+    std::vector<float> row(16);
+    alone = attention::query_slice(alone, p, 1);
+    alone.span = p + 1;
+    alone.ctx = row.data();
+    attention::attend(alone);
+    EXPECT_EQ(fp::bits(row[0]), 0x80000000u) << "decoded row " << p;
+  }
   // All later values negative too: the chain stays -0.0.
   for (std::int64_t j = 16; j < c.span; ++j) c.values[static_cast<std::size_t>(j * 16)] = -1.0f;
   attention::attend_reference(c.unit(want));

@@ -799,7 +799,7 @@ def _argument_rows(cat):
             ("n_kv_heads 2 with weights for 1", dict(n_heads=2, n_kv_heads=2)),
             ("window -1", dict(n_heads=2, n_kv_heads=1, window=-1)),
             ("window 'big'", dict(n_heads=2, n_kv_heads=1, window="big")),
-            ("rope_theta 5000", dict(n_heads=2, n_kv_heads=1, rope_theta=5000.0)),
+            ("rope_theta -5000", dict(n_heads=2, n_kv_heads=1, rope_theta=-5000.0)),
             ("qk_norm True", dict(n_heads=2, n_kv_heads=1, qk_norm=True)),
             ("numeric_mode 'fast'", dict(n_heads=2, n_kv_heads=1, numeric_mode="fast")),
             ("an unknown keyword dropout=0.1", dict(n_heads=2, n_kv_heads=1, dropout=0.1)),

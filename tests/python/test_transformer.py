@@ -342,10 +342,19 @@ def test_construction_refusals_and_options():
     w4["v_proj.weight"] = np.zeros((24, 32), np.float32)
     with pytest.raises(ValueError, match="n_heads 4 not divisible by n_kv_heads 3"):
         samebits.TransformerBlockInference(w4, n_heads=4, n_kv_heads=3)
-    for name, value in [("rope_theta", 500000.0), ("rope_scaling", {"type": "linear"}), ("rope_dim", 8),
-                        ("max_positions", 4096), ("qkv_bias", True), ("norm", "layernorm"), ("norm_eps", 1e-5),
-                        ("mlp", "gelu"), ("qk_norm", True), ("attn_softcap", 30.0)]:
-        with pytest.raises(ValueError, match=rf"^samebits TransformerBlock: option {name}=.* is not served"):
+    # Every block option is served (tests/python/test_transformer_options.py); bad values and their tensors
+    # are refused in upstream's wording.
+    for name, value, text in [("rope_theta", -1.0, "rope_theta must be a finite positive float, got -1.0"),
+                              ("rope_scaling", {"type": "linear"}, "rope_scaling 'linear' needs 'factor'"),
+                              ("rope_dim", 7, r"rope_dim must be an even integer in \(0, head_dim=16\], got 7"),
+                              ("max_positions", 0, "max_positions must be positive, got 0"),
+                              ("qkv_bias", True, r"q_proj\.bias is required by the options passed"),
+                              ("norm", "batchnorm", "norm='batchnorm' is not supported"),
+                              ("norm_eps", 0.0, "norm_eps must be a finite positive float, got 0.0"),
+                              ("mlp", "gelu", r"gate_proj\.weight is present but mlp='gelu' is ungated"),
+                              ("qk_norm", True, r"q_norm\.weight is required by the options passed"),
+                              ("attn_softcap", 0.0, r"attn_softcap must be a finite positive float, got 0\.0")]:
+        with pytest.raises(ValueError, match=rf"^samebits TransformerBlock: {text}"):
             samebits.TransformerBlockInference(w, n_heads=2, n_kv_heads=1, **{name: value})
     same = samebits.TransformerBlockInference(w, n_heads=2, n_kv_heads=1, rope_theta=10000, rope_dim=16,
                                               norm_eps=1e-6, max_positions=8192, numeric_mode="identical")

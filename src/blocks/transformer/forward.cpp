@@ -9,6 +9,7 @@
 #include "core/aligned_buffer.hpp"
 #include "core/thread_pool.hpp"
 #include "numerics/attention.hpp"
+#include "numerics/block_ops.hpp"
 #include "numerics/fp.hpp"
 #include "numerics/rmsnorm.hpp"
 #include "numerics/vector_math.hpp"
@@ -28,6 +29,66 @@ std::int64_t queries_per_task(std::int64_t length, std::int64_t group) {
 
 }  // namespace
 
+void TransformerBlock::norm_rows(const float* x, int which, float* y, std::int64_t rows) const {
+  const float eps = options_.norm_eps;
+  const std::int64_t dm = dims_.d_model;
+  switch (options_.norm) {
+    case NormKind::kRmsnorm:
+      rmsnorm::rmsnorm(x, (which == 0 ? weights_.input_norm : weights_.post_norm).data(), y, rows, dm, eps);
+      return;
+    case NormKind::kRmsnormOffset:
+      rmsnorm::rmsnorm(x, (which == 0 ? input_norm_offset_ : post_norm_offset_).data(), y, rows, dm, eps);
+      return;
+    case NormKind::kLayernorm: {
+      const std::vector<float>& bias = which == 0 ? weights_.input_norm_bias : weights_.post_norm_bias;
+      block_ops::layernorm(x, (which == 0 ? weights_.input_norm : weights_.post_norm).data(),
+                           options_.norm_bias ? bias.data() : nullptr, y, rows, dm, eps);
+      return;
+    }
+  }
+}
+
+void TransformerBlock::mlp_hidden(float* gate_up, float* hidden, std::int64_t rows) const {
+  const std::int64_t it = dims_.intermediate;
+  const bool gated = options_.gated();
+  const std::int64_t width = gated ? 2 * it : it;
+  const MlpKind kind = options_.mlp;
+  const bool bias = options_.mlp_bias;
+  parallel_for(
+      rows,
+      [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t t = begin; t < end; ++t) {
+          float* gate = gate_up + t * width;  // ungated: the up row
+          float* up = gated ? gate + it : gate;
+          float* out = hidden + t * it;
+          const auto n = static_cast<std::size_t>(it);
+          if (bias) {  // docs/models.md §7: after the finished products, before the activation
+            if (gated) block_ops::bias_add(gate, weights_.gate_bias.data(), n);
+            block_ops::bias_add(up, weights_.up_bias.data(), n);
+          }
+          float* act = gated ? gate : out;
+          vector_math::flush(gate, act, n);
+          switch (kind) {
+            case MlpKind::kSwiglu:
+              vector_math::silu(act, act, n);
+              break;
+            case MlpKind::kGelu:
+            case MlpKind::kGeglu:
+              block_ops::gelu_erf(act, act, n);
+              break;
+            case MlpKind::kGeluTanh:
+            case MlpKind::kGegluTanh:
+              block_ops::gelu_tanh(act, act, n);
+              break;
+          }
+          vector_math::flush(act, act, n);
+          if (gated)
+            for (std::int64_t j = 0; j < it; ++j) out[j] = F(MUL(F(gate[j]), F(up[j])));
+        }
+      },
+      4);
+}
+
 void TransformerBlock::forward(const float* x, std::int64_t batch, std::int64_t length, KvCache& cache,
                                float* y, const std::string& what, StateScan scan) const {
   if (x == nullptr) throw_value_error(what + ": x has no data");
@@ -40,19 +101,34 @@ void TransformerBlock::forward(const float* x, std::int64_t batch, std::int64_t 
   const std::int64_t qkv_width = qw + 2 * kw;
   const std::shared_ptr<const rope::Table> table = rope_rows(pos0 + length);
 
-  // Steps 1-4: input norm, the q/k/v projections in one product (a cell depends only on k), RoPE on q, k.
+  // Steps 1-4: input norm, the q/k/v projections in one product (a cell depends only on k), then per row
+  // the biases and q/k norms of the options (docs/models.md §7, §8) and RoPE on q, k.
+  const BlockOptions& o = options_;
+  const std::int64_t rd = o.rotary_dim(hd);
   AlignedBuffer<float> normed(static_cast<std::size_t>(rows * dm));
-  rmsnorm::rmsnorm(x, weights_.input_norm.data(), normed.data(), rows, dm, kTransformerNormEps);
+  norm_rows(x, 0, normed.data(), rows);
   AlignedBuffer<float> qkv(static_cast<std::size_t>(rows * qkv_width));
   gemm::gemm_packed({normed.data(), dm, 1}, rows, qkv_, qkv.data());
+  const bool offset_norm = o.norm == NormKind::kRmsnormOffset;
+  const float* q_norm = offset_norm ? q_norm_offset_.data() : weights_.q_norm.data();
+  const float* k_norm = offset_norm ? k_norm_offset_.data() : weights_.k_norm.data();
   parallel_for(
       rows,
       [&](std::int64_t begin, std::int64_t end) {
         for (std::int64_t t = begin; t < end; ++t) {
           const std::int64_t position = pos0 + t % length;
           float* row = qkv.data() + t * qkv_width;
-          rope::rotate_heads(row, d.n_heads, hd, hd, table->cos_row(position), table->sin_row(position));
-          rope::rotate_heads(row + qw, d.n_kv_heads, hd, hd, table->cos_row(position),
+          if (o.qkv_bias) {
+            block_ops::bias_add(row, weights_.q_bias.data(), static_cast<std::size_t>(qw));
+            block_ops::bias_add(row + qw, weights_.k_bias.data(), static_cast<std::size_t>(kw));
+            block_ops::bias_add(row + qw + kw, weights_.v_bias.data(), static_cast<std::size_t>(kw));
+          }
+          if (o.qk_norm) {
+            rmsnorm::rmsnorm_serial(row, q_norm, row, d.n_heads, hd, o.norm_eps);
+            rmsnorm::rmsnorm_serial(row + qw, k_norm, row + qw, d.n_kv_heads, hd, o.norm_eps);
+          }
+          rope::rotate_heads(row, d.n_heads, hd, rd, table->cos_row(position), table->sin_row(position));
+          rope::rotate_heads(row + qw, d.n_kv_heads, hd, rd, table->cos_row(position),
                              table->sin_row(position));
         }
       },
@@ -91,6 +167,7 @@ void TransformerBlock::forward(const float* x, std::int64_t batch, std::int64_t 
     unit.pos0 = pos0;
     unit.window = d.window;
     unit.finite_keys = pos0 - key_lo;  // the carried part was refused when non-finite
+    unit.softcap = o.attn_softcap;
     if (key_tiles != nullptr) unit.key_tiles = key_tiles + unit_index * tile_floats;
     const std::int64_t first = (task % slices) * per_task;
     attention::attend(attention::query_slice(unit, first, std::min(per_task, length - first)));
@@ -140,30 +217,22 @@ void TransformerBlock::forward(const float* x, std::int64_t batch, std::int64_t 
   // Step 10: the output projection and the first residual.
   AlignedBuffer<float> residual(static_cast<std::size_t>(rows * dm));
   gemm::gemm_packed({ctx.data(), qw, 1}, rows, o_, residual.data());
+  if (o.o_bias)
+    for (std::int64_t t = 0; t < rows; ++t)
+      block_ops::bias_add(residual.data() + t * dm, weights_.o_bias.data(), static_cast<std::size_t>(dm));
   for (std::int64_t i = 0; i < rows * dm; ++i) residual[i] = F(F(x[i]) + F(residual[i]));
 
-  // Steps 11-12: post-attention norm, SwiGLU, down projection, second residual.
-  rmsnorm::rmsnorm(residual.data(), weights_.post_norm.data(), normed.data(), rows, dm, kTransformerNormEps);
-  AlignedBuffer<float> gate_up(static_cast<std::size_t>(rows * 2 * it));
+  // Steps 11-12: post-attention norm, the MLP (SwiGLU by default), down projection, second residual.
+  norm_rows(residual.data(), 1, normed.data(), rows);
+  AlignedBuffer<float> gate_up(static_cast<std::size_t>(rows * (o.gated() ? 2 : 1) * it));
   gemm::gemm_packed({normed.data(), dm, 1}, rows, gate_up_, gate_up.data());
   AlignedBuffer<float> hidden(static_cast<std::size_t>(rows * it));
-  parallel_for(
-      rows,
-      [&](std::int64_t begin, std::int64_t end) {
-        for (std::int64_t t = begin; t < end; ++t) {
-          float* gate = gate_up.data() + t * 2 * it;
-          const float* up = gate + it;
-          float* out = hidden.data() + t * it;
-          const auto n = static_cast<std::size_t>(it);
-          vector_math::flush(gate, gate, n);
-          vector_math::silu(gate, gate, n);
-          vector_math::flush(gate, gate, n);
-          for (std::int64_t j = 0; j < it; ++j) out[j] = F(MUL(F(gate[j]), F(up[j])));
-        }
-      },
-      4);
+  mlp_hidden(gate_up.data(), hidden.data(), rows);
   AlignedBuffer<float> down(static_cast<std::size_t>(rows * dm));
   gemm::gemm_packed({hidden.data(), it, 1}, rows, down_, down.data());
+  if (o.mlp_bias)
+    for (std::int64_t t = 0; t < rows; ++t)
+      block_ops::bias_add(down.data() + t * dm, weights_.down_bias.data(), static_cast<std::size_t>(dm));
   for (std::int64_t i = 0; i < rows * dm; ++i) y[i] = F(F(residual[i]) + F(down[i]));
 }
 

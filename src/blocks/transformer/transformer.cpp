@@ -51,8 +51,8 @@ std::string float_text(float value) {
 }  // namespace
 
 TransformerBlock::TransformerBlock(const TransformerDims& dims, TransformerWeights weights,
-                                   const std::string& what)
-    : dims_(dims), weights_(std::move(weights)) {
+                                   const std::string& what, const BlockOptions& options)
+    : dims_(dims), options_(options), weights_(std::move(weights)) {
   const auto& d = dims_;
   if (d.d_model <= 0) throw_value_error(what + ": d_model must be positive");
   if (d.n_heads <= 0 || d.n_kv_heads <= 0) throw_value_error(what + ": head counts must be positive");
@@ -69,6 +69,8 @@ TransformerBlock::TransformerBlock(const TransformerDims& dims, TransformerWeigh
     throw_value_error(what + ": head_dim " + std::to_string(d.head_dim) +
                       " is odd; RoPE pairs column j with j + head_dim/2 REFUSED");
   if (d.window < 0) throw_value_error(what + ": window must be >= 0 (0 = full causal)");
+  options_.validate(d.head_dim, what);
+  const bool gated = options_.gated();
   const std::vector<const std::vector<float>*> values{
       &weights_.input_norm, &weights_.post_norm, &weights_.q,  &weights_.k,   &weights_.v,
       &weights_.o,          &weights_.gate,      &weights_.up, &weights_.down};
@@ -76,18 +78,49 @@ TransformerBlock::TransformerBlock(const TransformerDims& dims, TransformerWeigh
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     std::int64_t want = 1;
     for (auto extent : tensors[i].shape) want *= extent;
+    if (i == 6 && !gated) want = 0;  // an ungated MLP has no gate_proj (docs/models.md §2)
     if (static_cast<std::int64_t>(values[i]->size()) != want)
       throw_value_error(what + ": " + tensors[i].name + " has " + std::to_string(values[i]->size()) +
                         " elements and the config wants " + std::to_string(want) + " REFUSED");
   }
+  const auto optional =
+      optional_tensors(options_, d.d_model, d.q_width(), d.kv_width(), d.intermediate, d.head_dim);
+  for (std::size_t i = 0; i < optional.size(); ++i) {
+    const auto have = static_cast<std::int64_t>(weights_.optional(i).size());
+    if (optional[i].on && have != optional[i].length)
+      throw_value_error(what + ": " + optional[i].name + " is required by its option and has " +
+                        std::to_string(have) + " elements where the config wants " +
+                        std::to_string(optional[i].length) + " REFUSED");
+    if (!optional[i].on && have != 0)
+      throw_value_error(
+          what + ": " + optional[i].name + " is present (" + std::to_string(have) +
+          " elements) but its option is off REFUSED (a silently ignored tensor is a wrong model)");
+  }
   for (std::size_t i = 0; i < tensors.size(); ++i)
     refuse_non_finite(values[i]->data(), static_cast<std::int64_t>(values[i]->size()), what, tensors[i].name);
+  for (std::size_t i = 0; i < optional.size(); ++i)
+    refuse_non_finite(weights_.optional(i).data(), static_cast<std::int64_t>(weights_.optional(i).size()),
+                      what, optional[i].name);
 
-  inverse_frequencies_ = rope::inverse_frequencies(d.head_dim, kRopeTheta);
+  // rmsnorm_offset's weights, F(1 + F(w)), once (docs/models.md §6); the twin forms them at use.
+  if (options_.norm == NormKind::kRmsnormOffset) {
+    auto offset = [](const std::vector<float>& w) {
+      std::vector<float> out(w.size());
+      for (std::size_t j = 0; j < w.size(); ++j) out[j] = F(1.0f + F(w[j]));
+      return out;
+    };
+    input_norm_offset_ = offset(weights_.input_norm);
+    post_norm_offset_ = offset(weights_.post_norm);
+    q_norm_offset_ = offset(weights_.q_norm);
+    k_norm_offset_ = offset(weights_.k_norm);
+  }
+  inverse_frequencies_ =
+      rope::inverse_frequencies(options_.rotary_dim(d.head_dim), options_.rope_theta, options_.rope_scaling);
   qkv_ = pack_stacked(d.d_model, {&weights_.q, &weights_.k, &weights_.v});
   o_ = gemm::PackedRhs::from_transposed(weights_.o.data(), d.d_model, d.q_width(), Placement::kWeightPool);
   release(weights_.o);
-  gate_up_ = pack_stacked(d.d_model, {&weights_.gate, &weights_.up});
+  gate_up_ = gated ? pack_stacked(d.d_model, {&weights_.gate, &weights_.up})
+                   : pack_stacked(d.d_model, {&weights_.up});
   down_ = gemm::PackedRhs::from_transposed(weights_.down.data(), d.d_model, d.intermediate,
                                            Placement::kWeightPool);
   release(weights_.down);
@@ -115,9 +148,9 @@ std::vector<float> TransformerBlock::weight(std::size_t index) const {
     case 5:
       return o_.unpack_transposed();
     case 6:
-      return rows_of(gate_up_, 0, d.intermediate);
+      return options_.gated() ? rows_of(gate_up_, 0, d.intermediate) : std::vector<float>();
     case 7:
-      return rows_of(gate_up_, d.intermediate, d.intermediate);
+      return rows_of(gate_up_, options_.gated() ? d.intermediate : 0, d.intermediate);
     case 8:
       return down_.unpack_transposed();
     default:
@@ -130,6 +163,7 @@ TransformerWeights TransformerBlock::weights() const {
   std::size_t index = 0;
   for (std::vector<float>* t : {&w.input_norm, &w.post_norm, &w.q, &w.k, &w.v, &w.o, &w.gate, &w.up, &w.down})
     *t = weight(index++);
+  for (std::size_t i = 0; i < optional_tensor_names().size(); ++i) w.optional(i) = weights_.optional(i);
   return w;
 }
 
@@ -138,7 +172,7 @@ std::shared_ptr<const rope::Table> TransformerBlock::rope_rows(std::int64_t posi
   if (!rope_ || rope_->positions() < positions) {
     // Grow geometrically so a decode loop rebuilds the table O(log n) times.
     std::int64_t grown = rope_ ? rope_->positions() * 2 : 64;
-    grown = std::min(std::max(grown, positions), std::max(positions, kMaxPositions));
+    grown = std::min(std::max(grown, positions), std::max(positions, options_.max_positions));
     rope_ = std::make_shared<const rope::Table>(rope::Table::build(inverse_frequencies_, grown));
   }
   return rope_;
@@ -156,9 +190,11 @@ void TransformerBlock::check_call(const float* x, std::int64_t batch, std::int64
                       "] (the cache capacity, max_tokens), got " + std::to_string(cache.cached_tokens) +
                       "; the state and its buffers disagree");
   // The RoPE table is sized for max_tokens positions (docs/blocks.md §9.5).
-  if (cache.max_tokens > kMaxPositions)
+  // docs/models.md §4: the declared ceiling (8192 at the default), then the sin/cos domain.
+  const std::int64_t max_positions = options_.max_positions;
+  if (cache.max_tokens > max_positions)
     throw_value_error(what + ": a rotary table of " + std::to_string(cache.max_tokens) +
-                      " positions (max_tokens) exceeds max_positions " + std::to_string(kMaxPositions) +
+                      " positions (max_tokens) exceeds max_positions " + std::to_string(max_positions) +
                       " REFUSED (absolute positions must stay inside the sin/cos domain)");
   const rope::LargestAngle worst = rope::largest_angle(inverse_frequencies_, cache.max_tokens);
   if (worst.angle >= rope::kAngleDomain)
@@ -168,7 +204,7 @@ void TransformerBlock::check_call(const float* x, std::int64_t batch, std::int64
   // A vectorized pass first; the scalar one names the first offender only when there is one.
   if (x != nullptr) refuse_if_non_finite(x, batch * length * dims_.d_model, what, "x");
   const std::int64_t needed = cache.cached_tokens + length;
-  const bool overflows = needed > cache.max_tokens || needed > kMaxPositions;
+  const bool overflows = needed > cache.max_tokens || needed > max_positions;
   // A trusted cache is known finite; a spread one has no restride to fold its scan into.
   const bool scan_now = scan == StateScan::kNow ||
                         (scan == StateScan::kAtAppend && (dims_.window > 0 || overflows || cache.spread));
@@ -176,9 +212,9 @@ void TransformerBlock::check_call(const float* x, std::int64_t batch, std::int64
   if (needed > cache.max_tokens)
     throw_value_error(what + ": this call would use " + std::to_string(needed) +
                       " KV slots and the cache holds " + std::to_string(cache.max_tokens) + " REFUSED");
-  if (needed > kMaxPositions)
+  if (needed > max_positions)
     throw_value_error(what + ": absolute position " + std::to_string(needed - 1) +
-                      " is at or beyond max_positions " + std::to_string(kMaxPositions));
+                      " is at or beyond max_positions " + std::to_string(max_positions));
 }
 
 }  // namespace samebits::blocks

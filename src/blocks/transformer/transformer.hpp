@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "blocks/common/tensor_spec.hpp"
+#include "blocks/transformer/options.hpp"
 #include "blocks/transformer/state.hpp"
 #include "numerics/gemm.hpp"
 #include "numerics/rope.hpp"
@@ -34,9 +35,23 @@ inline std::vector<TensorSpec> transformer_tensors(const TransformerDims& dims) 
                                                 dims.intermediate);
 }
 
-// Values in transformer_tensors order, each row-major in its shape.
+// Values in transformer_tensors order, each row-major in its shape; `gate` is empty for an ungated MLP
+// (docs/models.md §2). Then the optional tensors of the options (empty when their option is off), in
+// optional_tensor_names() order.
 struct TransformerWeights {
   std::vector<float> input_norm, post_norm, q, k, v, o, gate, up, down;
+  std::vector<float> q_bias, k_bias, v_bias, o_bias, input_norm_bias, post_norm_bias, up_bias, down_bias,
+      gate_bias, q_norm, k_norm;
+  // The optional tensor at `index` of optional_tensor_names() (0..10).
+  std::vector<float>& optional(std::size_t index) {
+    std::vector<float>* slots[] = {&q_bias,          &k_bias,         &v_bias,  &o_bias,
+                                   &input_norm_bias, &post_norm_bias, &up_bias, &down_bias,
+                                   &gate_bias,       &q_norm,         &k_norm};
+    return *slots[index];
+  }
+  const std::vector<float>& optional(std::size_t index) const {
+    return const_cast<TransformerWeights*>(this)->optional(index);
+  }
 };
 
 // Immutable after construction; calls may run concurrently. The seven projection matrices live only in
@@ -45,12 +60,15 @@ class TransformerBlock {
  public:
   // `what` prefixes refusals ("samebits TransformerBlock"). Refuses (ValueError) dims the profile does
   // not admit and non-finite weights; weight sizes must already match transformer_tensors(dims).
-  TransformerBlock(const TransformerDims& dims, TransformerWeights weights, const std::string& what);
+  // `options` (docs/models.md §2) are validated against the dims; the default record is the default block.
+  TransformerBlock(const TransformerDims& dims, TransformerWeights weights, const std::string& what,
+                   const BlockOptions& options = {});
 
   const TransformerDims& dims() const { return dims_; }
+  const BlockOptions& options() const { return options_; }
   // Every weight as given, bit for bit, rebuilt from the packed panels (a fresh copy per call).
   TransformerWeights weights() const;
-  // One weight in transformer_tensors order (0..8), rebuilt the same way.
+  // One weight in transformer_tensors order (0..8), rebuilt the same way (gate_proj: empty when ungated).
   std::vector<float> weight(std::size_t index) const;
 
   // y[B, L, d_model] for x[B, L, d_model], reading and updating `cache` (cached_tokens advances by L).
@@ -84,12 +102,20 @@ class TransformerBlock {
   std::shared_ptr<const rope::Table> rope_rows(std::int64_t positions) const;
 
  private:
+  // Step 1 / 11 under the block's norm (docs/models.md §6): `which` 0 = input, 1 = post-attention.
+  void norm_rows(const float* x, int which, float* y, std::int64_t rows) const;
+  // The MLP's hidden rows from the gate/up product (docs/models.md §10): activation, product when gated.
+  void mlp_hidden(float* gate_up, float* hidden, std::int64_t rows) const;
+
   TransformerDims dims_;
-  TransformerWeights weights_;  // input_norm and post_norm only; the projections are empty
+  BlockOptions options_;
+  TransformerWeights weights_;  // the norms and the optional tensors; the projections are empty
+  // rmsnorm_offset: F(1 + F(w)) per element, for the norms and q/k norms (the fast path's weights).
+  std::vector<float> input_norm_offset_, post_norm_offset_, q_norm_offset_, k_norm_offset_;
   std::vector<float> inverse_frequencies_;
   gemm::PackedRhs qkv_;      // [q_width + 2 kv_width, d_model]: q, k, v side by side
   gemm::PackedRhs o_;        // [d_model, q_width]
-  gemm::PackedRhs gate_up_;  // [2 intermediate, d_model]: gate then up
+  gemm::PackedRhs gate_up_;  // [2 intermediate, d_model]: gate then up ([intermediate, d_model] ungated)
   gemm::PackedRhs down_;     // [d_model, intermediate]
   mutable std::mutex rope_mutex_;
   mutable std::shared_ptr<const rope::Table> rope_;
