@@ -2,11 +2,10 @@
 // top-p, min-p and one draw. Candidates are ordered by logit with the lower id first on ties, and the
 // weights use the engine's portable expf (numerics/primitives.hpp), so a seed gives the same token on every
 // machine and build.
-#include <samebits/sampler.hpp>
-
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <samebits/sampler.hpp>
 
 #include "core/errors.hpp"
 #include "numerics/primitives.hpp"
@@ -26,7 +25,8 @@ void check_sampler_options(const SamplerOptions& o, const std::string& what) {
   const auto refuse = [&](const std::string& rule, double value) {
     throw_value_error(what + ": " + rule + ", got " + std::to_string(value));
   };
-  if (!(std::isfinite(o.temperature) && o.temperature >= 0.0)) refuse("temperature must be >= 0", o.temperature);
+  if (!(std::isfinite(o.temperature) && o.temperature >= 0.0))
+    refuse("temperature must be >= 0", o.temperature);
   if (o.top_k < 0) refuse("top_k must be >= 0 (0 keeps every token)", static_cast<double>(o.top_k));
   if (!(o.top_p > 0.0 && o.top_p <= 1.0)) refuse("top_p must be in (0, 1]", o.top_p);
   if (!(o.min_p >= 0.0 && o.min_p <= 1.0)) refuse("min_p must be in [0, 1]", o.min_p);
@@ -93,7 +93,8 @@ std::int32_t Sampler::sample(const float* logits, std::int64_t vocab) {
   std::size_t keep = n;
   if (o.top_k > 0 && static_cast<std::size_t>(o.top_k) < n) {
     keep = static_cast<std::size_t>(o.top_k);
-    std::partial_sort(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(keep), order_.end(), before);
+    std::partial_sort(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(keep), order_.end(),
+                      before);
   } else {
     std::sort(order_.begin(), order_.end(), before);
   }

@@ -27,8 +27,8 @@ std::vector<double> frequencies(const std::vector<float>& logits, SamplerOptions
   Sampler sampler(options);
   std::vector<double> count(logits.size(), 0.0);
   for (int i = 0; i < draws; ++i)
-    count[static_cast<std::size_t>(sampler.sample(logits.data(), static_cast<std::int64_t>(logits.size())))] +=
-        1.0;
+    count[static_cast<std::size_t>(
+        sampler.sample(logits.data(), static_cast<std::int64_t>(logits.size())))] += 1.0;
   for (double& c : count) c /= draws;
   return count;
 }
@@ -178,7 +178,8 @@ TEST(Sampler, ASeedReproducesAndACopyContinuesIdentically) {
   }
   EXPECT_EQ(first, second);
   Sampler c = a;
-  for (int i = 0; i < 50; ++i) EXPECT_EQ(a.sample_and_accept(logits.data(), 256), c.sample_and_accept(logits.data(), 256));
+  for (int i = 0; i < 50; ++i)
+    EXPECT_EQ(a.sample_and_accept(logits.data(), 256), c.sample_and_accept(logits.data(), 256));
   o.seed = 43;
   Sampler other(o);
   std::vector<std::int32_t> third;
@@ -192,7 +193,8 @@ std::int32_t earlier_choice(const float* logits, std::int64_t vocab, double temp
                             double top_p, SplitMix64& random) {
   std::vector<std::int32_t> order(static_cast<std::size_t>(vocab));
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](std::int32_t a, std::int32_t b) { return logits[a] > logits[b]; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::int32_t a, std::int32_t b) { return logits[a] > logits[b]; });
   if (temperature <= 0.0) return order[0];
   std::size_t keep = order.size();
   if (top_k > 0) keep = std::min<std::size_t>(keep, static_cast<std::size_t>(top_k));
