@@ -1,5 +1,5 @@
 // What kind of file a path holds, judged from its first and last bytes (no full parse), so that every
-// file-taking entry point can say "PATH is a <kind>; <command> wants a <kind>" (docs/hostile-inputs.md §4).
+// file-taking entry point can say "PATH is a <kind>; <command> wants a <kind>" (docs/cli.md §4).
 #pragma once
 
 #include <string>

@@ -867,11 +867,13 @@ def _cli_rows(cat):
     short_text = cat.file("cli-one-byte.txt", b"A")
     bad_rows = cat.file("cli-rows.txt", b"1 2 3\n")
     nan_rows = cat.file("cli-nan-rows.txt", b"nan 0 0 0 0 0 0 0\n")
+    notes = cat.file("cli-notes.txt", b"In the beginning God created the heaven and the earth.\n")
+    empty = cat.file("cli-empty.ckpt", b"")
 
-    def run(*args):
+    def run(*args, env=None):
         def call():
             out = subprocess.run([binary, *map(str, args)], capture_output=True, timeout=ROW_TIMEOUT_S,
-                                 stdin=subprocess.DEVNULL)
+                                 stdin=subprocess.DEVNULL, env=None if env is None else {**os.environ, **env})
             decode = lambda data: data.decode("utf-8", "replace")  # noqa: E731
             return CliResult(out.returncode, decode(out.stdout), decode(out.stderr))
         return call
@@ -909,9 +911,28 @@ def _cli_rows(cat):
             ("mlp-predict on a Samba archive", ("mlp-predict", stream), stream),
             ("mlp-predict --input with a row of 3 values", ("mlp-predict", mlp, "--input", bad_rows), mlp),
             ("mlp-predict --input with a NaN value", ("mlp-predict", mlp, "--input", nan_rows), mlp),
-            ("mlp-predict --input on a missing file", ("mlp-predict", mlp, "--input", cat.tmp / "missing.txt"), mlp)):
-        cat.add("command line", "samebits " + (args[0] if args and not str(args[0]).startswith("--") else "(global)"),
+            ("mlp-predict --input on a missing file", ("mlp-predict", mlp, "--input", cat.tmp / "missing.txt"), mlp),
+            ("generate on a text file", ("generate", notes, "--prompt", "x"), notes),
+            ("info on a text file", ("info", notes), notes),
+            ("info on an empty file", ("info", empty), empty),
+            ("verify on an MLP checkpoint", ("verify", mlp), mlp),
+            ("mlp-predict on a text file", ("mlp-predict", notes), notes),
+            ("eval on a directory", ("eval", stream, cat.tmp), stream),
+            ("eval with the checkpoint where the text belongs", ("eval", stream), stream),
+            ("generate --prompt-file on a missing file", ("generate", stream, "--prompt-file", cat.tmp / "missing.txt"),
+             stream),
+            ("generate with both --prompt and --prompt-file", ("generate", stream, "-p", "x", "-f", notes), stream),
+            ("generate --seed given twice", ("generate", stream, "-p", "x", "--seed", "1", "-s", "2"), stream),
+            ("generate --ignore-eos on a byte-level model", ("generate", stream, "-p", "x", "--ignore-eos"), stream),
+            ("generate --min-p 2", ("generate", stream, "-p", "x", "--min-p", "2"), stream),
+            ("--simd neon", ("--simd", "neon", "--version"), None),
+            ("--threads after the command and before it", ("--threads", "1", "generate", stream, "-p", "x", "-t", "2"),
+             stream)):
+        cat.add("command line", "samebits " + (args[0] if args and not str(args[0]).startswith("-") else "(global)"),
                 text, run(*args), guard=guard, expect="cli")
+    for variable, value in (("SAMEBITS_NUM_THREADS", "abc"), ("SAMEBITS_NUM_THREADS", "0"), ("SAMEBITS_SIMD", "neon")):
+        cat.add("command line", "samebits (environment)", f"{variable}={value}", run("--version", env={variable: value}),
+                expect="cli")
 
 
 BUILDERS = (_samba_file_rows, _mlp_file_rows, _array_rows, _weight_rows, _state_buffer_rows, _ids_rows, _state_rows,
