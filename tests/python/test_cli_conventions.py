@@ -226,3 +226,33 @@ def test_files_of_the_wrong_kind_are_named(tmp_path):
         assert out.returncode == 1, (args, out.stderr)
         assert out.stderr.decode().startswith("samebits: " + message), out.stderr
         assert out.stderr.count(b"\n") == 1 and b"internal error" not in out.stderr
+
+
+def test_eval_draws_progress_with_rate_and_eta_only_on_a_terminal(tmp_path):
+    import pty
+
+    text = tmp_path / "text.txt"
+    text.write_bytes(b"In the beginning God created the heaven and the earth. " * 40)
+    controller, terminal = pty.openpty()
+    try:
+        out = subprocess.run([sys.executable, "-m", "samebits", "eval", str(text), "--context", "64"], stdout=subprocess.PIPE,
+                             stderr=terminal, timeout=120)
+        os.close(terminal)
+        terminal = -1
+        drawn = b""
+        while True:
+            try:
+                chunk = os.read(controller, 4096)
+            except OSError:  # the terminal side is closed and drained
+                break
+            if not chunk:
+                break
+            drawn += chunk
+    finally:
+        if terminal >= 0:
+            os.close(terminal)
+        os.close(controller)
+    assert out.returncode == 0
+    assert b"100%" in drawn and b"bytes/s" in drawn and b"ETA" in drawn, drawn
+    redirected = run("eval", text, "--context", 64)
+    assert b"ETA" not in redirected.stderr and b"100%" not in redirected.stderr
