@@ -3,6 +3,7 @@ every option, streaming, stop strings, seeds, the same tokens as the command lin
 SambaState.copy continuing bit-identically; argument types; python -m samebits; file kinds in
 from_checkpoint."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -175,3 +176,15 @@ def test_from_checkpoint_names_a_file_of_the_wrong_kind(tmp_path):
     tensors.write_bytes(b"\x02\x00\x00\x00\x00\x00\x00\x00{}")
     with pytest.raises(ValueError, match="is a safetensors file; from_checkpoint wants an MLP checkpoint"):
         samebits.MLPInference.from_checkpoint(tensors)
+
+
+def test_invalid_environment_values_are_refused_by_name():
+    code = "import samebits; samebits.get_num_threads()"
+    for variable, value in (("SAMEBITS_NUM_THREADS", "many"), ("SAMEBITS_NUM_THREADS", "0"),
+                            ("SAMEBITS_SIMD", "sse9")):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                             env={**os.environ, variable: value})
+        assert out.returncode == 1 and f"ValueError: samebits: environment variable {variable} must" in out.stderr
+    fine = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60,
+                          env={**os.environ, "SAMEBITS_NUM_THREADS": "3", "SAMEBITS_SIMD": "scalar"})
+    assert fine.returncode == 0
