@@ -8,12 +8,12 @@
 #include <fstream>
 #include <iterator>
 #include <samebits/file_kind.hpp>
+#include <samebits/scoring.hpp>
 #include <string>
 #include <vector>
 
 #include "api/samba_inference.hpp"
 #include "cli.hpp"
-#include "numerics/primitives.hpp"
 
 namespace samebits::cli {
 namespace {
@@ -29,16 +29,6 @@ std::string read_bytes(const std::string& path) {
                       "; eval wants a text FILE (the order is: eval [CHECKPOINT] FILE)");
   std::ifstream file(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
-}
-
-// -log softmax(logits)[target] in nats. The exponentials use the engine's portable expf and logf, so the
-// figure is the same on every machine; the sum is kept in double.
-double negative_log_likelihood(const float* logits, std::int64_t vocab, std::int32_t target) {
-  float top = logits[0];
-  for (std::int64_t u = 1; u < vocab; ++u) top = std::max(top, logits[u]);
-  double total = 0.0;
-  for (std::int64_t u = 0; u < vocab; ++u) total += primitives::expf(logits[u] - top);
-  return static_cast<double>(top) - logits[target] + primitives::logf(static_cast<float>(total));
 }
 
 // One line, redrawn in place on a terminal: bar, percentage, bytes scored, rate and time left. Nothing
@@ -138,9 +128,11 @@ int command_eval(const Args& args) {
       for (std::int64_t i = 0; i < length; ++i)
         ids[static_cast<std::size_t>(i)] = static_cast<unsigned char>(text[start + i]);
       const std::vector<float> logits = model.forward({ids.data(), 1, length}, state);
+      std::vector<std::int32_t> targets(static_cast<std::size_t>(length));
       for (std::int64_t i = 0; i < length; ++i)
-        total_nats += negative_log_likelihood(logits.data() + i * vocab, vocab,
-                                              static_cast<unsigned char>(text[start + i + 1]));
+        targets[static_cast<std::size_t>(i)] = static_cast<unsigned char>(text[start + i + 1]);
+      // Per-token values in parallel, summed here in position order: the same total on any thread count.
+      for (const double nll : token_nlls(logits.data(), length, vocab, targets.data())) total_nats += nll;
       scored += length;
       progress.update(scored, scored == predictions);
     }
@@ -158,11 +150,15 @@ int command_eval(const Args& args) {
         ids[static_cast<std::size_t>(r * length + i)] =
             static_cast<unsigned char>(text[starts[first + r] + i]);
     const std::vector<float> logits = model.forward({ids.data(), rows, length});
+    std::vector<std::int32_t> targets(static_cast<std::size_t>(rows * length));
     for (std::int64_t r = 0; r < rows; ++r)
-      for (std::int64_t i = 0; i < length; ++i) {
-        const auto target = static_cast<unsigned char>(text[starts[first + r] + i + 1]);
-        total_nats += negative_log_likelihood(logits.data() + (r * length + i) * vocab, vocab, target);
-      }
+      for (std::int64_t i = 0; i < length; ++i)
+        targets[static_cast<std::size_t>(r * length + i)] =
+            static_cast<unsigned char>(text[starts[first + r] + i + 1]);
+    // Per-token values in parallel, summed here row by row in position order: the same total on any thread
+    // count.
+    for (const double nll : token_nlls(logits.data(), rows * length, vocab, targets.data()))
+      total_nats += nll;
     scored += rows * length;
     first = last;
     progress.update(scored, first == starts.size());
