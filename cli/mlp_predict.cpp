@@ -25,6 +25,9 @@ std::vector<float> read_rows(const std::string& source) {
   std::ifstream file;
   std::istream* in = &std::cin;
   if (source != "-") {
+    // Missing, directory or unreadable: one sentence, exit 1; a checkpoint or binary file is named.
+    require_file_kind(source, "mlp-predict --input", {FileKind::Text, FileKind::Empty},
+                      "a text file of numbers (8 per row)", "input file");
     file.open(source);
     if (!file) throw UsageError{"cannot open input file '" + source + "'"};
     in = &file;

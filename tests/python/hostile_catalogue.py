@@ -943,6 +943,7 @@ def _cli_rows(cat):
             ("info on an empty file", ("info", empty), empty),
             ("verify on an MLP checkpoint", ("verify", mlp), mlp),
             ("mlp-predict on a text file", ("mlp-predict", notes), notes),
+            ("mlp-predict --input on a checkpoint", ("mlp-predict", mlp, "--input", mlp), mlp),
             ("eval on a directory", ("eval", stream, cat.tmp), stream),
             ("eval with the checkpoint where the text belongs", ("eval", stream), stream),
             ("generate --prompt-file on a missing file", ("generate", stream, "--prompt-file", cat.tmp / "missing.txt"),

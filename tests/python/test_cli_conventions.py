@@ -216,6 +216,8 @@ def test_files_of_the_wrong_kind_are_named(tmp_path):
         (("info", notes), f"{notes} is a text file; info wants a Samba or MLP checkpoint"),
         (("mlp-predict", MODEL), f"{MODEL} is a Samba checkpoint (v2 archive); mlp-predict wants an MLP checkpoint"),
         (("verify", DEMO), f"{DEMO} is an MLP checkpoint; verify wants a Samba checkpoint"),
+        (("mlp-predict", DEMO, "--input", DEMO), f"{DEMO} is an MLP checkpoint; mlp-predict --input wants a text file"),
+        (("mlp-predict", DEMO, "--input", tmp_path / "rows.txt"), f"cannot read input file '{tmp_path / 'rows.txt'}'"),
         (("eval", MODEL), f"{MODEL} is a Samba checkpoint (v2 archive); eval wants a text FILE"),
         (("eval", tmp_path), f"cannot read text file '{tmp_path}': it is a directory"),
         (("eval", tmp_path / "missing.txt"), f"cannot read text file '{tmp_path / 'missing.txt'}': No such file"),
