@@ -1,36 +1,119 @@
-// Argument helpers of the command-line tool: options anywhere after the command, checked numbers.
+// Argument handling of the command-line tool: one parser over each command's option table (options
+// anywhere after the command, global ones before it too), the help text built from the same table, checked
+// numbers, the default model and writes that notice a closed pipe (docs/cli.md).
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <samebits/checkpoint_info.hpp>
-#include <samebits/errors.hpp>
+#include <samebits/file_kind.hpp>
 
 #include "cli.hpp"
 
 namespace samebits::cli {
 
-std::optional<std::string> take_option(std::vector<std::string>& args, const std::string& name) {
-  const auto it = std::find(args.begin(), args.end(), name);
-  if (it == args.end()) return std::nullopt;
-  if (it + 1 == args.end()) throw UsageError{name + " needs a value"};
-  std::string value = *(it + 1);
-  args.erase(it, it + 2);
-  return value;
+std::optional<std::string> Args::get(const std::string& name) const {
+  const auto it = values_.find(name);
+  if (it == values_.end() || it->second.empty()) return std::nullopt;
+  return it->second.back();
 }
 
-bool take_flag(std::vector<std::string>& args, const std::string& name) {
-  const auto it = std::find(args.begin(), args.end(), name);
-  if (it == args.end()) return false;
-  args.erase(it);
-  return true;
+std::vector<std::string> Args::all(const std::string& name) const {
+  const auto it = values_.find(name);
+  return it == values_.end() ? std::vector<std::string>{} : it->second;
 }
 
-void reject_unknown_options(const std::vector<std::string>& args, const std::string& command) {
-  for (const std::string& arg : args)
-    if (arg.size() > 1 && arg[0] == '-') throw UsageError{command + ": unknown option '" + arg + "'"};
+const std::vector<OptionSpec>& global_options() {
+  static const std::vector<OptionSpec> options = {
+      {"--threads", "-t", "N", "SAMEBITS_NUM_THREADS, else every core", "worker threads, 1 to 256"},
+      {"--simd", "", "TARGET", "SAMEBITS_SIMD, else the best the CPU has", "scalar, avx2 or avx512"},
+  };
+  return options;
+}
+
+namespace {
+
+const OptionSpec* find_option(const CommandSpec& spec, const std::string& name) {
+  for (const auto* table : {&spec.options, &global_options()})
+    for (const OptionSpec& o : *table)
+      if (o.name == name || (!o.short_name.empty() && o.short_name == name)) return &o;
+  return nullptr;
+}
+
+std::string option_label(const OptionSpec& o) {
+  std::string label = o.short_name.empty() ? "    " : o.short_name + ", ";
+  label += o.name;
+  if (!o.value.empty()) label += " " + o.value;
+  return label;
+}
+
+void append_options(std::string& out, const std::vector<OptionSpec>& options) {
+  for (const OptionSpec& o : options) {
+    std::string line = "  " + option_label(o);
+    line += std::string(line.size() < 30 ? 30 - line.size() : 1, ' ');
+    line += o.help;
+    if (!o.default_text.empty()) line += " (default: " + o.default_text + ")";
+    if (o.repeatable) line += "; may be repeated";
+    out += line + "\n";
+  }
+}
+
+}  // namespace
+
+Args parse_args(const CommandSpec& spec, const std::vector<std::string>& args, Args globals) {
+  Args out = std::move(globals);
+  out.command = spec.name;
+  bool options_done = false;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string arg = args[i];
+    if (options_done || arg.size() < 2 || arg[0] != '-') {
+      out.positional.push_back(arg);
+      continue;
+    }
+    if (arg == "--") {
+      options_done = true;
+      continue;
+    }
+    if (arg == "--help" || arg == "-h") throw HelpRequest{spec.name};
+    std::optional<std::string> inline_value;
+    if (const auto eq = arg.find('='); arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+      inline_value = arg.substr(eq + 1);
+      arg.resize(eq);
+    }
+    const OptionSpec* option = find_option(spec, arg);
+    if (option == nullptr) throw UsageError{spec.name + ": unknown option '" + arg + "'"};
+    auto& slot = out.values_[option->name];
+    if (!slot.empty() && !option->repeatable)
+      throw UsageError{spec.name + ": option '" + option->name + "' given more than once"};
+    if (option->value.empty()) {
+      if (inline_value) throw UsageError{option->name + " takes no value"};
+      slot.emplace_back();
+      continue;
+    }
+    if (inline_value) {
+      slot.push_back(*inline_value);
+    } else {
+      if (i + 1 == args.size()) throw UsageError{option->name + " needs a value"};
+      slot.push_back(args[++i]);
+    }
+  }
+  return out;
+}
+
+std::string command_help(const CommandSpec& spec) {
+  std::string out = "usage: samebits " + spec.name + " " + spec.synopsis + "\n\n" + spec.summary + "\n";
+  if (!spec.options.empty()) {
+    out += "\noptions:\n";
+    append_options(out, spec.options);
+  }
+  out += "\nglobal options (before or after the command):\n";
+  append_options(out, global_options());
+  out += "  -h, --help                  this help\n";
+  out += "The output bits never depend on --threads or --simd.\n";
+  out +=
+      "\nexit status: 0 done, 1 input refused (unreadable or wrong-kind file, failed check), 2 usage error\n";
+  out += "\nexample:\n  " + spec.example + "\n";
+  return out;
 }
 
 std::int64_t parse_int(const std::string& text, const std::string& option, std::int64_t lo, std::int64_t hi) {
@@ -70,27 +153,31 @@ std::string default_checkpoint() {
       "no CHECKPOINT given and no default model found (set SAMEBITS_DEFAULT_MODEL or pass a file)"};
 }
 
-CheckpointKind sniff_checkpoint(const std::string& path) {
-  // A path that is not a readable regular file gets one neutral sentence, not a guess at the format.
-  std::error_code error;
-  if (std::filesystem::is_directory(path, error))
-    throw_value_error("cannot read checkpoint '" + path + "': it is a directory");
-  std::ifstream file(path, std::ios::binary);
-  if (!file) throw_value_error("cannot read checkpoint '" + path + "': " + std::strerror(errno));
-  std::string head(17, '\0');
-  file.read(head.data(), 17);
-  head.resize(static_cast<std::size_t>(file.gcount()));
-  // Any file that starts like the archive magic goes to the Samba reader, which judges the magic itself.
-  if (head.rfind(kSambaStreamMagic.substr(0, 15), 0) == 0) return CheckpointKind::Samba;
-  // Both JSON formats end with their schema (canonical key order puts "schema" last).
-  file.clear();
-  file.seekg(0, std::ios::end);
-  const std::streamoff size = file.tellg();
-  const std::streamoff tail = std::min<std::streamoff>(size, 256);
-  std::string end(static_cast<std::size_t>(tail), '\0');
-  file.seekg(size - tail);
-  file.read(end.data(), tail);
-  return end.find("samba-stack") != std::string::npos ? CheckpointKind::Samba : CheckpointKind::Mlp;
+void require_samba_checkpoint(const std::string& path, const std::string& command) {
+  require_file_kind(path, command, {FileKind::SambaArchive, FileKind::SambaJson},
+                    "a Samba checkpoint (v2 archive or legacy JSON)", "checkpoint");
+}
+
+bool write_out(const char* data, std::size_t size) {
+  if (size != 0 && std::fwrite(data, 1, size, stdout) != size) return false;
+  return std::fflush(stdout) == 0;
+}
+
+std::string json_string(const std::string& text) {
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char buffer[8];
+      std::snprintf(buffer, sizeof buffer, "\\u%04x", c);
+      out += buffer;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
 }
 
 }  // namespace samebits::cli

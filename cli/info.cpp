@@ -1,5 +1,6 @@
 // `samebits info CHECKPOINT`: what a checkpoint holds and whether every integrity check passed.
 #include <cstdio>
+#include <samebits/file_kind.hpp>
 #include <samebits/samebits.hpp>
 #include <string>
 #include <vector>
@@ -12,14 +13,20 @@ namespace {
 // "(16, 8)" / "(16,)", as Python prints a shape.
 std::string shape_text(const std::vector<std::int64_t>& shape) {
   std::string text = "(";
-  for (std::size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i > 0) text += ", ";
+    text += std::to_string(shape[i]);
+  }
   return text + (shape.size() == 1 ? ",)" : ")");
 }
 
 // ['mamba3', 'attention'], as Python prints a list of names.
 std::string name_list_text(const std::vector<std::string>& names) {
   std::string text = "[";
-  for (std::size_t i = 0; i < names.size(); ++i) text += (i ? ", '" : "'") + names[i] + "'";
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) text += ", ";
+    text += "'" + names[i] + "'";
+  }
   return text + "]";
 }
 
@@ -32,6 +39,95 @@ void print_tensor_row(const std::string& name, const std::vector<std::int64_t>& 
   }
   std::printf("  %-*s %-12s <f4 %9lld  min %-+14.7g max %-+14.7g\n", name_width, name.c_str(),
               shape_text(shape).c_str(), static_cast<long long>(count), lo, hi);
+}
+
+std::string number(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.9g", value);
+  return buffer;
+}
+
+std::string shape_json(const std::vector<std::int64_t>& shape) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i) out += ',';
+    out += std::to_string(shape[i]);
+  }
+  return out + "]";
+}
+
+std::string tensor_json(const std::string& name, const std::vector<std::int64_t>& shape, const float* data,
+                        std::int64_t count) {
+  float lo = count ? data[0] : 0.0f, hi = lo;
+  for (std::int64_t i = 1; i < count; ++i) {
+    lo = data[i] < lo ? data[i] : lo;
+    hi = data[i] > hi ? data[i] : hi;
+  }
+  return "{\"name\":" + json_string(name) + ",\"shape\":" + shape_json(shape) +
+         ",\"dtype\":\"<f4\",\"elements\":" + std::to_string(count) + ",\"min\":" + number(lo) +
+         ",\"max\":" + number(hi) + "}";
+}
+
+// `info --json`: one object on stdout; "integrity" is {"ok": true, "sha256": ...} or {"ok": false, "error":
+// ...}.
+int info_json(const std::string& path, FileKind kind) {
+  std::string out = "{\"file\":" + json_string(path) + ",\"kind\":" +
+                    json_string(describe_file_kind(kind).substr(describe_file_kind(kind).find(' ') + 1));
+  int status = kExitOk;
+  if (kind == FileKind::MlpCheckpoint) {
+    try {
+      const MlpCheckpoint ckpt = read_mlp_checkpoint(path);
+      out += ",\"schema\":" + json_string(std::string(kMlpFileSchema)) +
+             ",\"size_bytes\":" + std::to_string(ckpt.file_bytes) + ",\"architecture\":[8,16,3]" +
+             ",\"numeric_mode\":" + json_string(ckpt.numeric_mode) +
+             ",\"arithmetic_profile\":" + json_string(ckpt.arithmetic_profile) +
+             ",\"optimizer_step\":" + std::to_string(ckpt.optimizer_step) +
+             ",\"weight_format\":\"float32\",\"parameters\":195,\"tensors\":[" +
+             tensor_json("weight1", {16, 8}, ckpt.weight1.data(), 128) + "," +
+             tensor_json("bias1", {16}, ckpt.bias1.data(), 16) + "," +
+             tensor_json("weight2", {3, 16}, ckpt.weight2.data(), 48) + "," +
+             tensor_json("bias2", {3}, ckpt.bias2.data(), 3) +
+             "],\"integrity\":{\"ok\":true,\"sha256\":" + json_string(ckpt.payload_sha256) + "}";
+    } catch (const Error& e) {
+      out += ",\"integrity\":{\"ok\":false,\"error\":" + json_string(e.what()) + "}";
+      status = kExitRefused;
+    }
+  } else {
+    try {
+      const SambaCheckpointContents ckpt = read_samba_checkpoint(path);
+      const auto& info = ckpt.info;
+      const auto& c = ckpt.config;
+      std::string layers = "[";
+      for (std::size_t i = 0; i < c.layers().size(); ++i) {
+        if (i) layers += ",";
+        layers += json_string(c.layers()[i]);
+      }
+      const auto optional = [](const auto& v) { return v ? std::to_string(*v) : std::string("null"); };
+      out += ",\"schema\":" + json_string(info.schema) +
+             ",\"size_bytes\":" + std::to_string(info.file_bytes) +
+             ",\"config\":{\"vocab\":" + std::to_string(c.vocab()) +
+             ",\"d_model\":" + std::to_string(c.d_model()) + ",\"layers\":" + layers +
+             "],\"n_heads\":" + optional(c.n_heads()) + ",\"n_kv_heads\":" + optional(c.n_kv_heads()) +
+             ",\"head_dim\":" + optional(c.head_dim()) + ",\"intermediate\":" + optional(c.intermediate()) +
+             ",\"tie_embeddings\":" + (c.tie_embeddings() ? "true" : "false") +
+             ",\"norm_eps\":" + number(c.norm_eps()) + "}" +
+             ",\"numeric_mode\":" + json_string(info.numeric_mode) +
+             ",\"numeric_profile\":" + json_string(info.numeric_profile) +
+             ",\"weight_format\":\"float32\",\"parameters\":" + std::to_string(info.parameter_count) +
+             ",\"tensors\":[";
+      for (std::size_t i = 0; i < ckpt.registry.size(); ++i) {
+        const auto& e = ckpt.registry[i];
+        if (i) out += ",";
+        out += tensor_json(e.name, e.shape, ckpt.parameters.data() + e.offset, e.size);
+      }
+      out += "],\"integrity\":{\"ok\":true,\"sha256\":" + json_string(info.integrity_sha256) + "}";
+    } catch (const Error& e) {
+      out += ",\"integrity\":{\"ok\":false,\"error\":" + json_string(e.what()) + "}";
+      status = kExitRefused;
+    }
+  }
+  std::printf("%s}\n", out.c_str());
+  return status;
 }
 
 int info_mlp(const std::string& path) {
@@ -107,10 +203,28 @@ int info_samba(const std::string& path) {
 
 }  // namespace
 
-int command_info(const std::string& path) {
-  const CheckpointKind kind = sniff_checkpoint(path);  // an unreadable path is refused before any output
+const CommandSpec& info_spec() {
+  static const CommandSpec spec{
+      "info",
+      "CHECKPOINT [--json]",
+      "format, config, tensor table and integrity verdict of a checkpoint\n"
+      "A Samba checkpoint (v2 archive or legacy JSON) or an MLP checkpoint. Every integrity check runs; the\n"
+      "verdict line says OK or REFUSED with the reason (exit 1).",
+      {{"--json", "", "", "", "print one JSON object instead of text"}},
+      "samebits info assets/default-model/samba-kjv.ckpt --json"};
+  return spec;
+}
+
+int command_info(const Args& args) {
+  if (args.positional.size() != 1) throw UsageError{"info takes exactly one CHECKPOINT"};
+  const std::string& path = args.positional[0];
+  // An unreadable path or a file of another kind is refused before any output.
+  const FileKind kind =
+      require_file_kind(path, "info", {FileKind::SambaArchive, FileKind::SambaJson, FileKind::MlpCheckpoint},
+                        "a Samba or MLP checkpoint", "checkpoint");
+  if (args.flag("--json")) return info_json(path, kind);
   std::printf("file: %s\n", path.c_str());
-  if (kind == CheckpointKind::Mlp) return info_mlp(path);
+  if (kind == FileKind::MlpCheckpoint) return info_mlp(path);
   try {
     return info_samba(path);
   } catch (const Error&) {

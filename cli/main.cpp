@@ -1,5 +1,9 @@
-// The samebits command-line tool: dispatch, global options and the one error line of every failure.
+// The samebits command-line tool: dispatch, global options, help, and the one error line and exit code of
+// every failure (docs/cli.md).
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <samebits/samebits.hpp>
 #include <string>
@@ -9,72 +13,162 @@
 
 namespace {
 
-constexpr const char* kUsage =
-    "usage: samebits [--threads N] COMMAND ...\n"
-    "\n"
-    "commands:\n"
-    "  --version                        print the version and exit\n"
-    "  info CHECKPOINT                  format, config, tensors, weight format and integrity verdict\n"
-    "  generate [CHECKPOINT] --prompt TEXT [--max-tokens N] [--temperature T] [--top-k K]\n"
-    "           [--top-p P] [--seed S]  stream text from a byte-level (vocab 256) Samba model\n"
-    "  verify CHECKPOINT [--batch B] [--length L] [--seed S] [--sabotage]\n"
-    "                                   step-by-step decode vs one-shot forward, bit for bit\n"
-    "  eval [CHECKPOINT] FILE [--context W] [--batch B]\n"
-    "                                   mean cross-entropy and bits per byte of FILE (stateless windows\n"
-    "                                   of W bytes, default 512, each from a fresh state)\n"
-    "  mlp-predict CHECKPOINT [--input FILE]\n"
-    "                                   logits of an MLP checkpoint for rows of 8 floats (FILE or '-';\n"
-    "                                   without --input a built-in sample of 4 rows)\n"
-    "\n"
-    "--threads N sets the worker threads (default: SAMEBITS_NUM_THREADS or all cores); the output bits\n"
-    "never depend on it.\n";
+using samebits::cli::CommandSpec;
 
-int usage_error(const std::string& message) {
-  std::fprintf(stderr, "samebits: %s\n\n%s", message.c_str(), kUsage);
-  return 2;
+struct Command {
+  const CommandSpec& (*spec)();
+  int (*run)(const samebits::cli::Args&);
+};
+
+const std::vector<Command>& commands() {
+  using namespace samebits::cli;
+  static const std::vector<Command> table = {{&info_spec, &command_info},
+                                             {&generate_spec, &command_generate},
+                                             {&verify_spec, &command_verify},
+                                             {&eval_spec, &command_eval},
+                                             {&mlp_predict_spec, &command_mlp_predict}};
+  return table;
+}
+
+const Command* find_command(const std::string& name) {
+  for (const Command& c : commands())
+    if (c.spec().name == name) return &c;
+  return nullptr;
+}
+
+std::string overview() {
+  std::string out =
+      "usage: samebits [GLOBAL OPTIONS] COMMAND [ARGS] [OPTIONS]\n"
+      "\n"
+      "commands:\n";
+  for (const Command& c : commands()) {
+    std::string line = "  " + c.spec().name;
+    line += std::string(line.size() < 18 ? 18 - line.size() : 1, ' ');
+    out += line + c.spec().summary.substr(0, c.spec().summary.find('\n')) + "\n";
+  }
+  out +=
+      "  help [COMMAND]  this overview, or one command's usage, options, defaults and an example\n"
+      "  version         the version, numeric mode and profile (also --version)\n"
+      "\n"
+      "global options (before or after the command):\n"
+      "  -t, --threads N     worker threads, 1 to 256 (default: SAMEBITS_NUM_THREADS, else every core)\n"
+      "      --simd TARGET   scalar, avx2 or avx512 (default: SAMEBITS_SIMD, else the best the CPU has)\n"
+      "The output bits never depend on either.\n"
+      "\n"
+      "exit status: 0 done, 1 input refused (unreadable or wrong-kind file, failed check), 2 usage error,\n"
+      "3 internal error (a bug: please report it)\n"
+      "\n"
+      "example:\n"
+      "  samebits generate -p \"In the beginning\" -n 60 --seed 1\n";
+  return out;
+}
+
+int usage_error(const std::string& message, const std::string& command) {
+  std::fprintf(stderr, "samebits: %s\n(run 'samebits %s' for usage)\n", message.c_str(),
+               command.empty() ? "help" : (command + " --help").c_str());
+  return samebits::cli::kExitUsage;
+}
+
+// SAMEBITS_NUM_THREADS and SAMEBITS_SIMD are checked before anything runs: a value the engine would ignore
+// is refused by name instead.
+void check_environment() {
+  using samebits::cli::UsageError;
+  if (const char* text = std::getenv("SAMEBITS_NUM_THREADS")) {
+    try {
+      samebits::cli::parse_int(text, "SAMEBITS_NUM_THREADS", 1, 256);
+    } catch (const UsageError&) {
+      throw UsageError{"environment variable SAMEBITS_NUM_THREADS must be an integer in [1, 256], got '" +
+                       std::string(text) + "'"};
+    }
+  }
+  if (const char* text = std::getenv("SAMEBITS_SIMD")) {
+    const std::string value = text;
+    if (value != "scalar" && value != "avx2" && value != "avx512")
+      throw UsageError{"environment variable SAMEBITS_SIMD must be scalar, avx2 or avx512, got '" + value +
+                       "'"};
+  }
+}
+
+void apply_globals(const samebits::cli::Args& args) {
+  using namespace samebits::cli;
+  if (const auto threads = args.get("--threads"))
+    samebits::set_num_threads(static_cast<int>(parse_int(*threads, "--threads", 1, 256)));
+  if (const auto simd = args.get("--simd")) {
+    if (*simd != "scalar" && *simd != "avx2" && *simd != "avx512")
+      throw UsageError{"--simd must be scalar, avx2 or avx512, got '" + *simd + "'"};
+    // Read once, at the first kernel dispatch, which has not happened yet.
+    ::setenv("SAMEBITS_SIMD", simd->c_str(), 1);
+  }
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace samebits::cli;
+  // A closed pipe is an EPIPE write error that stops the output quietly, never a signal.
+  std::signal(SIGPIPE, SIG_IGN);
   std::vector<std::string> args(argv + 1, argv + argc);
+  std::string command;
   try {
-    while (!args.empty() && args[0] == "--threads") {
-      if (args.size() < 2) return usage_error("--threads needs a value");
-      samebits::set_num_threads(static_cast<int>(parse_int(args[1], "--threads", 1, 256)));
-      args.erase(args.begin(), args.begin() + 2);
+    check_environment();
+    // Global options before the command.
+    static const CommandSpec kGlobal{"", "", "", {}, ""};
+    std::vector<std::string> lead;
+    while (!args.empty() && args[0].size() > 1 && args[0][0] == '-') {
+      const std::string name = args[0].substr(0, args[0].find('='));
+      if (name != "--threads" && name != "-t" && name != "--simd") break;
+      const bool inline_value = name.size() != args[0].size();
+      const std::size_t take = inline_value ? 1 : std::min<std::size_t>(2, args.size());
+      lead.insert(lead.end(), args.begin(), args.begin() + static_cast<std::ptrdiff_t>(take));
+      args.erase(args.begin(), args.begin() + static_cast<std::ptrdiff_t>(take));
     }
-    if (args.empty()) return usage_error("no command given");
-    const std::string command = args[0];
+    Args globals = parse_args(kGlobal, lead, {});
+    if (args.empty()) {
+      apply_globals(globals);
+      return usage_error("no command given", "");
+    }
+    command = args[0];
     args.erase(args.begin());
     if (command == "--version" || command == "version") {
+      apply_globals(parse_args(CommandSpec{command, "", "", {}, ""}, args, globals));
       std::printf("samebits %s (numeric mode %s, profile %s)\n", samebits::version(),
                   samebits::numeric_mode(), samebits::neural_arithmetic_profile());
-      return 0;
+      return kExitOk;
     }
     if (command == "--help" || command == "-h" || command == "help") {
-      std::printf("%s", kUsage);
-      return 0;
+      if (args.empty()) {
+        std::printf("%s", overview().c_str());
+        return kExitOk;
+      }
+      const Command* target = find_command(args[0]);
+      if (target == nullptr || args.size() > 1) {
+        command.clear();
+        return usage_error("help: unknown command '" + args[0] + "'", "");
+      }
+      std::printf("%s", command_help(target->spec()).c_str());
+      return kExitOk;
     }
-    if (command == "info") {
-      reject_unknown_options(args, "info");
-      if (args.size() != 1) return usage_error("info takes exactly one CHECKPOINT");
-      return command_info(args[0]);
+    const Command* target = find_command(command);
+    if (target == nullptr) {
+      const std::string unknown = command;
+      command.clear();
+      return usage_error("unknown command '" + unknown + "'", "");
     }
-    if (command == "mlp-predict") return command_mlp_predict(args);
-    if (command == "generate") return command_generate(args);
-    if (command == "verify") return command_verify(args);
-    if (command == "eval") return command_eval(args);
-    return usage_error("unknown command '" + command + "'");
+    const Args parsed = parse_args(target->spec(), args, globals);
+    apply_globals(parsed);
+    return target->run(parsed);
+  } catch (const HelpRequest& help) {
+    const Command* target = find_command(help.command);
+    std::printf("%s", target != nullptr ? command_help(target->spec()).c_str() : overview().c_str());
+    return kExitOk;
   } catch (const UsageError& e) {
-    return usage_error(e.message);
+    return usage_error(e.message, find_command(command) != nullptr ? command : "");
   } catch (const samebits::Error& e) {
     std::fprintf(stderr, "samebits: %s\n", e.what());
-    return 1;
+    return kExitRefused;
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "samebits: out of memory\n");
-    return 1;
+    return kExitRefused;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "samebits: internal error: %s\n", e.what());
     return 3;

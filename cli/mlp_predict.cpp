@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <samebits/file_kind.hpp>
 #include <samebits/samebits.hpp>
 #include <string>
 #include <vector>
@@ -24,6 +25,9 @@ std::vector<float> read_rows(const std::string& source) {
   std::ifstream file;
   std::istream* in = &std::cin;
   if (source != "-") {
+    // Missing, directory or unreadable: one sentence, exit 1; a checkpoint or binary file is named.
+    require_file_kind(source, "mlp-predict --input", {FileKind::Text, FileKind::Empty},
+                      "a text file of numbers (8 per row)", "input file");
     file.open(source);
     if (!file) throw UsageError{"cannot open input file '" + source + "'"};
     in = &file;
@@ -43,11 +47,24 @@ std::vector<float> read_rows(const std::string& source) {
 
 }  // namespace
 
-int command_mlp_predict(std::vector<std::string> args) {
-  const auto input = take_option(args, "--input");
-  reject_unknown_options(args, "mlp-predict");
-  if (args.size() != 1) throw UsageError{"mlp-predict takes exactly one CHECKPOINT"};
-  const std::string path = args[0];
+const CommandSpec& mlp_predict_spec() {
+  static const CommandSpec spec{
+      "mlp-predict",
+      "CHECKPOINT [--input FILE]",
+      "logits of an MLP checkpoint for rows of 8 floats\n"
+      "Reads whitespace-separated numbers, 8 per row (1 to 256 rows), and prints the 3 logits and the class\n"
+      "of each row.",
+      {{"--input", "", "FILE", "4 built-in rows", "the rows; '-' reads standard input"}},
+      "samebits mlp-predict assets/mlp-demo.ckpt --input rows.txt"};
+  return spec;
+}
+
+int command_mlp_predict(const Args& args) {
+  const auto input = args.get("--input");
+  if (args.positional.size() != 1) throw UsageError{"mlp-predict takes exactly one CHECKPOINT"};
+  const std::string path = args.positional[0];
+  require_file_kind(path, "mlp-predict", {FileKind::MlpCheckpoint}, "an MLP checkpoint",
+                    "MLPInference checkpoint");
   const std::vector<float> rows = input ? read_rows(*input) : sample_rows();
   const auto model = MLPInference::from_checkpoint(path);
   const auto count = static_cast<std::int64_t>(rows.size() / 8);

@@ -6,11 +6,11 @@
 #include <functional>
 #include <optional>
 #include <samebits/samebits.hpp>
+#include <samebits/sampler.hpp>
 #include <string>
 #include <vector>
 
 #include "cli.hpp"
-#include "sampling.hpp"
 
 namespace samebits::cli {
 namespace {
@@ -81,6 +81,16 @@ std::optional<Difference> decode_and_compare(const SambaInference& model,
   return std::nullopt;
 }
 
+std::string difference_json(const Difference& d) {
+  char buffer[200];
+  std::snprintf(
+      buffer, sizeof buffer,
+      "{\"position\":%lld,\"row\":%lld,\"unit\":%lld,\"forward_bits\":\"0x%08x\",\"step_bits\":\"0x%08x\"}",
+      static_cast<long long>(d.position), static_cast<long long>(d.row), static_cast<long long>(d.unit),
+      bits_of(d.want), bits_of(d.got));
+  return buffer;
+}
+
 void print_difference(const Difference& d) {
   std::printf(
       "FIRST DIFFERING POSITION t=%lld (row %lld, unit %lld): forward %.9g (0x%08x) vs step %.9g (0x%08x)\n",
@@ -90,22 +100,67 @@ void print_difference(const Difference& d) {
 
 }  // namespace
 
-int command_verify(std::vector<std::string> args) {
-  const std::int64_t batch = parse_int(take_option(args, "--batch").value_or("2"), "--batch", 1, 64);
-  const std::int64_t length = parse_int(take_option(args, "--length").value_or("16"), "--length", 2, 8192);
-  const auto seed = static_cast<std::uint64_t>(
-      parse_int(take_option(args, "--seed").value_or("7"), "--seed", 0, INT64_MAX));
-  const bool sabotage = take_flag(args, "--sabotage");
-  reject_unknown_options(args, "verify");
-  if (args.size() != 1) throw UsageError{"verify takes exactly one CHECKPOINT"};
-  const SambaInference model = SambaInference::from_checkpoint(args[0]);
+const CommandSpec& verify_spec() {
+  static const CommandSpec spec{
+      "verify",
+      "CHECKPOINT [OPTIONS]",
+      "step-by-step decode vs one-shot forward of a Samba model, bit for bit\n"
+      "Decodes B random sequences of L ids one token at a time with a carried state and compares every\n"
+      "logit with one stateless forward; exit 1 when any bit differs. --sabotage moves one carried state\n"
+      "cell by one ULP and passes only when the comparison catches it.",
+      {{"--batch", "", "B", "2", "sequences, 1 to 64"},
+       {"--length", "", "L", "16", "positions per sequence, 2 to 8192"},
+       {"--seed", "-s", "S", "7", "seed of the random ids"},
+       {"--sabotage", "", "", "", "prove the check can fail (one-ULP state bump)"},
+       {"--json", "", "", "", "print one JSON object instead of text"}},
+      "samebits verify assets/default-model/samba-kjv.ckpt --batch 2 --length 32"};
+  return spec;
+}
+
+int command_verify(const Args& args) {
+  const std::int64_t batch = parse_int(args.get("--batch").value_or("2"), "--batch", 1, 64);
+  const std::int64_t length = parse_int(args.get("--length").value_or("16"), "--length", 2, 8192);
+  const auto seed =
+      static_cast<std::uint64_t>(parse_int(args.get("--seed").value_or("7"), "--seed", 0, INT64_MAX));
+  const bool sabotage = args.flag("--sabotage");
+  const bool json = args.flag("--json");
+  if (args.positional.size() != 1) throw UsageError{"verify takes exactly one CHECKPOINT"};
+  const std::string& path = args.positional[0];
+  require_samba_checkpoint(path, "verify");
+  const SambaInference model = SambaInference::from_checkpoint(path);
   const std::int64_t vocab = model.config().vocab();
 
-  Random random(seed);
+  SplitMix64 random(seed);
   std::vector<std::int32_t> ids(static_cast<std::size_t>(batch * length));
   for (auto& id : ids) id = static_cast<std::int32_t>(random.next() % static_cast<std::uint64_t>(vocab));
   const std::vector<float> full = model.forward({ids.data(), batch, length});
-  std::printf("samba %s: B = %lld, L = %lld, vocab %lld, seed %llu\n", args[0].c_str(),
+  const std::string head = "{\"file\":" + json_string(path) + ",\"batch\":" + std::to_string(batch) +
+                           ",\"length\":" + std::to_string(length) + ",\"vocab\":" + std::to_string(vocab) +
+                           ",\"seed\":" + std::to_string(seed) +
+                           ",\"check\":" + (sabotage ? "\"sabotage\"" : "\"step_vs_full\"");
+  if (json) {
+    if (!sabotage) {
+      const auto diff = decode_and_compare(model, ids, batch, length, full, nullptr, 0, 0);
+      std::printf("%s,\"pass\":%s,\"first_difference\":%s}\n", head.c_str(), diff ? "false" : "true",
+                  diff ? difference_json(*diff).c_str() : "null");
+      return diff ? kExitRefused : kExitOk;
+    }
+    const std::int64_t at = std::max<std::int64_t>(1, length / 2);
+    const SambaState probe = model.allocate_state(batch, length);
+    for (const Piece& piece : carried_pieces(model, probe))
+      for (std::int64_t cell = 0; cell < std::min<std::int64_t>(piece.cells, 128); ++cell)
+        if (const auto diff = decode_and_compare(model, ids, batch, length, full, &piece, cell, at)) {
+          std::printf(
+              "%s,\"pass\":true,\"bumped\":%s,\"cell\":%lld,\"before_step\":%lld,"
+              "\"first_difference\":%s}\n",
+              head.c_str(), json_string(piece.name).c_str(), static_cast<long long>(cell),
+              static_cast<long long>(at), difference_json(*diff).c_str());
+          return kExitOk;
+        }
+    std::printf("%s,\"pass\":false,\"first_difference\":null}\n", head.c_str());
+    return kExitRefused;
+  }
+  std::printf("samba %s: B = %lld, L = %lld, vocab %lld, seed %llu\n", path.c_str(),
               static_cast<long long>(batch), static_cast<long long>(length), static_cast<long long>(vocab),
               static_cast<unsigned long long>(seed));
 

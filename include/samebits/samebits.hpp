@@ -7,6 +7,7 @@
 #include <samebits/checkpoint_info.hpp>
 #include <samebits/engine.hpp>
 #include <samebits/errors.hpp>
+#include <samebits/file_kind.hpp>
 #include <samebits/json.hpp>
 #include <samebits/lowbit.hpp>
 #include <samebits/mamba.hpp>
@@ -14,5 +15,7 @@
 #include <samebits/mlp.hpp>
 #include <samebits/pin.hpp>
 #include <samebits/samba.hpp>
+#include <samebits/sampler.hpp>
+#include <samebits/scoring.hpp>
 #include <samebits/tensor.hpp>
 #include <samebits/transformer.hpp>

@@ -1,6 +1,8 @@
 """samebits: exact-bits CPU inference for models trained with mojolearn, over numpy arrays."""
 
+import os as _os
 from importlib import metadata as _metadata
+from pathlib import Path as _Path
 
 from . import lowbit
 from ._mamba import Mamba1BlockInference, Mamba1State, Mamba2BlockInference, Mamba2State
@@ -29,6 +31,8 @@ __all__ = [
     "SambaState",
     "TransformerBlockInference",
     "TransformerState",
+    "default_model",
+    "default_model_path",
     "lowbit",
     "set_num_threads",
     "get_num_threads",
@@ -48,3 +52,23 @@ def set_num_threads(n):
 def get_num_threads():
     """The number of worker threads kernels use."""
     return _native().get_num_threads()
+
+
+def default_model_path():
+    """The shipped model's file: $SAMEBITS_DEFAULT_MODEL if set, else the copy installed inside this package
+    (samebits/assets/samba-kjv.ckpt), else the source tree's assets/default-model/samba-kjv.ckpt. The same
+    search as the command line's."""
+    forced = _os.environ.get("SAMEBITS_DEFAULT_MODEL")
+    if forced:
+        return _Path(forced)
+    here = _Path(__file__).resolve().parent
+    for candidate in (here / "assets" / "samba-kjv.ckpt",
+                      here.parent.parent / "assets" / "default-model" / "samba-kjv.ckpt"):
+        if candidate.is_file():
+            return candidate
+    raise FileNotFoundError("samebits: the shipped model is missing from this install (set SAMEBITS_DEFAULT_MODEL)")
+
+
+def default_model():
+    """The shipped byte-level Samba model (736K parameters, trained on the King James Bible), loaded."""
+    return SambaInference.from_checkpoint(default_model_path())

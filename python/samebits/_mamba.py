@@ -3,6 +3,7 @@ blocks on the CPU, bit-exact with mojolearn's identical fp32 profiles."""
 
 import numpy as np
 
+from . import _checks
 from ._blocks import PACKAGE, float32_strict, ordered_weights, ragged_forward, state_piece
 from ._native import native
 
@@ -26,7 +27,7 @@ def _piece_property(name, shape_of, what):
 
 
 def _batch_size(block, batch_size):
-    b = int(batch_size)
+    b = _checks.count(batch_size, f"{PACKAGE} {block}.allocate_state", "batch_size")
     if b < 1:
         raise ValueError(f"{PACKAGE} {block}: batch_size must be positive, got {batch_size!r}")
     return b

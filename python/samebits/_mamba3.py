@@ -11,6 +11,7 @@ import weakref
 
 import numpy as np
 
+from . import _checks
 from ._blocks import PACKAGE, float32_strict, ordered_weights, ragged_forward, state_piece
 from ._native import native
 
@@ -194,7 +195,8 @@ class Mamba3BlockInference:
 
     def allocate_state(self, batch_size):
         """A zero `Mamba3State` for `batch_size` rows; `set_input_states` on it starts from Input_States."""
-        return Mamba3State._adopt(self._engine.allocate_state(int(batch_size)))
+        b = _checks.count(batch_size, f"{PACKAGE} Mamba3BlockInference.allocate_state", "batch_size")
+        return Mamba3State._adopt(self._engine.allocate_state(b))
 
     def forward(self, x, state=None, *, lengths=None):
         """(B, L, d_model) float32 in, the block output (B, L, d_model) out. `state=None` runs from zeros

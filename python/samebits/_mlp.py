@@ -2,7 +2,7 @@
 
 import os
 
-from . import _buffers
+from . import _buffers, _checks
 from . import lowbit as _lowbit
 from ._native import native
 
@@ -58,6 +58,7 @@ class MLPInference:
         path = os.fsdecode(os.fspath(path))
         if "\0" in path:  # the native reader would stop at the NUL and open another file
             raise ValueError("MLPInference checkpoint path contains a NUL byte")
+        _checks.refuse_wrong_kind(path, "MLPInference.from_checkpoint", _checks.NOT_MLP, "an MLP checkpoint")
         engine = native().MLPEngine.from_checkpoint(path)
         model = cls.__new__(cls)
         model.weight_format = "float32"

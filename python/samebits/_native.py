@@ -9,6 +9,7 @@ def native():
     """The samebits._core extension module; ImportError with a remedy when it is not built."""
     global _module
     if _module is None:
+        check_environment()
         try:
             from . import _core
         except ImportError as exc:  # pragma: no cover - exercised only on a broken install
@@ -23,3 +24,15 @@ def native():
             )
         _module = _core
     return _module
+
+
+def check_environment():
+    """SAMEBITS_NUM_THREADS and SAMEBITS_SIMD, when set, must hold values the engine uses: anything else is a
+    ValueError naming the variable (the engine would otherwise ignore it silently), as on the command line."""
+    threads = os.environ.get("SAMEBITS_NUM_THREADS")
+    if threads is not None and not (threads.isdigit() and threads.isascii() and 1 <= int(threads) <= 256):
+        raise ValueError(f"samebits: environment variable SAMEBITS_NUM_THREADS must be an integer in [1, 256], "
+                         f"got {threads!r}")
+    simd = os.environ.get("SAMEBITS_SIMD")
+    if simd is not None and simd not in ("scalar", "avx2", "avx512"):
+        raise ValueError(f"samebits: environment variable SAMEBITS_SIMD must be scalar, avx2 or avx512, got {simd!r}")

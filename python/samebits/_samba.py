@@ -1,11 +1,13 @@
 """SambaInference: the forward-only Samba language model (embedding, Mamba-3 and attention blocks, final
 RMSNorm, tied or untied head) over token ids, bit-exact on the CPU; SambaState carries decoding."""
 
+import codecs
 import os
+import secrets
 
 import numpy as np
 
-from . import _blocks
+from . import _blocks, _checks
 from . import lowbit as _lowbit
 from ._mamba3 import Mamba3State
 from ._native import native
@@ -34,8 +36,56 @@ class SambaState:
         self.max_tokens = int(max_tokens)
         self.layers = list(layers)
 
+    def copy(self):
+        """An independent copy: every layer's state copied, so both continue bit-identically from here."""
+        return SambaState(self.batch_size, self.max_tokens, [layer.copy() for layer in self.layers])
+
     def __repr__(self):
         return f"SambaState(batch_size={self.batch_size}, max_tokens={self.max_tokens}, layers={len(self.layers)})"
+
+
+def _stops(stop, vocab, what):
+    if stop is None:
+        return []
+    items = [stop] if isinstance(stop, (str, bytes, bytearray)) else stop
+    if not isinstance(items, (list, tuple)):
+        raise TypeError(f"{what}: stop must be a str, bytes or a list of them, got {type(stop).__name__}")
+    out = []
+    for item in items:
+        if isinstance(item, str):
+            out.append(item.encode("utf-8"))
+        elif isinstance(item, (bytes, bytearray)):
+            out.append(bytes(item))
+        else:
+            raise TypeError(f"{what}: stop must be a str, bytes or a list of them, got an item of type "
+                            f"{type(item).__name__}")
+    if out and vocab != 256:
+        raise ValueError(f"{what}: stop strings apply to a byte-level (vocab 256) model; this one has vocab {vocab}")
+    return out
+
+
+def _stream(generation, mode, byte_level):
+    """The pieces of a generation as they are decoded: str (text prompt), bytes (bytes prompt) or ids."""
+    decoder = codecs.getincrementaldecoder("utf-8")("replace") if mode == "text" else None
+    while True:
+        piece = generation.next()
+        released = generation.flush() if piece is None else piece[1]
+        if mode == "ids" and not byte_level:
+            if piece is None:
+                return
+            yield piece[0]
+            continue
+        if mode == "text":
+            text = decoder.decode(released, final=piece is None)
+            if text:
+                yield text
+        elif mode == "bytes":
+            if released:
+                yield released
+        else:
+            yield from released
+        if piece is None:
+            return
 
 
 def _ids(inputs, what, ndims):
@@ -101,6 +151,8 @@ class SambaInference:
         path = os.fsdecode(os.fspath(path))
         if "\0" in path:  # the native reader would stop at the NUL and open another file
             raise ValueError(f"{_CLASS}: checkpoint path contains a NUL byte")
+        _checks.refuse_wrong_kind(path, f"{_CLASS}.from_checkpoint", _checks.NOT_SAMBA,
+                          "a Samba checkpoint (v2 archive or legacy JSON)")
         engine = native().SambaEngine.from_checkpoint(path)
         self = cls.__new__(cls)
         self.config = SambaConfig.from_dict(engine.config_dict)
@@ -114,7 +166,8 @@ class SambaInference:
 
     def allocate_state(self, batch_size, max_tokens):
         """A zero SambaState for `batch_size` sequences of up to `max_tokens` positions."""
-        b, smax = int(batch_size), int(max_tokens)
+        what = f"{_CLASS}.allocate_state"
+        b, smax = _checks.count(batch_size, what, "batch_size"), _checks.count(max_tokens, what, "max_tokens")
         if b < 1 or smax < 1:
             raise ValueError(f"{_CLASS}.allocate_state: batch_size and max_tokens must be positive")
         c = self.config
@@ -205,6 +258,69 @@ class SambaInference:
         rows = int(ids.shape[0])
         out = self._run(ids.reshape(rows, 1), state, True, what)
         return out.reshape(rows, self.config.vocab)
+
+    def generate(self, prompt, max_new_tokens=200, *, temperature=0.8, top_k=0, top_p=1.0, min_p=0.0,
+                 repetition_penalty=1.0, repetition_window=64, presence_penalty=0.0, frequency_penalty=0.0,
+                 seed=None, stop=None, stream=False):
+        """Sample up to `max_new_tokens` tokens after `prompt` with the shared sampler (docs/api.md §16).
+
+        `prompt`: a str (UTF-8) or bytes for a byte-level (vocab 256) model, or a sequence / 1-D array of
+        token ids. Returns only the continuation, of the prompt's kind: str, bytes or a list of ids. With
+        `stream=True` an iterator yields it piece by piece as it is decoded. `seed=None` draws a random seed;
+        the same seed, options and prompt give the same tokens, on every machine. `stop` (str, bytes or a
+        list of them; byte-level models only) ends generation before a stop string, which is not returned.
+        """
+        what = f"{_CLASS}.generate"
+        vocab = self.config.vocab
+        if isinstance(prompt, str):
+            mode, ids = "text", list(prompt.encode("utf-8"))
+        elif isinstance(prompt, (bytes, bytearray)):
+            mode, ids = "bytes", list(bytes(prompt))
+        else:
+            mode = "ids"
+            if isinstance(prompt, (list, tuple)) and not prompt:
+                raise ValueError(f"{what}: prompt must hold at least one token id")
+            array = np.asarray(prompt)
+            if array.dtype.kind not in "iu" or array.ndim not in (1, 2) or (array.ndim == 2 and array.shape[0] != 1):
+                raise TypeError(f"{what}: prompt must be a str, bytes, or token ids (a sequence of ints or an (L,) "
+                                f"/ (1, L) integer array), got {type(prompt).__name__}"
+                                + (f" of dtype {array.dtype.name} and shape {array.shape}" if array.ndim else ""))
+            array = array.reshape(-1)
+            if array.size == 0:
+                raise ValueError(f"{what}: prompt must hold at least one token id")
+            if array.min() < 0 or array.max() >= vocab:
+                raise ValueError(f"{what}: prompt ids must be in [0, vocab) = [0, {vocab})")
+            ids = [int(v) for v in array]
+        if mode != "ids":
+            if vocab != 256:
+                raise ValueError(f"{what}: a str or bytes prompt needs a byte-level (vocab 256) model; this one has "
+                                 f"vocab {vocab}: pass token ids")
+            if not ids:
+                ids = [10]  # an empty prompt starts from a newline, as the command line does
+        max_new = _checks.count(max_new_tokens, what, "max_new_tokens")
+        if max_new < 1:
+            raise ValueError(f"{what}: max_new_tokens must be positive, got {max_new}")
+        if seed is None:
+            seed = secrets.randbits(63)
+        seed = _checks.count(seed, what, "seed")
+        if not 0 <= seed < 2**64:
+            raise ValueError(f"{what}: seed must be in [0, 2^64), got {seed}")
+        sampler = native().SamplerEngine(
+            _checks.real(temperature, what, "temperature"), _checks.count(top_k, what, "top_k"),
+            _checks.real(top_p, what, "top_p"), _checks.real(min_p, what, "min_p"),
+            _checks.real(repetition_penalty, what, "repetition_penalty"),
+            _checks.count(repetition_window, what, "repetition_window"),
+            _checks.real(presence_penalty, what, "presence_penalty"),
+            _checks.real(frequency_penalty, what, "frequency_penalty"), seed)
+        generation = native().SambaGeneration(self._engine, ids, max_new, sampler, _stops(stop, vocab, what))
+        if stream:
+            return _stream(generation, mode, vocab == 256)
+        tokens, text = generation.run()
+        if mode == "text":
+            return text.decode("utf-8", errors="replace")
+        if mode == "bytes":
+            return text
+        return list(text) if vocab == 256 else tokens
 
     def _forward_reference(self, inputs, state=None):
         """The engine's scalar twin (for cross-checks): the same refusals, the same bits."""

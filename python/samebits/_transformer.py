@@ -10,7 +10,7 @@ import struct
 
 import numpy as np
 
-from . import _blocks, _buffers
+from . import _blocks, _buffers, _checks
 from . import lowbit as _lowbit
 from ._native import native
 
@@ -404,7 +404,9 @@ class TransformerBlockInference:
         """A zero TransformerState for `batch_size` sequences of up to `max_tokens` positions in all
         (prefill plus every later step). max_tokens above max_positions (8192 by default), or a table whose RoPE
         angles leave the sin/cos domain (docs/models.md §4), is refused at the first call."""
-        return TransformerState._wrap(self._engine.allocate(int(batch_size), int(max_tokens)))
+        what = f"{_PACKAGE} TransformerBlockInference.allocate_state"
+        b, smax = _checks.count(batch_size, what, "batch_size"), _checks.count(max_tokens, what, "max_tokens")
+        return TransformerState._wrap(self._engine.allocate(b, smax))
 
     def _tokens(self, x, what, step):
         x = _blocks.float32_strict(x, what, "x", _DTYPE_SENTENCE)

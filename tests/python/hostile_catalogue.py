@@ -181,6 +181,9 @@ def _samba_file_rows(cat):
             lambda: load(str(valid) + "\0junk"), guard=valid)
     cat.add("file: Samba v2 archive", surface, "path None", lambda: load(None))
     cat.add("file: Samba v2 archive", surface, "path 42 (an int)", lambda: load(42))
+    row("an MLP checkpoint (another kind, named)", cat.file("mlp-kind.ckpt", mlp_writer.valid_bytes()))
+    row("a GGUF file (another kind, named)", cat.file("model.gguf", b"GGUF\x03\x00\x00\x00" + b"\x00" * 32))
+    row("a safetensors file (another kind, named)", cat.file("model.safetensors", b"\x02" + b"\x00" * 7 + b"{}"))
     variant("the 17-byte magic alone", "magic_only")
     variant("truncated inside the 8-byte header length", "short_header_length")
     variant("truncated inside the JSON header (length says 5000, 1000 bytes follow)", "header_length_past_end")
@@ -250,6 +253,8 @@ def _mlp_file_rows(cat):
     row("a path that does not exist", cat.tmp / "missing-mlp.ckpt")
     row("a directory", cat.tmp)
     cat.add(category, surface, "/dev/zero (endless zero bytes; must not read forever)", lambda: load("/dev/zero"))
+    row("a Samba v2 archive (another kind, named)", cat.file("samba-kind.ckpt", samba_writer.stream_bytes()))
+    row("a GGUF file (another kind, named)", cat.file("mlp-model.gguf", b"GGUF\x03\x00\x00\x00" + b"\x00" * 32))
     valid = cat.file("valid-mlp", mlp_writer.valid_bytes())
     cat.add(category, surface, "a valid file's path with an embedded NUL byte and junk after it",
             lambda: load(str(valid) + "\0junk"), guard=valid)
@@ -719,7 +724,28 @@ def _argument_rows(cat):
             ("Mamba3BlockInference.allocate_state", "batch_size -5", lambda: m3.allocate_state(-5)),
             ("SambaInference.allocate_state", "batch_size 0", lambda: model.allocate_state(0, 8)),
             ("SambaInference.allocate_state", "max_tokens -1", lambda: model.allocate_state(1, -1)),
-            ("SambaInference.allocate_state", "max_tokens None", lambda: model.allocate_state(1, None))):
+            ("SambaInference.allocate_state", "max_tokens None", lambda: model.allocate_state(1, None)),
+            ("SambaInference.allocate_state", "batch_size 1.5 (a float)", lambda: model.allocate_state(1.5, 8)),
+            ("SambaInference.allocate_state", "batch_size True", lambda: model.allocate_state(True, 8)),
+            ("Mamba1BlockInference.allocate_state", "batch_size 2.0 (a float)", lambda: m1.allocate_state(2.0)),
+            ("Mamba3BlockInference.allocate_state", "batch_size 1.0 (a float)", lambda: m3.allocate_state(1.0)),
+            ("TransformerBlockInference.allocate_state", "max_tokens 8.0 (a float)", lambda: blk.allocate_state(1, 8.0)),
+            ("SambaInference.generate", "max_new_tokens 0", lambda: model.generate([1], 0)),
+            ("SambaInference.generate", "max_new_tokens 4.0 (a float)", lambda: model.generate([1], 4.0)),
+            ("SambaInference.generate", "an empty list of ids", lambda: model.generate([], 4)),
+            ("SambaInference.generate", "ids past the vocabulary", lambda: model.generate([10**6], 4)),
+            ("SambaInference.generate", "float32 ids", lambda: model.generate(np.zeros(3, np.float32), 4)),
+            ("SambaInference.generate", "temperature -1", lambda: model.generate([1], 4, temperature=-1.0)),
+            ("SambaInference.generate", "temperature nan", lambda: model.generate([1], 4, temperature=float("nan"))),
+            ("SambaInference.generate", "top_k -3", lambda: model.generate([1], 4, top_k=-3)),
+            ("SambaInference.generate", "top_p 0", lambda: model.generate([1], 4, top_p=0.0)),
+            ("SambaInference.generate", "min_p 2", lambda: model.generate([1], 4, min_p=2.0)),
+            ("SambaInference.generate", "repetition_penalty 0", lambda: model.generate([1], 4, repetition_penalty=0.0)),
+            ("SambaInference.generate", "repetition_window -1", lambda: model.generate([1], 4, repetition_window=-1)),
+            ("SambaInference.generate", "seed -1", lambda: model.generate([1], 4, seed=-1)),
+            ("SambaInference.generate", "stop [1] (not text)", lambda: model.generate([1], 4, stop=[1])),
+            ("SambaInference.generate", "a str prompt on a model whose vocab is not 256",
+             lambda: model.generate("x", 4) if model.config.vocab != 256 else model.generate("x", 4, top_p=2.0))):
         cat.add(category, surface, text, call)
     huge = 2**44  # every request below is at least 2^50 bytes: past any address space, so it always fails
     for surface, text, call in (
@@ -867,11 +893,13 @@ def _cli_rows(cat):
     short_text = cat.file("cli-one-byte.txt", b"A")
     bad_rows = cat.file("cli-rows.txt", b"1 2 3\n")
     nan_rows = cat.file("cli-nan-rows.txt", b"nan 0 0 0 0 0 0 0\n")
+    notes = cat.file("cli-notes.txt", b"In the beginning God created the heaven and the earth.\n")
+    empty = cat.file("cli-empty.ckpt", b"")
 
-    def run(*args):
+    def run(*args, env=None):
         def call():
             out = subprocess.run([binary, *map(str, args)], capture_output=True, timeout=ROW_TIMEOUT_S,
-                                 stdin=subprocess.DEVNULL)
+                                 stdin=subprocess.DEVNULL, env=None if env is None else {**os.environ, **env})
             decode = lambda data: data.decode("utf-8", "replace")  # noqa: E731
             return CliResult(out.returncode, decode(out.stdout), decode(out.stderr))
         return call
@@ -909,9 +937,29 @@ def _cli_rows(cat):
             ("mlp-predict on a Samba archive", ("mlp-predict", stream), stream),
             ("mlp-predict --input with a row of 3 values", ("mlp-predict", mlp, "--input", bad_rows), mlp),
             ("mlp-predict --input with a NaN value", ("mlp-predict", mlp, "--input", nan_rows), mlp),
-            ("mlp-predict --input on a missing file", ("mlp-predict", mlp, "--input", cat.tmp / "missing.txt"), mlp)):
-        cat.add("command line", "samebits " + (args[0] if args and not str(args[0]).startswith("--") else "(global)"),
+            ("mlp-predict --input on a missing file", ("mlp-predict", mlp, "--input", cat.tmp / "missing.txt"), mlp),
+            ("generate on a text file", ("generate", notes, "--prompt", "x"), notes),
+            ("info on a text file", ("info", notes), notes),
+            ("info on an empty file", ("info", empty), empty),
+            ("verify on an MLP checkpoint", ("verify", mlp), mlp),
+            ("mlp-predict on a text file", ("mlp-predict", notes), notes),
+            ("mlp-predict --input on a checkpoint", ("mlp-predict", mlp, "--input", mlp), mlp),
+            ("eval on a directory", ("eval", stream, cat.tmp), stream),
+            ("eval with the checkpoint where the text belongs", ("eval", stream), stream),
+            ("generate --prompt-file on a missing file", ("generate", stream, "--prompt-file", cat.tmp / "missing.txt"),
+             stream),
+            ("generate with both --prompt and --prompt-file", ("generate", stream, "-p", "x", "-f", notes), stream),
+            ("generate --seed given twice", ("generate", stream, "-p", "x", "--seed", "1", "-s", "2"), stream),
+            ("generate --ignore-eos on a byte-level model", ("generate", stream, "-p", "x", "--ignore-eos"), stream),
+            ("generate --min-p 2", ("generate", stream, "-p", "x", "--min-p", "2"), stream),
+            ("--simd neon", ("--simd", "neon", "--version"), None),
+            ("--threads after the command and before it", ("--threads", "1", "generate", stream, "-p", "x", "-t", "2"),
+             stream)):
+        cat.add("command line", "samebits " + (args[0] if args and not str(args[0]).startswith("-") else "(global)"),
                 text, run(*args), guard=guard, expect="cli")
+    for variable, value in (("SAMEBITS_NUM_THREADS", "abc"), ("SAMEBITS_NUM_THREADS", "0"), ("SAMEBITS_SIMD", "neon")):
+        cat.add("command line", "samebits (environment)", f"{variable}={value}", run("--version", env={variable: value}),
+                expect="cli")
 
 
 BUILDERS = (_samba_file_rows, _mlp_file_rows, _array_rows, _weight_rows, _state_buffer_rows, _ids_rows, _state_rows,

@@ -105,7 +105,8 @@ def test_eval_command_reports_the_reference_bits_per_byte(fixture, tmp_path):
     reported = float(re.search(r"bits per byte: ([0-9.]+)", text).group(1))
     reference = float(fixture["nll"].mean() / math.log(2))
     assert abs(reported - reference) <= BITS_TOLERANCE
-    assert b"100%" in out.stderr  # the progress bar's final state
+    # The progress bar is drawn only on a terminal (test_cli_conventions.py checks it under a pty).
+    assert b"100%" not in out.stderr
     # Without a CHECKPOINT the default model is used, with the same result.
     default = run("eval", path, "--context", 512)
     assert default.returncode == 0, default.stderr

@@ -48,6 +48,10 @@ def test_thread_count_from_environment():
         env = dict(os.environ, SAMEBITS_NUM_THREADS=value)
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
         assert out.stdout.strip() == want
-    env = dict(os.environ, SAMEBITS_NUM_THREADS="0")  # not a positive integer: every core
+    # Not an integer in [1, 256]: refused by name at first use (it used to mean every core, silently).
+    env = dict(os.environ, SAMEBITS_NUM_THREADS="0")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.returncode == 1 and "environment variable SAMEBITS_NUM_THREADS must be an integer" in out.stderr
+    env = {k: v for k, v in os.environ.items() if k != "SAMEBITS_NUM_THREADS"}  # unset: every core
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
     assert int(out.stdout.strip()) == os.cpu_count()

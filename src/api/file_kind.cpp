@@ -1,0 +1,100 @@
+// File-kind detection from a file's first and last bytes (include/samebits/file_kind.hpp).
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <samebits/file_kind.hpp>
+
+#include <samebits/errors.hpp>
+
+namespace samebits {
+namespace {
+
+constexpr std::size_t kHead = 4096;
+constexpr std::size_t kTail = 256;
+
+bool looks_like_text(const std::string& head) {
+  for (unsigned char c : head)
+    if (c < 0x20 && c != '\t' && c != '\n' && c != '\r' && c != '\f') return false;
+  return true;
+}
+
+}  // namespace
+
+FileKind detect_file_kind(const std::string& path, const std::string& noun) {
+  const std::string where = "cannot read " + noun + " '" + path + "': ";
+  std::error_code error;
+  const auto status = std::filesystem::status(path, error);
+  if (status.type() == std::filesystem::file_type::not_found)
+    throw_value_error(where + "No such file or directory");
+  if (status.type() == std::filesystem::file_type::directory) throw_value_error(where + "it is a directory");
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw_value_error(where + std::strerror(errno));
+  std::string head(kHead, '\0');
+  file.read(head.data(), static_cast<std::streamsize>(kHead));
+  head.resize(static_cast<std::size_t>(file.gcount()));
+  if (file.bad()) throw_value_error(where + "read error");
+  if (head.empty()) return FileKind::Empty;
+  if (head.rfind("MOJOLEARN-SAMBA", 0) == 0) return FileKind::SambaArchive;
+  if (head.rfind("GGUF", 0) == 0) return FileKind::Gguf;
+  if (head.size() >= 9) {
+    std::uint64_t header = 0;
+    for (int i = 7; i >= 0; --i)
+      header = (header << 8) | static_cast<unsigned char>(head[static_cast<std::size_t>(i)]);
+    if (head[8] == '{' && header >= 2 && header < (std::uint64_t{1} << 30)) return FileKind::Safetensors;
+  }
+  const auto first = head.find_first_not_of(" \t\r\n");
+  if (first != std::string::npos && head[first] == '{') {
+    // Both checkpoint formats end with their schema (canonical key order puts "schema" last).
+    file.clear();
+    file.seekg(0, std::ios::end);
+    const std::streamoff size = file.tellg();
+    const std::streamoff tail = std::min<std::streamoff>(size, static_cast<std::streamoff>(kTail));
+    std::string end(static_cast<std::size_t>(tail), '\0');
+    file.seekg(size - tail);
+    file.read(end.data(), tail);
+    if (end.find("samba-stack") != std::string::npos) return FileKind::SambaJson;
+    if (end.find("small-mlp-checkpoint") != std::string::npos ||
+        head.rfind("{\"payload\":{\"architecture\"", first) == first)
+      return FileKind::MlpCheckpoint;
+    return FileKind::Json;
+  }
+  return looks_like_text(head) ? FileKind::Text : FileKind::Binary;
+}
+
+std::string describe_file_kind(FileKind kind) {
+  switch (kind) {
+    case FileKind::SambaArchive:
+      return "a Samba checkpoint (v2 archive)";
+    case FileKind::SambaJson:
+      return "a Samba checkpoint (legacy JSON)";
+    case FileKind::MlpCheckpoint:
+      return "an MLP checkpoint";
+    case FileKind::Safetensors:
+      return "a safetensors file";
+    case FileKind::Gguf:
+      return "a GGUF file";
+    case FileKind::Json:
+      return "a JSON document of no known checkpoint schema";
+    case FileKind::Text:
+      return "a text file";
+    case FileKind::Empty:
+      return "an empty file";
+    case FileKind::Binary:
+      return "a binary file of unknown kind";
+  }
+  return "a file of unknown kind";
+}
+
+FileKind require_file_kind(const std::string& path, const std::string& command,
+                           const std::vector<FileKind>& wanted, const std::string& wanted_text,
+                           const std::string& noun) {
+  const FileKind kind = detect_file_kind(path, noun);
+  if (std::find(wanted.begin(), wanted.end(), kind) == wanted.end())
+    throw_value_error(path + " is " + describe_file_kind(kind) + "; " + command + " wants " + wanted_text);
+  return kind;
+}
+
+}  // namespace samebits
