@@ -15,4 +15,5 @@
 #include <samebits/pin.hpp>
 #include <samebits/samba.hpp>
 #include <samebits/tensor.hpp>
+#include <samebits/tokenizer.hpp>
 #include <samebits/transformer.hpp>
