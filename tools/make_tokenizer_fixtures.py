@@ -34,7 +34,8 @@ SEED = 0x5A3EB175
 TARGET_BYTES = 1 << 20
 SAMPLES = ("english.txt", "code.txt", "multilingual.txt")
 
-WHITESPACE = [" ", "  ", "\t", "\n", "\r\n", "\u3000", "\u00a0", "\u2009", "\n\n\n", "   \n  ", "\r", "\u2028", "\u0085"]
+WHITESPACE = [" ", "  ", "\t", "\n", "\r\n", "\u3000", "\u00a0", "\u2009", "\n\n\n", "   \n  ", "\r", "\u2028",
+              "\u0085"]
 DIGIT_SETS = ["0123456789", "\u0660\u0661\u0662\u0663\u0664\u0665\u0666\u0667\u0668\u0669",
               "\uff10\uff11\uff12\uff13\uff14\uff15\uff16\uff17\uff18\uff19",
               "\u0966\u0967\u0968\u0969\u096a\u096b\u096c\u096d\u096e\u096f"]
