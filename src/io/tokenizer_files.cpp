@@ -47,6 +47,14 @@ class Reader {
     return v->as_bool();
   }
 
+  // A bool that `tokenizers` requires (it refuses the file without it), so samebits does too.
+  bool required_flag(const json::Value& obj, std::string_view key, const std::string& field) const {
+    const json::Value* v = obj.find(key);
+    if (v == nullptr || !v->is_bool())
+      fail(field + " has no bool '" + std::string(key) + "' (tokenizers requires it)");
+    return v->as_bool();
+  }
+
   std::int64_t integer(const json::Value& v, const std::string& field) const {
     const auto n = v.is_integer() ? v.as_int64() : std::nullopt;
     if (!n) fail(field + " is not an integer");
@@ -93,10 +101,10 @@ class Reader {
       t.id = static_cast<std::int32_t>(n);
       t.content = utf8(content->as_string(), field + ".content");
       if (t.content.empty()) fail(field + ".content is empty");
-      t.special = flag(entry, "special", false, field);
-      t.normalized = flag(entry, "normalized", !t.special, field);
+      t.special = required_flag(entry, "special", field);
+      t.normalized = required_flag(entry, "normalized", field);
       for (const char* key : {"lstrip", "rstrip", "single_word"})
-        if (flag(entry, key, false, field))
+        if (required_flag(entry, key, field))
           fail(field + " ('" + t.content + "') sets " + key + ": not honored (false only)");
       added_contents_.insert(content->as_string());
       spec_.added.push_back(std::move(t));
@@ -207,11 +215,12 @@ class Reader {
     }
     if (type == "ByteLevel") {
       s.kind = tk::PreTokenizerStep::Kind::ByteLevel;
-      s.add_prefix_space = flag(step, "add_prefix_space", true, field);
+      s.add_prefix_space = required_flag(step, "add_prefix_space", field);
+      (void)required_flag(step, "trim_offsets", field);  // offsets only
       s.use_regex = flag(step, "use_regex", true, field);
     } else if (type == "Digits") {
       s.kind = tk::PreTokenizerStep::Kind::Digits;
-      s.individual_digits = flag(step, "individual_digits", false, field);
+      s.individual_digits = required_flag(step, "individual_digits", field);
     } else if (type == "Split") {
       const json::Value* pattern = step.find("pattern");
       if (pattern == nullptr || !pattern->is_object()) fail(field + ".pattern is not an object");
@@ -246,7 +255,7 @@ class Reader {
         s.behavior = tk::SplitBehavior::Contiguous;
       else
         fail(field + ".behavior '" + b + "' is not a known behavior");
-      s.invert = flag(step, "invert", false, field);
+      s.invert = required_flag(step, "invert", field);
     } else {
       fail(field + " step '" + type + "' is not a known cut (ByteLevel, Split, Digits, Sequence of them)");
     }

@@ -4,6 +4,7 @@
 #include <pcre2.h>
 #include <utf8proc.h>
 
+#include <cstdint>
 #include <samebits/errors.hpp>
 #include <utility>
 
@@ -150,8 +151,15 @@ struct PreTokenizer::Compiled {
       throw_runtime_error(std::string("samebits.models.Tokenizer: PCRE2 refused the ") +
                           pattern_name(pattern) + " pattern: " + reinterpret_cast<const char*>(message));
     }
-    pcre2_jit_compile(code,
-                      PCRE2_JIT_COMPLETE);  // without JIT support the interpreter gives the same matches
+    std::uint32_t captures = 0;
+    pcre2_pattern_info(code, PCRE2_INFO_CAPTURECOUNT, &captures);
+    if (captures != 0) {
+      pcre2_code_free(code);
+      throw_runtime_error(std::string("samebits.models.Tokenizer: the ") + pattern_name(pattern) +
+                          " pattern has a capture group");
+    }
+    // Without JIT support the interpreter gives the same matches.
+    pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);
   }
   ~Compiled() { pcre2_code_free(code); }
   Compiled(const Compiled&) = delete;
@@ -159,19 +167,14 @@ struct PreTokenizer::Compiled {
 
   // The match/gap spans of `piece` (well-formed UTF-8), as `tokenizers` lists them for a regex.
   void spans(std::string_view piece, std::vector<Span>& out) const {
+    // Every known pattern has no capture group (checked at compile), so one match block of one pair per
+    // thread serves them all.
     struct MatchData {
-      pcre2_match_data* data;
-      explicit MatchData(const pcre2_code* c) : data(pcre2_match_data_create_from_pattern(c, nullptr)) {}
+      pcre2_match_data* data = pcre2_match_data_create(1, nullptr);
       ~MatchData() { pcre2_match_data_free(data); }
     };
-    thread_local std::vector<std::pair<const pcre2_code*, std::unique_ptr<MatchData>>> cache;
-    pcre2_match_data* data = nullptr;
-    for (auto& entry : cache)
-      if (entry.first == code) data = entry.second->data;
-    if (data == nullptr) {
-      cache.emplace_back(code, std::make_unique<MatchData>(code));
-      data = cache.back().second->data;
-    }
+    thread_local const MatchData block;
+    pcre2_match_data* data = block.data;
     if (data == nullptr) throw_memory_error("samebits.models.Tokenizer: PCRE2 match data allocation failed");
     const auto* subject = reinterpret_cast<PCRE2_SPTR>(piece.data());
     std::size_t previous = 0, at = 0;
