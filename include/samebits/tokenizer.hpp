@@ -62,9 +62,8 @@ class Tokenizer {
   // The Unicode version of the NFC and numeric tables (utf8proc).
   static std::string unicode_version();
 
-  struct Impl;
-
  private:
+  struct Impl;
   explicit Tokenizer(std::shared_ptr<const Impl> impl);
   std::shared_ptr<const Impl> impl_;
   friend class TokenStreamDecoder;
