@@ -9,7 +9,8 @@ llama-cpp-python dependency is not needed). Writes:
       of its Hub tokenizer.json: pre-tokenizer Sequence[Digits(individual_digits), ByteLevel], specials 0-16.
   layouts.json
       the gpt2, llama3 and qwen2 pipelines (normalizer, pre_tokenizer, post_processor, model flags) that the
-      tests put around the same vocabulary, each as its family's tokenizer.json writes it.
+      tests put around the same vocabulary, each as its family's tokenizer.json writes it, and qwen2_added
+      (qwen2 with normalized added tokens, four of them not special).
   reference.json
       for every layout: per corpus chunk, the SHA-256 of the ids `tokenizers` gives (int32 little endian),
       their count and the SHA-256 of decode(ids, skip_special_tokens=False); every 4th chunk also with
@@ -204,6 +205,15 @@ def layouts():
     }
 
 
+def with_added_flags(layouts):
+    """A fifth layout: qwen2's pipeline with every added token matched after NFC (`normalized`, as GPT-2
+    writes its <|endoftext|>) and four of them not special (still found when special tokens are text)."""
+    out = dict(layouts)
+    out["qwen2_added"] = dict(layouts["qwen2"], added_normalized=True,
+                              not_special=["<repo_name>", "<filename>", "<gh_stars>", "<jupyter_start>"])
+    return out
+
+
 def variant(base, layout):
     if layout is None:
         return base
@@ -211,6 +221,9 @@ def variant(base, layout):
     for key in ("normalizer", "pre_tokenizer", "post_processor", "decoder"):
         doc[key] = layout[key]
     doc["model"] = dict(base["model"], ignore_merges=layout["ignore_merges"])
+    if layout.get("added_normalized"):
+        doc["added_tokens"] = [dict(t, normalized=True, special=t["content"] not in layout["not_special"])
+                               for t in base["added_tokens"]]
     return doc
 
 
@@ -318,7 +331,8 @@ def main():
     if args.bench:
         base = json.load(open(os.path.join(fixtures, "smollm2", "tokenizer.json"), encoding="utf-8"))
         lay = json.load(open(os.path.join(fixtures, "layouts.json"), encoding="utf-8"))
-        bench({name: variant(base, lay.get(name)) for name in ("smollm2", "gpt2", "llama3", "qwen2")}, chunks)
+        bench({name: variant(base, lay.get(name)) for name in ("smollm2", "gpt2", "llama3", "qwen2", "qwen2_added")},
+              chunks)
         return
     path = args.gguf
     if path is None:
@@ -333,7 +347,7 @@ def main():
     with open(os.path.join(fixtures, "smollm2", "tokenizer_config.json"), "w", encoding="utf-8") as f:
         json.dump(config, f, indent=2)
         f.write("\n")
-    lay = layouts()
+    lay = with_added_flags(layouts())
     with open(os.path.join(fixtures, "layouts.json"), "w", encoding="utf-8") as f:
         json.dump({k: v for k, v in lay.items() if v is not None}, f, indent=1)
         f.write("\n")

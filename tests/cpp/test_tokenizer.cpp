@@ -67,6 +67,18 @@ std::string variant_json(const std::string& name) {
   for (const char* key : {"normalizer", "pre_tokenizer", "post_processor", "decoder"})
     doc = replaced(doc, {key}, *layout.find(key));
   doc = replaced(doc, {"model", "ignore_merges"}, *layout.find("ignore_merges"));
+  if (const json::Value* normalized = layout.find("added_normalized");
+      normalized != nullptr && normalized->as_bool()) {
+    json::Value::Array added;
+    for (const json::Value& entry : doc.find("added_tokens")->as_array()) {
+      bool special = true;
+      for (const json::Value& name : layout.find("not_special")->as_array())
+        special = special && name.as_string() != entry.find("content")->as_string();
+      json::Value edited = replaced(entry, {"normalized"}, json::Value::make_bool(true));
+      added.push_back(replaced(edited, {"special"}, json::Value::make_bool(special)));
+    }
+    doc = replaced(doc, {"added_tokens"}, json::Value::make_array(std::move(added)));
+  }
   return json::canonical_json(doc);
 }
 
@@ -117,7 +129,8 @@ TEST_P(TokenizerEquality, IdsAndDecodeEqualTokenizers) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Layouts, TokenizerEquality, ::testing::Values("smollm2", "gpt2", "llama3", "qwen2"));
+INSTANTIATE_TEST_SUITE_P(Layouts, TokenizerEquality,
+                         ::testing::Values("smollm2", "gpt2", "llama3", "qwen2", "qwen2_added"));
 
 TEST(TokenizerFiles, ReadsTheSmolLM2Directory) {
   const Tokenizer tok = Tokenizer::from_pretrained(kFixtures + "/smollm2");
@@ -302,6 +315,17 @@ TEST(TokenizerTiny, TemplateAndConfig) {
   EXPECT_EQ(no_bos.eos_token_id(), 258);
   EXPECT_EQ(tok.encode("x<s>y", false), (std::vector<std::int32_t>{120, 258, 121}));
   EXPECT_EQ(tok.encode("x<s>y", false, false), (std::vector<std::int32_t>{120, 60, 115, 62, 121}));
+  // Merges written as two-element lists (newer tokenizers versions) read the same.
+  const Tokenizer lists =
+      Tokenizer::from_json(with({"model", "merges"}, R"([["a","b"],["ab","c"]])"), std::nullopt, "tiny.json");
+  EXPECT_EQ(lists.encode("abc ab", false), (std::vector<std::int32_t>{257, 32, 256}));
+  // Merge order decides, not result ids: with "b c" ranked first, "abc" becomes a + bc.
+  const Tokenizer ranked = Tokenizer::from_json(
+      json::canonical_json(
+          replaced(replaced(json::parse(tiny_json()), {"model", "vocab", "bc"}, json::parse("260")),
+                   {"model", "merges"}, json::parse(R"(["b c","a b","ab c"])"))),
+      std::nullopt, "tiny.json");
+  EXPECT_EQ(ranked.encode("abc", false), (std::vector<std::int32_t>{97, 260}));
 }
 
 TEST(TokenizerTiny, Refusals) {

@@ -15,7 +15,7 @@ from samebits.models import Tokenizer, TokenStreamDecoder
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "tokenizer")
-LAYOUTS = ("smollm2", "gpt2", "llama3", "qwen2")
+LAYOUTS = ("smollm2", "gpt2", "llama3", "qwen2", "qwen2_added")
 
 
 def _fixture_tool():
