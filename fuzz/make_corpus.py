@@ -208,6 +208,38 @@ def safetensors_seeds():
     return seeds
 
 
+def tokenizer_seeds():
+    """fuzz_tokenizer: selector 0 + a tokenizer.json (valid and refused), selectors 1-4 + texts."""
+    printable = list(range(0x21, 0x7F)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
+    table, extra = {}, 256
+    for b in range(256):
+        if b in printable:
+            table[b] = chr(b)
+        else:
+            table[b] = chr(extra)
+            extra += 1
+    vocab = {table[b]: b for b in range(256)}
+    vocab.update({"th": 256, "the": 257})
+    flags = {"normalized": False, "special": True, "lstrip": False, "rstrip": False, "single_word": False}
+    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True}
+    doc = {"added_tokens": [dict(flags, id=258, content="<s>")],
+           "normalizer": None, "pre_tokenizer": byte_level,
+           "post_processor": None, "decoder": {"type": "ByteLevel"},
+           "model": {"type": "BPE", "vocab": vocab, "merges": ["t h", "th e"]}}
+    docs = [doc, dict(doc, normalizer={"type": "NFC"}),
+            dict(doc, pre_tokenizer={"type": "Sequence", "pretokenizers": [
+                {"type": "Digits", "individual_digits": False},
+                {"type": "Split", "pattern": {"String": "-"}, "behavior": "MergedWithNext", "invert": True},
+                dict(byte_level, use_regex=True)]}),
+            dict(doc, model=dict(doc["model"], type="Unigram")), dict(doc, post_processor={"type": "RobertaProcessing"})]
+    seeds = [("json_%d" % i, b"\x00" + json.dumps(d).encode()) for i, d in enumerate(docs)]
+    texts = [b"The theme of the 12 caf\xc3\xa9s", b"<s>hello<s> <x> don't IT'S", b"a\xffb\xc3\xe2\x82 \xf0\x9f\x98\x80",
+             "e\u0301 \u1100\u1161 \u3000 \u2028x 123456 \u0661\u0662".encode(), b"  \r\n\t  end  "]
+    for selector in range(1, 5):
+        seeds += [("text_%d_%d" % (selector, i), bytes([selector]) + t) for i, t in enumerate(texts)]
+    return seeds
+
+
 def write(name, seeds):
     # Generated seeds are rewritten; reproducers of fixed bugs (regression_*) are committed by hand and kept.
     target = CORPUS / name
@@ -230,7 +262,8 @@ def main():
             ("lowbit", lowbit_seeds()),
             ("weights", provider_seeds(range(6), 1024)),
             ("state", provider_seeds(range(8), 1024)),
-            ("safetensors", safetensors_seeds())):
+            ("safetensors", safetensors_seeds()),
+            ("tokenizer", tokenizer_seeds())):
         size, count = write(name, seeds)
         total += size
         print("%-15s %3d seeds %9d bytes" % (name, count, size))

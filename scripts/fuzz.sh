@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 SECONDS_EACH=${1:-30}
 shift $(( $# > 0 ? 1 : 0 ))
-ALL=(samba_stream samba_legacy mlp_checkpoint json lowbit weights state safetensors)
+ALL=(samba_stream samba_legacy mlp_checkpoint json lowbit weights state safetensors tokenizer)
 HARNESSES=("$@")
 [ ${#HARNESSES[@]} -eq 0 ] && HARNESSES=("${ALL[@]}")
 BUILD=$ROOT/build-fuzz
@@ -24,6 +24,7 @@ max_len() {
     mlp_checkpoint) echo 40960 ;;
     json) echo 65536 ;;
     lowbit) echo 20000 ;;
+    tokenizer) echo 16384 ;;
     *) echo 4096 ;;
   esac
 }

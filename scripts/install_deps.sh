@@ -9,6 +9,10 @@ command -v g++ >/dev/null 2>&1 || need_apt+=(g++)
 command -v ninja >/dev/null 2>&1 || need_apt+=(ninja-build)
 [ -f /usr/include/gtest/gtest.h ] || need_apt+=(libgtest-dev)
 [ -f /usr/include/benchmark/benchmark.h ] || need_apt+=(libbenchmark-dev)
+# The tokenizer (docs/tokenizer.md): PCRE2 for the pre-tokenizer regexes, utf8proc for NFC.
+[ -f /usr/include/pcre2.h ] || need_apt+=(libpcre2-dev)
+[ -f /usr/include/utf8proc.h ] || need_apt+=(libutf8proc-dev)
+command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
 if [ "${1:-}" = "--fuzz" ]; then
   command -v clang++ >/dev/null 2>&1 || need_apt+=(clang)
   fuzzer_lib=$(find /usr/lib/llvm-*/lib/clang -name 'libclang_rt.fuzzer-x86_64.a' 2>/dev/null | head -1)

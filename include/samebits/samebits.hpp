@@ -18,4 +18,5 @@
 #include <samebits/sampler.hpp>
 #include <samebits/scoring.hpp>
 #include <samebits/tensor.hpp>
+#include <samebits/tokenizer.hpp>
 #include <samebits/transformer.hpp>

@@ -5,6 +5,7 @@ from importlib import metadata as _metadata
 from pathlib import Path as _Path
 
 from . import lowbit
+from . import models
 from ._mamba import Mamba1BlockInference, Mamba1State, Mamba2BlockInference, Mamba2State
 from ._mamba3 import Mamba3BlockInference, Mamba3State
 from ._mlp import MLPInference

@@ -962,8 +962,95 @@ def _cli_rows(cat):
                 expect="cli")
 
 
+def _tokenizer_rows(cat):
+    """samebits.models.Tokenizer (docs/tokenizer.md): its files, ids and arguments."""
+    from samebits.models import Tokenizer
+
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "tokenizer" / "smollm2"
+    base_text = (fixtures / "tokenizer.json").read_bytes()
+    base = json.loads(base_text)
+    load = Tokenizer.from_pretrained
+    surface = "models.Tokenizer.from_pretrained"
+    category = "file: tokenizer.json"
+
+    def row(text, path, **options):
+        cat.add(category, surface, text, lambda: load(path), guard=path, **options)
+
+    def edited(text, name, edit):
+        doc = json.loads(base_text)
+        edit(doc)
+        row(text, cat.file(name + ".json", json.dumps(doc).encode()))
+
+    def directory(name, files):
+        d = cat.tmp / name
+        d.mkdir()
+        for file_name, data in files.items():
+            (d / file_name).write_bytes(data)
+        return d
+
+    row("a directory with tokenizer.model and no tokenizer.json", directory("sentencepiece", {"tokenizer.model": b"x"}))
+    row("/dev/zero (a device; must not read forever)", Path("/dev/zero"))
+    row("an empty file", cat.file("empty.json", b""))
+    row("truncated at half its length", cat.file("half.json", base_text[: len(base_text) // 2]))
+    row("nesting 2000 deep", cat.file("deep.json", b"[" * 2000 + b"]" * 2000))
+    row("a JSON array, not an object", cat.file("array.json", b"[]"))
+    edited("model.type Unigram", "unigram", lambda d: d["model"].update(type="Unigram"))
+    edited("model.byte_fallback true", "fallback", lambda d: d["model"].update(byte_fallback=True))
+    edited("model.dropout 0.1", "dropout", lambda d: d["model"].update(dropout=0.1))
+    edited("a vocabulary entry spelled with U+2581 (SentencePiece)", "metaspace",
+           lambda d: d["model"]["vocab"].update({"\u2581the": 60000}))
+    edited("vocabulary id -1", "negative", lambda d: d["model"]["vocab"].update(the=-1))
+    edited("vocabulary id 2^31", "huge", lambda d: d["model"]["vocab"].update(the=2 ** 31))
+    edited("two entries with one id", "shared", lambda d: d["model"]["vocab"].update(the=5))
+    edited("a merge 'a b c' (not a pair)", "triple", lambda d: d["model"]["merges"].insert(0, "a b c"))
+    edited("a merge whose result is not in the vocabulary", "orphan", lambda d: d["model"]["merges"].insert(0, "q z"))
+    edited("a merge repeated", "repeat", lambda d: d["model"]["merges"].append(d["model"]["merges"][0]))
+    edited("normalizer Lowercase", "lower", lambda d: d.update(normalizer={"type": "Lowercase"}))
+    edited("pre_tokenizer Metaspace", "meta", lambda d: d.update(pre_tokenizer={"type": "Metaspace"}))
+    edited("pre_tokenizer null", "nopre", lambda d: d.update(pre_tokenizer=None))
+    edited("a Split regex that is not a known spelling", "regex", lambda d: d.update(pre_tokenizer={
+        "type": "Sequence", "pretokenizers": [
+            {"type": "Split", "pattern": {"Regex": "(a+)+$"}, "behavior": "Isolated", "invert": False},
+            {"type": "ByteLevel"}]}))
+    edited("post_processor RobertaProcessing", "roberta", lambda d: d.update(post_processor={"type": "RobertaProcessing"}))
+    edited("an added token with lstrip true", "lstrip", lambda d: d["added_tokens"][0].update(lstrip=True))
+    edited("an added token whose content is a lone surrogate", "surrogate",
+           lambda d: d["added_tokens"][0].update(content="\ud800"))
+    edited("truncation set", "truncation", lambda d: d.update(truncation={"max_length": 8}))
+    row("tokenizer_config.json add_bos_token \"yes\"",
+        directory("badconfig", {"tokenizer.json": base_text, "tokenizer_config.json": b'{"add_bos_token": "yes"}'}))
+    row("tokenizer_config.json not JSON",
+        directory("notjson", {"tokenizer.json": base_text, "tokenizer_config.json": b"{add_bos_token: no}"}))
+    del base
+
+    tok = load(fixtures)
+    for text, ids in (("a bool id", [5, True]), ("a float id", [1.0]), ("id n_vocab (49152)", [5, 49152]),
+                      ("id -1", [-1]), ("id 2^40", [1 << 40]), ("a str id", ["5"])):
+        cat.add("ids", "models.Tokenizer.decode", text, lambda v=ids: tok.decode(v), guard=ids)
+    cat.add("ids", "models.Tokenizer.stream_decoder().push", "id 2^20 (no token)",
+            lambda: tok.stream_decoder().push(1 << 20))
+    cat.add("argument", "models.Tokenizer.encode", "text 3 (an int)", lambda: tok.encode(3))
+    cat.add("argument", "models.Tokenizer.encode", "a str with a lone surrogate", lambda: tok.encode("a\ud800"))
+    cat.add("argument", "models.Tokenizer.encode", "add_special_tokens 1 (an int)", lambda: tok.encode("x", 1))
+    cat.add("argument", "models.Tokenizer.encode_bytes", "a str", lambda: tok.encode_bytes("x"))
+
+    def repaired(result):
+        assert result == tok.encode("a\ufffd\ufffdb", add_special_tokens=False), result
+
+    cat.add("argument", "models.Tokenizer.encode_bytes", "ill-formed UTF-8 b'a\\xff\\xfeb'",
+            lambda: tok.encode_bytes(b"a\xff\xfeb"), expect="accept", check=repaired,
+            note="accepted: docs/tokenizer.md §3 repairs each ill-formed subpart to U+FFFD, as tokenizers sees it")
+
+    def one_word(result):
+        assert tok.decode(result) == "a" * 1_000_000
+
+    cat.add("argument", "models.Tokenizer.encode", "one word of 10^6 letters (must not be quadratic)",
+            lambda: tok.encode("a" * 1_000_000), expect="accept", check=one_word,
+            note="accepted: merging uses a priority queue (docs/tokenizer.md §5.4); the text decodes back")
+
+
 BUILDERS = (_samba_file_rows, _mlp_file_rows, _array_rows, _weight_rows, _state_buffer_rows, _ids_rows, _state_rows,
-            _lengths_rows, _argument_rows, _cli_rows)
+            _lengths_rows, _argument_rows, _cli_rows, _tokenizer_rows)
 
 
 def build(tmp):

@@ -1,0 +1,165 @@
+"""Tokenizer: byte-level BPE over tokenizer.json with the ids of Hugging Face `tokenizers` (docs/tokenizer.md)."""
+
+import operator
+import os
+
+from .._native import native
+
+_PREFIX = "samebits.models.Tokenizer: "
+_INT32 = 1 << 31
+
+
+def _ids(ids):
+    """A list of int32 ids, refusing bools and non-integers by position (docs/tokenizer.md §6)."""
+    out = []
+    for position, value in enumerate(ids):
+        if isinstance(value, bool):
+            raise TypeError(f"{_PREFIX}ids must be int, got bool at position {position}")
+        try:
+            number = operator.index(value)
+        except TypeError:
+            raise TypeError(
+                f"{_PREFIX}ids must be int, got {type(value).__name__} at position {position}"
+            ) from None
+        if not -_INT32 <= number < _INT32:
+            raise ValueError(
+                f"{_PREFIX}id {number} at position {position} is outside [0, n_vocab) and no added token"
+            )
+        out.append(number)
+    return out
+
+
+def _flag(value, name):
+    if not isinstance(value, bool):
+        raise TypeError(f"{_PREFIX}{name} must be a bool, got {type(value).__name__}")
+    return value
+
+
+class Tokenizer:
+    """Byte-level BPE read from a tokenizer.json (+ tokenizer_config.json); immutable and thread-safe."""
+
+    def __init__(self, *_args, **_kwargs):
+        raise TypeError(f"{_PREFIX}use Tokenizer.from_pretrained(path)")
+
+    @classmethod
+    def from_pretrained(cls, path):
+        """Loads a directory holding tokenizer.json, or a tokenizer.json path (docs/tokenizer.md §1)."""
+        path = os.fspath(path)
+        if os.path.isdir(path):
+            if not os.path.exists(os.path.join(path, "tokenizer.json")) and not os.path.exists(
+                os.path.join(path, "tokenizer.model")
+            ):
+                raise FileNotFoundError(f"{_PREFIX}{path} holds no tokenizer.json")
+        elif not os.path.exists(path):
+            raise FileNotFoundError(f"{_PREFIX}{path} does not exist")
+        self = object.__new__(cls)
+        self._engine = native().TokenizerEngine.from_pretrained(path)
+        return self
+
+    def encode(self, text, add_special_tokens=True, *, allow_special=True):
+        """Ids of `text` (str, or bytes-like taken as UTF-8); bos/eos added when add_special_tokens.
+
+        With allow_special=False, special added tokens in the text are ordinary text (docs/tokenizer.md §2.3).
+        """
+        if isinstance(text, str):
+            data = text.encode("utf-8")
+        else:
+            try:
+                data = bytes(memoryview(text))
+            except TypeError:
+                raise TypeError(
+                    f"{_PREFIX}text must be str or bytes-like, got {type(text).__name__}"
+                ) from None
+        return self._engine.encode(
+            data, _flag(add_special_tokens, "add_special_tokens"), _flag(allow_special, "allow_special")
+        )
+
+    def encode_bytes(self, data, *, allow_special=True):
+        """Ids of raw bytes, without bos/eos; ill-formed UTF-8 is replaced by U+FFFD first."""
+        if isinstance(data, str):
+            raise TypeError(f"{_PREFIX}encode_bytes takes bytes; use encode for str")
+        try:
+            raw = bytes(memoryview(data))
+        except TypeError:
+            raise TypeError(f"{_PREFIX}encode_bytes takes bytes, got {type(data).__name__}") from None
+        return self._engine.encode(raw, False, _flag(allow_special, "allow_special"))
+
+    def decode_bytes(self, ids, skip_special_tokens=False):
+        """The bytes the ids stand for (ByteLevel decoding)."""
+        return self._engine.decode_bytes(_ids(ids), _flag(skip_special_tokens, "skip_special_tokens"))
+
+    def decode(self, ids, errors="replace", skip_special_tokens=False):
+        """decode_bytes as str; errors is passed to bytes.decode (default: U+FFFD per ill-formed subpart)."""
+        skip = _flag(skip_special_tokens, "skip_special_tokens")
+        if errors == "replace":
+            return self._engine.decode(_ids(ids), skip)
+        return self._engine.decode_bytes(_ids(ids), skip).decode("utf-8", errors)
+
+    def token_bytes(self, id):
+        """The bytes of one id, or None when it names no token."""
+        return self._engine.token_bytes(_ids([id])[0])
+
+    def is_special(self, id):
+        """True when `id` is an added token marked special."""
+        return self._engine.is_special(_ids([id])[0])
+
+    def stream_decoder(self, skip_special_tokens=False):
+        """A TokenStreamDecoder: push ids one by one, get text once each character is complete."""
+        return TokenStreamDecoder(self, skip_special_tokens)
+
+    @property
+    def n_vocab(self):
+        """One above the largest id of the vocabulary and the added tokens."""
+        return self._engine.n_vocab
+
+    @property
+    def bos_ids(self):
+        return list(self._engine.bos_ids)
+
+    @property
+    def eos_ids(self):
+        return list(self._engine.eos_ids)
+
+    @property
+    def bos_token_id(self):
+        return self._engine.bos_token_id
+
+    @property
+    def eos_token_id(self):
+        return self._engine.eos_token_id
+
+    @property
+    def source(self):
+        """The tokenizer.json this tokenizer was read from."""
+        return self._engine.source
+
+    @property
+    def unicode_version(self):
+        """Unicode version of the NFC and numeric tables (utf8proc)."""
+        return native().TokenizerEngine.unicode_version()
+
+    def __repr__(self):
+        return f"Tokenizer({self.source!r}: {self._engine.describe()})"
+
+
+class TokenStreamDecoder:
+    """Streaming decode: push(id) returns the text completed so far; finish() flushes (docs/tokenizer.md §6)."""
+
+    def __init__(self, tokenizer, skip_special_tokens=False):
+        if not isinstance(tokenizer, Tokenizer):
+            raise TypeError(f"{_PREFIX}TokenStreamDecoder takes a Tokenizer, got {type(tokenizer).__name__}")
+        self._engine = native().TokenStreamDecoderEngine(
+            tokenizer._engine, _flag(skip_special_tokens, "skip_special_tokens")
+        )
+
+    def push(self, id):
+        """The text the id completes (possibly '')."""
+        return self._engine.push(_ids([id])[0])
+
+    def finish(self):
+        """The held-back rest; an incomplete character becomes U+FFFD."""
+        return self._engine.finish()
+
+    @property
+    def pending_bytes(self):
+        return self._engine.pending_bytes
