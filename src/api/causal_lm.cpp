@@ -172,7 +172,7 @@ TransformerOptions options_of(const io::HFPlan& plan, std::int64_t layer, std::i
   o.n_heads = b.n_heads;
   o.n_kv_heads = b.n_kv_heads;
   o.head_dim = b.head_dim;
-  o.window = plan.layer_windows[static_cast<std::size_t>(layer)];
+  o.window = plan.window_of(layer);
   o.rope_theta = static_cast<float>(b.rope_theta);
   o.rope_scaling = b.rope_scaling;
   if (!b.rope_scaling.empty()) o.rope_factor = static_cast<float>(b.rope_factor);
@@ -216,21 +216,23 @@ CausalLM CausalLM::load(const std::string& path, const std::string& weight_forma
                          : (plan.kind == io::HFKind::Mamba1 ? "mamba1" : "mamba2");
   const std::string mt = "samebits.models: model_type " + squote(plan.model_type) + ": ";
   const io::SafetensorsCheckpoint ckpt(path);
-  // Every planned name present (the first five missing named).
-  const std::vector<std::string> planned = plan.checkpoint_names();
-  std::vector<std::string> missing;
-  for (const std::string& name : planned)
-    if (!ckpt.contains(name)) missing.push_back(name);
-  if (!missing.empty()) {
-    const std::size_t n = missing.size();
-    missing.resize(std::min<std::size_t>(n, 5));
-    throw_value_error(mt + "the checkpoint lacks " + std::to_string(n) + " of the " +
-                      std::to_string(planned.size()) +
+  // Every planned name present (the first five missing named); the layer count is the config's, so the
+  // names are counted and tested, never all listed.
+  const std::vector<std::string> names = ckpt.names();
+  const std::int64_t planned = plan.planned_count();
+  std::int64_t present = 0;
+  for (const std::string& name : names)
+    if (plan.is_planned(name))
+      ++present;
+    else
+      model->unused.push_back(name);
+  if (present != planned) {
+    const std::vector<std::string> missing =
+        plan.first_planned(5, [&](const std::string& name) { return !ckpt.contains(name); });
+    throw_value_error(mt + "the checkpoint lacks " + std::to_string(planned - present) + " of the " +
+                      std::to_string(planned) +
                       " tensors the plan names; first missing: " + list_repr(missing));
   }
-  const std::set<std::string> used(planned.begin(), planned.end());
-  for (const std::string& name : ckpt.names())
-    if (used.count(name) == 0) model->unused.push_back(name);
   // Positions (docs/models.md §17.1).
   if (plan.kind == io::HFKind::Transformer) {
     const std::int64_t cap = std::min(plan.max_position_embeddings.value_or(kCeiling), kCeiling);

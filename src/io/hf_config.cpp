@@ -352,11 +352,10 @@ void plan_transformer(const Fields& f, HFPlan& plan) {
                      "a longrope-extended context; rope_scaling is refused above and so is its extension");
   }
   plan.block.qk_norm = plan.family == "qwen3";
-  plan.layer_windows.assign(static_cast<std::size_t>(plan.n_layers), 0);
   if (!samebits) {
     plan.block.qkv_bias = attention_bias;
     plan.block.mlp_bias = mlp_bias;
-    plan.layer_windows.assign(static_cast<std::size_t>(plan.n_layers), window);
+    plan.window = window;
     return;
   }
   // samebits: the biases each family's modeling code creates (docs/models.md §15.1).
@@ -370,19 +369,19 @@ void plan_transformer(const Fields& f, HFPlan& plan) {
         static_cast<std::int64_t>(layer_types->as_array().size()) != plan.n_layers)
       f.refuse_field("layer_types", "one attention kind per layer (num_hidden_layers=" +
                                         std::to_string(plan.n_layers) + ") is required");
-    for (std::size_t i = 0; i < layer_types->as_array().size(); ++i) {
-      const json::Value& t = layer_types->as_array()[i];
+    for (const json::Value& t : layer_types->as_array()) {
       if (t.is_string_equal("sliding_attention"))
-        plan.layer_windows[i] = window;
-      else if (!t.is_string_equal("full_attention"))
+        plan.layer_type_windows.push_back(window);
+      else if (t.is_string_equal("full_attention"))
+        plan.layer_type_windows.push_back(0);
+      else
         f.refuse_field("layer_types", "each kind must be 'full_attention' or 'sliding_attention'");
     }
   } else if (plan.family == "mistral" || plan.family == "phi3") {
-    plan.layer_windows.assign(static_cast<std::size_t>(plan.n_layers), window);
+    plan.window = window;
   } else if (use_window && (plan.family == "qwen2" || plan.family == "qwen3")) {
-    const std::int64_t first = f.integer("max_window_layers", 28);
-    for (std::int64_t i = std::max<std::int64_t>(first, 0); i < plan.n_layers; ++i)
-      plan.layer_windows[static_cast<std::size_t>(i)] = window;
+    plan.window = window;
+    plan.window_from = std::max<std::int64_t>(f.integer("max_window_layers", 28), 0);
   }
 }
 
@@ -623,17 +622,38 @@ std::vector<HFTensorRef> HFPlan::layer_weights(std::int64_t i) const {
   return out;
 }
 
-std::vector<std::string> HFPlan::checkpoint_names() const {
-  std::vector<std::string> names{embed_name};
-  std::set<std::string> seen{embed_name};
-  auto add = [&](const std::string& name) {
-    if (seen.insert(name).second) names.push_back(name);
-  };
-  for (std::int64_t i = 0; i < n_layers; ++i)
-    for (const HFTensorRef& ref : layer_weights(i)) add(ref.name);
-  add(norm_name);
-  if (!head_name.empty()) add(head_name);
-  return names;
+std::int64_t HFPlan::window_of(std::int64_t layer) const {
+  if (!layer_type_windows.empty()) return layer_type_windows[static_cast<std::size_t>(layer)];
+  return layer >= window_from ? window : 0;
+}
+
+namespace {
+// Layer 0's distinct checkpoint names with the "<prefix>0." stripped (every layer has the same ones).
+std::set<std::string> layer_suffixes(const HFPlan& plan, const std::string& prefix) {
+  std::set<std::string> out;
+  for (const HFTensorRef& ref : plan.layer_weights(0)) out.insert(ref.name.substr(prefix.size() + 2));
+  return out;
+}
+}  // namespace
+
+std::int64_t HFPlan::planned_count() const {
+  const std::string prefix = kind == HFKind::Transformer ? "model.layers." : "backbone.layers.";
+  const auto per_layer = static_cast<std::int64_t>(layer_suffixes(*this, prefix).size());
+  return 2 + (head_name.empty() ? 0 : 1) + per_layer * n_layers;
+}
+
+bool HFPlan::is_planned(const std::string& name) const {
+  if (name == embed_name || name == norm_name || (!head_name.empty() && name == head_name)) return true;
+  const std::string prefix = kind == HFKind::Transformer ? "model.layers." : "backbone.layers.";
+  if (name.compare(0, prefix.size(), prefix) != 0) return false;
+  std::size_t at = prefix.size();
+  std::size_t end = at;
+  while (end < name.size() && name[end] >= '0' && name[end] <= '9') ++end;
+  const std::size_t digits = end - at;
+  if (digits == 0 || digits > 18 || end >= name.size() || name[end] != '.' || (digits > 1 && name[at] == '0'))
+    return false;
+  const std::int64_t layer = std::stoll(name.substr(at, digits));
+  return layer < n_layers && layer_suffixes(*this, prefix).count(name.substr(end + 1)) != 0;
 }
 
 }  // namespace samebits::io

@@ -3,6 +3,7 @@
 // upstream's loader quirks when asked), and the tensor mapping of every layer.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <samebits/json.hpp>
@@ -62,8 +63,12 @@ struct HFPlan {
   std::optional<std::int64_t> max_position_embeddings;  // none for the Mamba families
   // transformer
   std::int64_t intermediate = 0;
-  HFBlockOptions block;                     // every layer's options but the window
-  std::vector<std::int64_t> layer_windows;  // one per layer (0 = full causal)
+  HFBlockOptions block;  // every layer's options but the window
+  // Windows (0 = full causal): layer i's is layer_type_windows[i] when the config lists layer_types, else
+  // `window` from layer `window_from` on (window_of()); kept compact, as a config's layer count is untrusted.
+  std::int64_t window = 0;
+  std::int64_t window_from = 0;
+  std::vector<std::int64_t> layer_type_windows;
   // mamba2
   double dt_lo = 0.0;
   double dt_hi = 0.0;
@@ -72,10 +77,29 @@ struct HFPlan {
   std::string norm_name;
   std::string head_name;  // empty when tied
 
+  std::int64_t window_of(std::int64_t layer) const;
   // The block tensors of layer i, in the block's key order.
   std::vector<HFTensorRef> layer_weights(std::int64_t i) const;
-  // Every checkpoint name the plan reads (embedding, final norm, head, each layer's), first use kept.
-  std::vector<std::string> checkpoint_names() const;
+  // How many distinct checkpoint names the plan reads, and whether it reads `name` (without listing every
+  // layer's names: the count of layers is the config's).
+  std::int64_t planned_count() const;
+  bool is_planned(const std::string& name) const;
+  // The first `limit` names the plan reads (embedding, each layer's, final norm, head; first use kept) for
+  // which `absent` holds, walking layers only while they are needed.
+  template <typename Pred>
+  std::vector<std::string> first_planned(std::size_t limit, Pred absent) const {
+    std::vector<std::string> out;
+    auto take = [&](const std::string& name) {
+      if (out.size() < limit && absent(name) && std::find(out.begin(), out.end(), name) == out.end())
+        out.push_back(name);
+    };
+    take(embed_name);
+    for (std::int64_t i = 0; i < n_layers && out.size() < limit; ++i)
+      for (const HFTensorRef& ref : layer_weights(i)) take(ref.name);
+    take(norm_name);
+    if (!head_name.empty()) take(head_name);
+    return out;
+  }
 };
 
 // config.json of a checkpoint directory (or the file itself), parsed in the Python dialect: a missing

@@ -434,13 +434,16 @@ TEST(CausalLMPlan, SamebitsReadsTheConfigAsItDefinesTheModel) {
   EXPECT_EQ(p.layer_weights(0).size(), 9u + 3 + 1 + 3);
   EXPECT_EQ(p.max_position_embeddings, 8192);
   // sliding_window only where the family uses it
-  EXPECT_EQ(plan_of(kLlama + ", \"sliding_window\": 4}").layer_windows, (std::vector<std::int64_t>{0, 0}));
+  const io::HFPlan plain = plan_of(kLlama + ", \"sliding_window\": 4}");
+  EXPECT_EQ(plain.window_of(0) + plain.window_of(1), 0);
   std::string q = kLlama + ", \"sliding_window\": 4, \"use_sliding_window\": true, \"max_window_layers\": 1}";
   q.replace(q.find("llama"), 5, "qwen2");
-  EXPECT_EQ(plan_of(q).layer_windows, (std::vector<std::int64_t>{0, 4}));
+  EXPECT_EQ(plan_of(q).window_of(0), 0);
+  EXPECT_EQ(plan_of(q).window_of(1), 4);
   std::string lt =
       kLlama + ", \"sliding_window\": 4, \"layer_types\": [\"sliding_attention\", \"full_attention\"]}";
-  EXPECT_EQ(plan_of(lt).layer_windows, (std::vector<std::int64_t>{4, 0}));
+  EXPECT_EQ(plan_of(lt).window_of(0), 4);
+  EXPECT_EQ(plan_of(lt).window_of(1), 0);
   // 5.x rope_parameters with linear scaling and partial rotary; theta inside
   io::HFPlan r = plan_of(kLlama +
                          ", \"rope_parameters\": {\"rope_type\": \"linear\", \"factor\": 2.0, "
@@ -465,7 +468,8 @@ TEST(CausalLMPlan, UpstreamLoaderQuirks) {
   EXPECT_EQ(p.norm_eps, 1e-5);
   EXPECT_TRUE(p.block.qkv_bias);
   EXPECT_FALSE(p.block.o_bias);
-  EXPECT_EQ(p.layer_windows, (std::vector<std::int64_t>{4, 4}));
+  EXPECT_EQ(p.window_of(0), 4);
+  EXPECT_EQ(p.window_of(1), 4);
   EXPECT_EQ(plan_of(kLlama + ", \"rms_norm_eps\": 1e-06}", M).block.norm_eps, 1e-6);
   EXPECT_EQ(plan_of(kLlama + ", \"rms_norm_eps\": 2e-05}", M).block.norm_eps, 2e-5);
   EXPECT_EQ(
@@ -609,6 +613,15 @@ TEST(CausalLMRefusals, LoadInOrder) {
       value_error_of([&] { CausalLM::load(scratch.model("missing", f.config, missing)); }),
       "samebits.models: model_type 'llama': the checkpoint lacks 2 of the 35 tensors the plan names; first "
       "missing: ['model.layers.0.self_attn.o_proj.bias', 'model.norm.weight']");
+  // a layer count no checkpoint could hold is counted, not listed
+  std::string huge = f.config;
+  huge.replace(huge.find("\"num_hidden_layers\": 2"), 22, "\"num_hidden_layers\": 1000000000000000");
+  EXPECT_EQ(
+      value_error_of([&] { CausalLM::load(scratch.model("huge", huge, f.tensors)); }),
+      "samebits.models: model_type 'llama': the checkpoint lacks 15999999999999968 of the 16000000000000003 "
+      "tensors the plan names; first missing: ['model.layers.2.input_layernorm.weight', "
+      "'model.layers.2.post_attention_layernorm.weight', 'model.layers.2.self_attn.q_proj.weight', "
+      "'model.layers.2.self_attn.k_proj.weight', 'model.layers.2.self_attn.v_proj.weight']");
   Tensors extra = f.tensors;
   extra["model.rotary_emb.inv_freq"] = {{4}, {1, 2, 3, 4}};
   EXPECT_EQ(CausalLM::load(scratch.model("extra", f.config, extra)).unused_names(),
