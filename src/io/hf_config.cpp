@@ -132,6 +132,16 @@ class Fields {
   std::string mt_;
 };
 
+// Sizes are positive and at most 2**31 - 1 (no checkpoint holds more; every product of two stays exact).
+void check_size(const Fields& f, const char* key) {
+  const json::Value* v = f.get(key);
+  if (v == nullptr || !v->is_integer()) return;  // a default
+  const std::int64_t n = *v->as_int64();
+  if (n < 1) f.refuse_field(key, "a positive integer is required");
+  if (n > 2147483647)
+    f.refuse_field(key, "an integer up to 2**31 - 1 is required (no checkpoint holds more)");
+}
+
 std::string family_of(const std::string& mt) { return mt == "smollm" ? "llama" : mt; }
 
 // The rope fields of either generation: 4.x top-level rope_theta / rope_scaling / partial_rotary_factor,
@@ -304,12 +314,9 @@ void plan_transformer(const Fields& f, HFPlan& plan) {
   plan.n_layers = f.integer("num_hidden_layers");
   plan.vocab_size = f.integer("vocab_size");
   plan.max_position_embeddings = f.integer("max_position_embeddings", 8192);
-  for (const char* key : {"hidden_size", "num_key_value_heads", "head_dim", "intermediate_size",
-                          "num_hidden_layers", "vocab_size", "max_position_embeddings"}) {
-    const json::Value* v = f.get(key);
-    if (v != nullptr && v->is_integer() && *v->as_int64() < 1)
-      f.refuse_field(key, "a positive integer is required");
-  }
+  for (const char* key : {"hidden_size", "num_attention_heads", "num_key_value_heads", "head_dim",
+                          "intermediate_size", "num_hidden_layers", "vocab_size", "max_position_embeddings"})
+    check_size(f, key);
   // 6. head geometry
   const std::int64_t nh = plan.block.n_heads;
   const std::int64_t hd = plan.block.head_dim;
@@ -407,8 +414,7 @@ void plan_mamba(const Fields& f, HFPlan& plan) {
   plan.d_model = f.integer("hidden_size");
   plan.n_layers = f.integer("num_hidden_layers");
   plan.vocab_size = f.integer("vocab_size");
-  for (const char* key : {"hidden_size", "num_hidden_layers", "vocab_size"})
-    if (*f.get(key)->as_int64() < 1) f.refuse_field(key, "a positive integer is required");
+  for (const char* key : {"hidden_size", "num_hidden_layers", "vocab_size"}) check_size(f, key);
   const std::string doc =
       one ? "mamba/IDENTICAL_MAMBA_CONTRACT.md section 3)" : "mamba/IDENTICAL_MAMBA2_CONTRACT.md section 3)";
   const std::string block = one ? "Mamba1Block" : "Mamba2Block";

@@ -546,6 +546,13 @@ TEST(CausalLMPlan, RefusalsInUpstreamWording) {
             pre + "rms_norm_eps='small' is not honored: a number is required");
   EXPECT_EQ(refusal(kLlama + ", \"sliding_window\": true}"),
             pre + "sliding_window=True is not honored: an integer width or null");
+  EXPECT_EQ(refusal(kLlama + ", \"max_position_embeddings\": 0}"),
+            pre + "max_position_embeddings=0 is not honored: a positive integer is required");
+  EXPECT_EQ(
+      refusal(kLlama + ", \"vocab_size\": 2147483648}"),
+      pre +
+          "vocab_size=2147483648 is not honored: an integer up to 2**31 - 1 is required (no checkpoint holds "
+          "more)");
   EXPECT_EQ(refusal(kLlama + ", \"attention_dropout\": 0.1}"),
             pre +
                 "attention_dropout=0.1 is not honored: inference has no dropout and the profile refuses a "
@@ -615,13 +622,12 @@ TEST(CausalLMRefusals, LoadInOrder) {
       "missing: ['model.layers.0.self_attn.o_proj.bias', 'model.norm.weight']");
   // a layer count no checkpoint could hold is counted, not listed
   std::string huge = f.config;
-  huge.replace(huge.find("\"num_hidden_layers\": 2"), 22, "\"num_hidden_layers\": 1000000000000000");
-  EXPECT_EQ(
-      value_error_of([&] { CausalLM::load(scratch.model("huge", huge, f.tensors)); }),
-      "samebits.models: model_type 'llama': the checkpoint lacks 15999999999999968 of the 16000000000000003 "
-      "tensors the plan names; first missing: ['model.layers.2.input_layernorm.weight', "
-      "'model.layers.2.post_attention_layernorm.weight', 'model.layers.2.self_attn.q_proj.weight', "
-      "'model.layers.2.self_attn.k_proj.weight', 'model.layers.2.self_attn.v_proj.weight']");
+  huge.replace(huge.find("\"num_hidden_layers\": 2"), 22, "\"num_hidden_layers\": 2147483647");
+  EXPECT_EQ(value_error_of([&] { CausalLM::load(scratch.model("huge", huge, f.tensors)); }),
+            "samebits.models: model_type 'llama': the checkpoint lacks 34359738320 of the 34359738355 "
+            "tensors the plan names; first missing: ['model.layers.2.input_layernorm.weight', "
+            "'model.layers.2.post_attention_layernorm.weight', 'model.layers.2.self_attn.q_proj.weight', "
+            "'model.layers.2.self_attn.k_proj.weight', 'model.layers.2.self_attn.v_proj.weight']");
   Tensors extra = f.tensors;
   extra["model.rotary_emb.inv_freq"] = {{4}, {1, 2, 3, 4}};
   EXPECT_EQ(CausalLM::load(scratch.model("extra", f.config, extra)).unused_names(),
