@@ -32,6 +32,7 @@ using testing::value_error_of;
 struct Tensor {
   std::vector<std::int64_t> shape;
   std::vector<float> values;
+  bool int32 = false;  // stored as I32 (the values converted)
 };
 using Tensors = std::map<std::string, Tensor>;
 
@@ -42,13 +43,16 @@ std::string safetensors_bytes(const Tensors& tensors, bool bf16) {
   std::string data;
   for (const auto& [name, t] : tensors) {
     if (header.size() > 1) header += ",";
-    header += "\"" + name + "\":{\"dtype\":\"" + (bf16 ? "BF16" : "F32") + "\",\"shape\":[";
+    header += "\"" + name + "\":{\"dtype\":\"" + (t.int32 ? "I32" : bf16 ? "BF16" : "F32") + "\",\"shape\":[";
     for (std::size_t i = 0; i < t.shape.size(); ++i) {
       if (i > 0) header += ',';
       header += std::to_string(t.shape[i]);
     }
     std::string bytes;
-    if (bf16) {
+    if (t.int32) {
+      std::vector<std::int32_t> ints(t.values.begin(), t.values.end());
+      bytes.assign(reinterpret_cast<const char*>(ints.data()), ints.size() * 4);
+    } else if (bf16) {
       std::vector<std::uint16_t> bits(t.values.size());
       lowbit::bf16_from_f32_array(t.values.data(), t.values.size(), bits.data());
       bytes.assign(reinterpret_cast<const char*>(bits.data()), bits.size() * 2);
@@ -594,6 +598,63 @@ TEST(CausalLMPlan, RefusalsInUpstreamWording) {
       "samebits.models: model_type 'mamba2': time_step_limit=[0.0] is not honored: a pair (lo, hi)");
 }
 
+TEST(CausalLMPlan, MoreRefusals) {
+  auto refusal = [](const std::string& text) { return value_error_of([&] { plan_of(text); }); };
+  EXPECT_EQ(refusal("{\"model_type\": \"gemma\", \"hidden_act\": \"gelu_pytorch_tanh\"}"),
+            "samebits.models: model_type 'gemma': hidden_act='gelu_pytorch_tanh' is not honored: the block's "
+            "MLP is "
+            "SwiGLU (silu gate); mlp values beyond 'swiglu' are not in the interface");
+  EXPECT_EQ(
+      refusal("{\"model_type\": \"gemma2\", \"final_logit_softcapping\": 30.0}"),
+      "samebits.models: model_type 'gemma2': final_logit_softcapping=30.0 is not honored: gemma2's softcaps "
+      "and query scale are not in the interface's option matrix");
+  EXPECT_EQ(
+      refusal(kLlama + ", \"rope_scaling\": {\"type\": \"linear\"}}"),
+      "samebits.models: model_type 'llama': rope_scaling={'type': 'linear'} is not honored: rope_scaling "
+      "'linear' needs 'factor'");
+  EXPECT_EQ(refusal(kLlama + ", \"layer_types\": [\"full_attention\"]}"),
+            "samebits.models: model_type 'llama': layer_types=['full_attention'] is not honored: one "
+            "attention kind "
+            "per layer (num_hidden_layers=2) is required");
+  const std::string mamba =
+      "{\"model_type\": \"mamba\", \"hidden_size\": 32, \"num_hidden_layers\": 1, \"vocab_size\": 8";
+  EXPECT_EQ(
+      refusal(mamba + ", \"use_bias\": true}"),
+      "samebits.models: model_type 'mamba': use_bias=True is not honored: Mamba1Block fixes it at False "
+      "(mamba/IDENTICAL_MAMBA_CONTRACT.md section 3)");
+  EXPECT_EQ(
+      refusal(mamba + ", \"hidden_act\": \"gelu\"}"),
+      "samebits.models: model_type 'mamba': hidden_act='gelu' is not honored: silu only, as the reference "
+      "asserts");
+  const std::string m2 =
+      "{\"model_type\": \"mamba2\", \"hidden_size\": 64, \"num_hidden_layers\": 1, \"vocab_size\": 8";
+  EXPECT_EQ(refusal(m2 + ", \"use_conv_bias\": false}"),
+            "samebits.models: model_type 'mamba2': use_conv_bias=False is not honored: Mamba2Block fixes it "
+            "at True "
+            "(mamba/IDENTICAL_MAMBA2_CONTRACT.md section 3)");
+  EXPECT_EQ(
+      refusal(m2 + ", \"layer_norm_epsilon\": 1e-06}"),
+      "samebits.models: model_type 'mamba2': layer_norm_epsilon=1e-06 is not honored: Mamba2Block fixes rms "
+      "eps at 1e-5 for both norms");
+  const io::HFPlan limit = plan_of(m2 + ", \"time_step_limit\": [0.001, 0.1]}");
+  EXPECT_EQ(limit.dt_lo, 0.001);
+  EXPECT_EQ(limit.dt_hi, 0.1);
+  EXPECT_TRUE(plan_of(m2 + "}").tie_embeddings);
+  EXPECT_TRUE(std::isinf(plan_of(m2 + "}").dt_hi));
+}
+
+TEST(CausalLMPlan, ConfigFiles) {
+  Scratch scratch;
+  EXPECT_EQ(error_of([&] { io::read_hf_config(scratch.path()); }, ErrorKind::NotFound),
+            "samebits.models.HFConfig: " + scratch.path() + "/config.json does not exist");
+  const std::string dir = scratch.model("bad", "{\"model_type\": ", {});
+  const std::string message = value_error_of([&] { io::read_hf_config(dir); });
+  EXPECT_EQ(message.rfind("samebits.models.HFConfig: " + dir + "/config.json is not JSON: ", 0), 0u)
+      << message;
+  const std::string nan = scratch.model("nan", "{\"model_type\": \"mamba2\", \"x\": NaN}", {});
+  EXPECT_TRUE(io::read_hf_config(nan).is_object());
+}
+
 // ------------------------------------------------------------------ load and call refusals
 
 TEST(CausalLMRefusals, LoadInOrder) {
@@ -628,6 +689,25 @@ TEST(CausalLMRefusals, LoadInOrder) {
             "tensors the plan names; first missing: ['model.layers.2.input_layernorm.weight', "
             "'model.layers.2.post_attention_layernorm.weight', 'model.layers.2.self_attn.q_proj.weight', "
             "'model.layers.2.self_attn.k_proj.weight', 'model.layers.2.self_attn.v_proj.weight']");
+  EXPECT_EQ(value_error_of([&] { CausalLM::load(dir, "float32", 9000); }),
+            "samebits.models: model_type 'llama': max_positions=9000 exceeds the transformer block's "
+            "absolute-position ceiling 8192 (DEVIATION 812)");
+  Tensors norm = f.tensors;
+  norm["model.norm.weight"] = {{kD + 1}, std::vector<float>(kD + 1, 1.0f)};
+  EXPECT_EQ(value_error_of([&] { CausalLM::load(scratch.model("norm", f.config, norm)); }),
+            "samebits.models: model_type 'llama': hidden_size=32 but model.norm.weight has shape (33,)");
+  Tensors head = f.tensors;
+  head["lm_head.weight"] = {{kVocab, kD - 1}, std::vector<float>(kVocab * (kD - 1), 1.0f)};
+  EXPECT_EQ(
+      value_error_of([&] { CausalLM::load(scratch.model("head", f.config, head)); }),
+      "samebits.models: model_type 'llama': vocab_size=64 and hidden_size=32 but lm_head.weight has shape "
+      "(64, 31)");
+  Tensors ints = f.tensors;
+  ints["model.layers.0.mlp.up_proj.weight"].int32 = true;
+  EXPECT_EQ(
+      error_of([&] { CausalLM::load(scratch.model("ints", f.config, ints)); }, ErrorKind::Type),
+      "samebits.models.CausalLM: tensor 'model.layers.0.mlp.up_proj.weight' is an integer tensor (I32); a "
+      "weight must be F32, F16 or BF16");
   Tensors extra = f.tensors;
   extra["model.rotary_emb.inv_freq"] = {{4}, {1, 2, 3, 4}};
   EXPECT_EQ(CausalLM::load(scratch.model("extra", f.config, extra)).unused_names(),

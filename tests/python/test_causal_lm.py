@@ -264,6 +264,83 @@ def _by_hand(config, tensors, ids):
     return x
 
 
+def _silu(v):
+    return v / (1.0 + np.exp(-v))
+
+
+def _softplus(v):
+    return np.where(v <= 20.0, np.log1p(np.exp(np.minimum(v, 20.0))), v)
+
+
+def _conv_silu(pre, weight, bias):
+    """Depthwise causal conv of width 4 from zeros, then SiLU: pre (B, L, C), weight (C, 1, 4)."""
+    B, L, C = pre.shape
+    ext = np.concatenate([np.zeros((B, 3, C)), pre], axis=1)
+    acc = np.broadcast_to(bias, (B, L, C)).copy()
+    for k in range(4):
+        acc += weight[:, 0, k] * ext[:, k: k + L]
+    return _silu(acc)
+
+
+def mamba_block64(w, x, one):
+    """One Mamba block by its plain per-token recurrence in float64 (transformers' MambaMixer /
+    Mamba2Mixer math: no chunking), norm and residual around it."""
+    B, L, dm = x.shape
+    di = 2 * dm
+    n = rms64(x, w["norm.weight" if one else "block_norm.weight"], float(np.float32(1e-5)))
+    proj = n @ w["in_proj.weight"].T
+    if one:
+        r = (dm + 15) // 16
+        u = _conv_silu(proj[..., :di], w["conv1d.weight"], w["conv1d.bias"])
+        z = proj[..., di:]
+        xp = u @ w["x_proj.weight"].T
+        delta = _softplus(xp[..., :r] @ w["dt_proj.weight"].T + w["dt_proj.bias"])
+        Bm, Cm = xp[..., r: r + 16], xp[..., r + 16:]
+        A = -np.exp(w["A_log"])
+        h, ys = np.zeros((B, di, 16)), []
+        for t in range(L):
+            dl = delta[:, t, :, None]
+            h = np.exp(dl * A) * h + dl * Bm[:, t, None, :] * u[:, t, :, None]
+            ys.append((h * Cm[:, t, None, :]).sum(-1))
+        y = np.stack(ys, 1) + u * w["D"]
+        return x + (y * _silu(z)) @ w["out_proj.weight"].T
+    H, cd = di // 64, di + 256
+    z, dt_raw = proj[..., :di], proj[..., di + cd:]
+    xbc = _conv_silu(proj[..., di: di + cd], w["conv1d.weight"], w["conv1d.bias"])
+    xs, Bm, Cm = xbc[..., :di].reshape(B, L, H, 64), xbc[..., di: di + 128], xbc[..., di + 128:]
+    dt = _softplus(dt_raw + w["dt_bias"])
+    A = -np.exp(w["A_log"])
+    h, ys = np.zeros((B, H, 64, 128)), []
+    for t in range(L):
+        h = np.exp(dt[:, t] * A)[:, :, None, None] * h + (xs[:, t] * dt[:, t, :, None])[..., None] * Bm[:, t, None, None, :]
+        ys.append((h * Cm[:, t, None, None, :]).sum(-1))
+    y = (np.stack(ys, 1) + xs * w["D"][:, None]).reshape(B, L, di)
+    return x + rms64(y * _silu(z), w["norm.weight"], float(np.float32(1e-5))) @ w["out_proj.weight"].T
+
+
+def mamba_reference64(config, t, ids):
+    one = config["model_type"] == "mamba"
+    t = {k: v.astype(np.float64) for k, v in t.items()}
+    x = t["backbone.embeddings.weight"][ids]
+    for i in range(config["num_hidden_layers"]):
+        mixer = f"backbone.layers.{i}.mixer."
+        w = {k[len(mixer):]: v for k, v in t.items() if k.startswith(mixer)}
+        w["norm.weight" if one else "block_norm.weight"] = t[f"backbone.layers.{i}.norm.weight"]
+        x = mamba_block64(w, x, one)
+    head = t["lm_head.weight"] if "lm_head.weight" in t else t["backbone.embeddings.weight"]
+    return rms64(x, t["backbone.norm_f.weight"], float(np.float32(1e-5))) @ head.T
+
+
+@pytest.mark.parametrize("bf16", [False, True], ids=["F32", "BF16"])
+@pytest.mark.parametrize("name", ["mamba", "mamba2"])
+def test_mamba_families_match_float64(name, bf16, tmp_path):
+    config, tensors = family(name)
+    model = CausalLM.load(write_model(tmp_path / name, config, tensors, bf16))
+    ids = ids_of(2, 9, 1)
+    stored = {k: bf16_round(v) for k, v in tensors.items()} if bf16 else tensors
+    assert relative_error(model.forward(ids), mamba_reference64(config, stored, ids)) < 1e-5
+
+
 @pytest.mark.parametrize("name", ["mamba", "mamba2"])
 def test_mamba_families_are_their_blocks(name, tmp_path):
     config, tensors = family(name)
