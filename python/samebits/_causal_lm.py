@@ -67,6 +67,11 @@ class CausalLMState:
     def positions(self):
         return self._engine.positions
 
+    def buffers_bytes(self):
+        """Every layer's state buffers (and position counts), in stack order, as one bytes object: two states
+        hold the same contents exactly when these are equal."""
+        return self._engine.buffers_bytes()
+
     def clone(self):
         """An independent copy; continuing it gives the bits the original would."""
         return CausalLMState(self._engine.clone(), self._owner)

@@ -36,7 +36,34 @@ void bind_causal_lm(nb::module_& m) {
       .def_prop_ro("max_tokens", &CausalLMState::max_tokens)
       .def_prop_ro("layers", &CausalLMState::layers)
       .def_prop_ro("positions", &CausalLMState::positions)
-      .def("belongs_to", &CausalLMState::belongs_to);
+      .def("belongs_to", &CausalLMState::belongs_to)
+      .def("buffers_bytes", [](const CausalLMState& self) {
+        // Every layer's buffers, in stack order, as one bytes object (tests compare states with it).
+        std::string out;
+        auto add = [&](const float* data, std::size_t count) {
+          out.append(reinterpret_cast<const char*>(data), count * sizeof(float));
+        };
+        for (std::int64_t i = 0; i < self.layers(); ++i) {
+          if (const TransformerState* kv = self.transformer(i)) {
+            const std::int64_t cached = kv->cached_tokens();
+            out.append(reinterpret_cast<const char*>(&cached), sizeof cached);
+            const std::vector<float> k = kv->k_cache_copy(), v = kv->v_cache_copy();
+            add(k.data(), k.size());
+            add(v.data(), v.size());
+          } else if (const Mamba1State* m1 = self.mamba1(i)) {
+            add(m1->conv_window(), static_cast<std::size_t>(m1->conv_window_size()));
+            add(m1->h(), static_cast<std::size_t>(m1->h_size()));
+          } else if (const Mamba2State* m2 = self.mamba2(i)) {
+            const std::int64_t buffered = m2->buffered_tokens();
+            out.append(reinterpret_cast<const char*>(&buffered), sizeof buffered);
+            add(m2->conv_window(), static_cast<std::size_t>(m2->conv_window_size()));
+            add(m2->h(), static_cast<std::size_t>(m2->h_size()));
+            add(m2->buffer_xbc(), static_cast<std::size_t>(m2->buffer_xbc_size()));
+            add(m2->buffer_dtraw(), static_cast<std::size_t>(m2->buffer_dtraw_size()));
+          }
+        }
+        return nb::bytes(out.data(), out.size());
+      });
 
   nb::class_<CausalLM>(m, "CausalLMEngine")
       .def_static("load", &CausalLM::load, nb::arg("path"), nb::arg("weight_format") = "float32",
