@@ -489,3 +489,23 @@ def test_python_refusals(tmp_path):
     bad = dict(config, model_type="mixtral")
     with pytest.raises(ValueError, match=r"model_type 'mixtral' is not in the option matrix"):
         CausalLM.load(write_model(tmp_path / "bad", bad, tensors))
+
+
+def test_upstream_loader_quirks(tmp_path):
+    """loader="mojolearn" (docs/models.md §15.3): qwen2's sliding_window applies although use_sliding_window is
+    false (the same bits while every key is inside the window, others past it); the eps quirk moves the logits
+    of a config at exactly 1e-5; a llama3 rope_scaling is refused."""
+    config, tensors = family("qwen2_biases")
+    d = write_model(tmp_path / "qwen2", config, tensors)
+    ours, upstream = CausalLM.load(d), CausalLM.load(d, loader="mojolearn")
+    assert upstream.loader == "mojolearn"
+    ids = ids_of(1, 9, 8)
+    a, b = ours.forward(ids), upstream.forward(ids)
+    assert np.array_equal(a[:, :4].view(np.uint32), b[:, :4].view(np.uint32))
+    assert not np.array_equal(a[:, 4:], b[:, 4:])
+    config, tensors = family("llama_tied")
+    d = write_model(tmp_path / "llama", config, tensors)
+    assert not np.array_equal(CausalLM.load(d).forward(ids), CausalLM.load(d, loader="mojolearn").forward(ids))
+    config, tensors = family("llama_untied_biases")
+    with pytest.raises(ValueError, match="rope_scaling=.* is not honored: rope type 'default' is the only one"):
+        CausalLM.load(write_model(tmp_path / "llama3", config, tensors), loader="mojolearn")
