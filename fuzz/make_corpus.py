@@ -237,6 +237,35 @@ def tokenizer_seeds():
              "e\u0301 \u1100\u1161 \u3000 \u2028x 123456 \u0661\u0662".encode(), b"  \r\n\t  end  "]
     for selector in range(1, 5):
         seeds += [("text_%d_%d" % (selector, i), bytes([selector]) + t) for i, t in enumerate(texts)]
+
+
+def hf_config_seeds():
+    """config.json documents of every family (transformers 4.x and 5.x spellings) and near misses."""
+    llama = {"model_type": "llama", "hidden_size": 32, "num_attention_heads": 4, "num_key_value_heads": 2,
+             "intermediate_size": 48, "num_hidden_layers": 2, "vocab_size": 64, "rms_norm_eps": 1e-05,
+             "tie_word_embeddings": True}
+    docs = {
+        "llama": llama,
+        "llama3_scaling": dict(llama, rope_theta=500000.0, attention_bias=True, mlp_bias=True,
+                               rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                             "high_freq_factor": 4.0, "original_max_position_embeddings": 16}),
+        "mistral": dict(llama, model_type="mistral", sliding_window=4096),
+        "qwen2_window": dict(llama, model_type="qwen2", sliding_window=4, use_sliding_window=True,
+                             max_window_layers=1),
+        "qwen3_5x": dict(llama, model_type="qwen3", head_dim=8, layer_types=["sliding_attention", "full_attention"],
+                         rope_parameters={"rope_type": "linear", "factor": 2.0, "rope_theta": 1e6,
+                                          "partial_rotary_factor": 0.5}),
+        "phi3": dict(llama, model_type="phi3", partial_rotary_factor=0.75, original_max_position_embeddings=4096),
+        "mixtral": dict(llama, model_type="mixtral", num_local_experts=8),
+        "huge_layers": dict(llama, num_hidden_layers=2147483647),
+        "mamba": {"model_type": "mamba", "hidden_size": 32, "num_hidden_layers": 2, "vocab_size": 64,
+                  "time_step_rank": "auto", "layer_norm_epsilon": 1e-05},
+    }
+    seeds = [(name, json.dumps(doc).encode()) for name, doc in docs.items()]
+    seeds.append(("mamba2_inf", b'{"model_type": "mamba2", "hidden_size": 64, "num_hidden_layers": 1, '
+                                b'"vocab_size": 8, "num_heads": 2, "time_step_limit": [0.0, Infinity]}'))
+    seeds.append(("mamba2_5x_inf", b'{"model_type": "mamba2", "hidden_size": 64, "num_hidden_layers": 1, '
+                                   b'"vocab_size": 8, "time_step_limit": [0.0, {"__float__": "Infinity"}]}'))
     return seeds
 
 
@@ -263,7 +292,8 @@ def main():
             ("weights", provider_seeds(range(6), 1024)),
             ("state", provider_seeds(range(8), 1024)),
             ("safetensors", safetensors_seeds()),
-            ("tokenizer", tokenizer_seeds())):
+            ("tokenizer", tokenizer_seeds()),
+            ("hf_config", hf_config_seeds())):
         size, count = write(name, seeds)
         total += size
         print("%-15s %3d seeds %9d bytes" % (name, count, size))

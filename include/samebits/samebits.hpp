@@ -3,6 +3,7 @@
 // by threads; states belong to one caller and are copied only explicitly (clone()).
 #pragma once
 
+#include <samebits/causal_lm.hpp>
 #include <samebits/checkpoint.hpp>
 #include <samebits/checkpoint_info.hpp>
 #include <samebits/engine.hpp>

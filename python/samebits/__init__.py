@@ -6,6 +6,7 @@ from pathlib import Path as _Path
 
 from . import lowbit
 from . import models
+from ._causal_lm import CausalLM, CausalLMState
 from ._mamba import Mamba1BlockInference, Mamba1State, Mamba2BlockInference, Mamba2State
 from ._mamba3 import Mamba3BlockInference, Mamba3State
 from ._mlp import MLPInference
@@ -20,6 +21,8 @@ except _metadata.PackageNotFoundError:  # running from a source tree
     __version__ = "0.0.0+unknown"
 
 __all__ = [
+    "CausalLM",
+    "CausalLMState",
     "MLPInference",
     "Mamba1BlockInference",
     "Mamba1State",

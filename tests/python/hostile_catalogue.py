@@ -135,6 +135,8 @@ def snapshot(obj):
     if isinstance(obj, samebits.Mamba3State):
         pieces = (np.array(getattr(obj, p)).tobytes() for p in MAMBA3_PIECES)
         return ("mamba3", obj.buffered_tokens, obj.pending, *pieces)
+    if isinstance(obj, samebits.CausalLMState):
+        return ("causal_lm", obj.batch_size, obj.max_tokens, obj.positions, obj.buffers_bytes())
     if isinstance(obj, samebits.SambaState):
         return ("samba", obj.batch_size, obj.max_tokens, tuple(snapshot(layer) for layer in obj.layers))
     raise TypeError(f"hostile catalogue: no snapshot for {type(obj).__name__}")
@@ -1049,8 +1051,91 @@ def _tokenizer_rows(cat):
             note="accepted: merging uses a priority queue (docs/tokenizer.md §5.4); the text decodes back")
 
 
+def _causal_lm_rows(cat):
+    """CausalLM (docs/models.md §15-§19): hostile config files and checkpoints, ids, states and generate."""
+    from test_causal_lm import family, write_model
+
+    category = "causal_lm"
+    config, tensors = family("llama_tied")
+    good_dir = write_model(cat.tmp / "causal_lm_good", config, tensors)
+    model = samebits.CausalLM.load(good_dir, max_positions=16)
+    other = samebits.CausalLM.load(good_dir, max_positions=16)
+
+    def load_dir(name, text, why, weights=tensors, **options):
+        d = cat.tmp / f"causal_lm_{name}"
+        write_model(d, config, weights)
+        (d / "config.json").write_text(text)
+        cat.add(category, "CausalLM.load", why, lambda: samebits.CausalLM.load(d, **options), guard=d / "config.json")
+
+    good = json.dumps(config)
+    load_dir("not_json", good[:-5], "config.json truncated (not JSON)")
+    load_dir("list", "[1, 2]", "config.json a list, not an object")
+    load_dir("no_type", json.dumps(dict(config, model_type=None)), "model_type null")
+    load_dir("mixtral", json.dumps(dict(config, model_type="mixtral")), "model_type 'mixtral' (not a family)")
+    load_dir("huge", json.dumps(dict(config, num_hidden_layers=2**31 - 1)),
+             "num_hidden_layers 2^31 - 1 with 2 layers of tensors")
+    load_dir("too_huge", json.dumps(dict(config, num_hidden_layers=2**63 - 1)), "num_hidden_layers 2^63 - 1")
+    load_dir("bool", json.dumps(dict(config, hidden_size=True)), "hidden_size true")
+    load_dir("yarn", json.dumps(dict(config, rope_scaling={"rope_type": "yarn", "factor": 4.0})),
+             "rope_scaling yarn")
+    load_dir("heads", json.dumps(dict(config, head_dim=16)), "num_attention_heads * head_dim != hidden_size")
+    load_dir("eps", good.replace('"rms_norm_eps": 1e-05', '"rms_norm_eps": NaN'), "rms_norm_eps NaN")
+    load_dir("fp8", good, "weight_format 'fp8'", weight_format="fp8")
+    load_dir("loader", good, "loader 'hf'", loader="hf")
+    load_dir("positions", good, "max_positions 0", max_positions=0)
+    nan = dict(tensors)
+    nan["model.norm.weight"] = with_nan(tensors["model.norm.weight"], 3)
+    load_dir("nan", good, "a NaN in model.norm.weight", weights=nan)
+    small = dict(tensors)
+    small["model.embed_tokens.weight"] = tensors["model.embed_tokens.weight"][:63].copy()
+    load_dir("embed", good, "embedding of 63 rows for vocab_size 64", weights=small)
+    gone = dict(tensors)
+    del gone["model.layers.1.mlp.down_proj.weight"]
+    load_dir("missing", good, "a planned tensor missing", weights=gone)
+    cat.add(category, "CausalLM.load", "a directory that does not exist",
+            lambda: samebits.CausalLM.load(cat.tmp / "causal_lm_nowhere"), allowed=REFUSALS + (FileNotFoundError,))
+
+    ids_ok = ids((2, 4), vocab=64)
+
+    def forward(text, value, state=None):
+        guard = tuple(g for g in (value if isinstance(value, np.ndarray) else None, state) if g is not None)
+        cat.add(category, "CausalLM.forward", text, lambda: model.forward(value, state), guard=guard or None)
+
+    forward("an id equal to vocab (64)", np.where(np.arange(8).reshape(2, 4) == 6, 64, ids_ok))
+    forward("a negative id (-1)", np.where(np.arange(8).reshape(2, 4) == 1, -1, ids_ok))
+    forward("int64 ids 2^32 + 1 (would wrap to 1 as int32)", np.full((2, 4), 2**32 + 1, np.int64))
+    forward("float ids", ids_ok.astype(np.float32))
+    forward("bool ids", ids_ok > 30)
+    forward("ids 1-D (4,)", ids_ok[0].copy())
+    forward("ids (0, 4): empty batch", np.zeros((0, 4), np.int64))
+    forward("ids None", None)
+    forward("ids a str", "hello")
+    forward("ids (2, 17): past max_positions 16", ids((2, 17), vocab=64))
+    state = model.allocate_state(2, 8)
+    model.forward(ids_ok, state)
+    forward("a state of another model", ids_ok, other.allocate_state(2, 8))
+    forward("a state of 3 rows for B = 2", ids_ok, model.allocate_state(3, 8))
+    forward("4 + 5 positions into a state of 8", ids((2, 5), vocab=64), state)
+    forward("a SambaState in place of a CausalLMState", ids_ok, samba_model().allocate_state(2, 8))
+    cat.add(category, "CausalLM.step", "ids (2, 2): a step takes one position",
+            lambda: model.step(ids_ok[:, :2].copy(), state), guard=state)
+    cat.add(category, "CausalLM.step", "state None", lambda: model.step(ids_ok[:, 0].copy(), None))
+    foreign = other.allocate_state(2, 8)
+    cat.add(category, "CausalLMState.clone", "a clone of another model's state (a clone keeps its owner)",
+            lambda: model.forward(ids_ok, foreign.clone()), guard=foreign)
+    cat.add(category, "CausalLM.reset_state", "a state of another model",
+            lambda: model.reset_state(other.allocate_state(1, 4)))
+    cat.add(category, "CausalLM.allocate_state", "max_tokens 17 past max_positions 16",
+            lambda: model.allocate_state(1, 17))
+    cat.add(category, "CausalLM.allocate_state", "batch_size 0", lambda: model.allocate_state(0, 4))
+    cat.add(category, "CausalLM.generate", "greedy=False", lambda: model.generate(ids_ok, 2, greedy=False))
+    cat.add(category, "CausalLM.generate", "max_new_tokens -1", lambda: model.generate(ids_ok, -1))
+    cat.add(category, "CausalLM.generate", "4 prompt + 13 new tokens past max_positions 16",
+            lambda: model.generate(ids_ok, 13))
+
+
 BUILDERS = (_samba_file_rows, _mlp_file_rows, _array_rows, _weight_rows, _state_buffer_rows, _ids_rows, _state_rows,
-            _lengths_rows, _argument_rows, _cli_rows, _tokenizer_rows)
+            _lengths_rows, _argument_rows, _cli_rows, _tokenizer_rows, _causal_lm_rows)
 
 
 def build(tmp):

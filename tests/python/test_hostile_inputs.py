@@ -71,11 +71,12 @@ def test_catalogue_covers_every_kind_and_every_public_class(run):
     assert len(rows) >= 80
     categories = {r["category"] for r in rows}
     for kind in ("file: Samba v2 archive", "file: Samba legacy JSON", "file: MLP checkpoint", "array",
-                 "array: weights", "array: state buffers", "ids", "state", "lengths", "argument", "command line"):
+                 "array: weights", "array: state buffers", "ids", "state", "lengths", "argument", "command line",
+                 "causal_lm"):
         assert kind in categories, kind
     surfaces = " ".join(r["surface"] for r in rows)
     public = [name for name in samebits.__all__ if isinstance(getattr(samebits, name), type)]
-    assert len(public) == 12
+    assert len(public) == 14
     for name in public + ["lowbit.", "set_num_threads"]:
         assert name in surfaces, f"no hostile row calls {name}"
     assert sum(r["error_type"] == "NotImplementedError" for r in rows) >= 5
