@@ -251,3 +251,30 @@ def test_smollm2_every_tensor_decodes_and_matches_gguf_py():
             r = by_name[t["name"]]
             want = gguf.quants.dequantize(r.data, r.tensor_type).astype(np.float32)
             assert np.array_equal(values.reshape(-1).view(np.uint32), want.reshape(-1).view(np.uint32)), t["name"]
+
+
+# ------------------------------------------------------------------ samebits info FILE.gguf
+
+def _cli():
+    import shutil
+    import sysconfig
+
+    script = Path(sysconfig.get_path("scripts")) / "samebits"
+    return str(script) if script.exists() else shutil.which("samebits")
+
+
+@pytest.mark.skipif(_cli() is None, reason="the samebits console script is not installed")
+def test_info_prints_the_tensor_table_and_quantization_summary():
+    import subprocess
+
+    out = subprocess.run([_cli(), "info", str(GGUF)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "kind: GGUF v3 model file" in out.stdout and "architecture: llama" in out.stdout
+    assert "t.q6_k (40, 256)      Q6_K        8400 bytes" in out.stdout
+    assert "integrity: OK" in out.stdout
+    js = subprocess.run([_cli(), "info", str(GGUF), "--json"], capture_output=True, text=True, timeout=60)
+    info = json.loads(js.stdout)
+    assert js.returncode == 0 and info["integrity"] == {"ok": True}
+    assert info["quantization"]["Q4_K"] == {"tensors": 1, "elements": 10240, "bytes": 5760}
+    assert [t["type"] for t in info["tensors"]] == [t["type"] for t in json.loads(
+        (FIX / "reader.json").read_text(encoding="utf-8"))["tensors"]]
