@@ -203,13 +203,15 @@ int info_samba(const std::string& path) {
 
 }  // namespace
 
+int info_gguf(const std::string& path, bool as_json);  // cli/info_gguf.cpp
+
 const CommandSpec& info_spec() {
   static const CommandSpec spec{
       "info",
       "CHECKPOINT [--json]",
       "format, config, tensor table and integrity verdict of a checkpoint\n"
-      "A Samba checkpoint (v2 archive or legacy JSON) or an MLP checkpoint. Every integrity check runs; the\n"
-      "verdict line says OK or REFUSED with the reason (exit 1).",
+      "A Samba checkpoint (v2 archive or legacy JSON), an MLP checkpoint or a GGUF file. Every integrity check\n"
+      "runs; the verdict line says OK or REFUSED with the reason (exit 1).",
       {{"--json", "", "", "", "print one JSON object instead of text"}},
       "samebits info assets/default-model/samba-kjv.ckpt --json"};
   return spec;
@@ -220,8 +222,10 @@ int command_info(const Args& args) {
   const std::string& path = args.positional[0];
   // An unreadable path or a file of another kind is refused before any output.
   const FileKind kind =
-      require_file_kind(path, "info", {FileKind::SambaArchive, FileKind::SambaJson, FileKind::MlpCheckpoint},
-                        "a Samba or MLP checkpoint", "checkpoint");
+      require_file_kind(path, "info",
+                        {FileKind::SambaArchive, FileKind::SambaJson, FileKind::MlpCheckpoint, FileKind::Gguf},
+                        "a Samba or MLP checkpoint or a GGUF file", "checkpoint");
+  if (kind == FileKind::Gguf) return info_gguf(path, args.flag("--json"));
   if (args.flag("--json")) return info_json(path, kind);
   std::printf("file: %s\n", path.c_str());
   if (kind == FileKind::MlpCheckpoint) return info_mlp(path);

@@ -269,6 +269,51 @@ def hf_config_seeds():
     return seeds
 
 
+def gguf_file(kvs, tensors, version=3, alignment=32):
+    """A GGUF file as GGUFWriter lays it out: header, key/values, tensor infos, padding, padded payloads."""
+    def string(text):
+        return struct.pack("<Q", len(text)) + text
+    head = b"GGUF" + struct.pack("<IQQ", version, len(tensors), len(kvs))
+    body, infos, data = b"", b"", b""
+    for key, code, value in kvs:
+        body += string(key) + struct.pack("<I", code) + value
+    for name, ne, type_id, payload in tensors:
+        infos += string(name) + struct.pack("<I", len(ne)) + struct.pack("<%dQ" % len(ne), *ne)
+        infos += struct.pack("<IQ", type_id, len(data))
+        data += payload + b"\0" * (-len(payload) % alignment)
+    out = head + body + infos
+    if tensors:
+        out += b"\0" * (-len(out) % alignment)
+    return out + data
+
+
+def gguf_seeds():
+    u32 = lambda v: struct.pack("<I", v)  # noqa: E731
+    kvs = [(b"general.architecture", 8, struct.pack("<Q", 5) + b"llama"), (b"general.quantization_version", 4, u32(2)),
+           (b"x.ints", 9, u32(5) + struct.pack("<Q", 2) + struct.pack("<ii", -1, 7)),
+           (b"x.strs", 9, u32(8) + struct.pack("<Q", 1) + struct.pack("<Q", 3) + b"a b"),
+           (b"x.bool", 7, b"\1"), (b"x.f64", 12, struct.pack("<d", 0.1))]
+    q4k = struct.pack("<ee", 0.5, -0.25) + bytes(range(12)) + bytes((i * 37) & 255 for i in range(128))
+    q6k = bytes((i * 11) & 255 for i in range(208)) + struct.pack("<e", 0.125)
+    tensors = [(b"a.f32", [2, 2], 0, struct.pack("<4f", 1.0, -2.0, 0.5, 3.0)),
+               (b"b.f16", [2], 1, b"\x00\x3c\x01\x80"), (b"c.bf16", [2], 30, b"\x80\x3f\x01\x80"),
+               (b"d.q4_0", [32], 2, struct.pack("<e", -1.5) + bytes(range(16))),
+               (b"e.q8_0", [32, 1], 8, struct.pack("<e", 2.0) + bytes(range(32))),
+               (b"f.q4_k", [256], 12, q4k), (b"g.q6_k", [256], 14, q6k)]
+    valid = gguf_file(kvs, tensors)
+    return [
+        ("valid", valid),
+        ("valid_v2", gguf_file(kvs, tensors, version=2)),
+        ("aligned_8", gguf_file(kvs + [(b"general.alignment", 4, u32(8))], tensors, alignment=8)),
+        ("no_tensors", gguf_file(kvs, [])),
+        ("big_endian", b"GGUF" + struct.pack(">IQQ", 3, 0, 0)),
+        ("nested_array", gguf_file([(b"k", 9, u32(9) + struct.pack("<Q", 0))], [])),
+        ("iq2_xxs", gguf_file(kvs, [(b"t", [256], 16, bytes(66))])),
+        ("nan_scale", gguf_file(kvs, [(b"t", [32], 2, b"\x00\x7e" + bytes(16))])),
+        ("truncated", valid[:len(valid) // 2]),
+    ]
+
+
 def write(name, seeds):
     # Generated seeds are rewritten; reproducers of fixed bugs (regression_*) are committed by hand and kept.
     target = CORPUS / name
@@ -293,7 +338,8 @@ def main():
             ("state", provider_seeds(range(8), 1024)),
             ("safetensors", safetensors_seeds()),
             ("tokenizer", tokenizer_seeds()),
-            ("hf_config", hf_config_seeds())):
+            ("hf_config", hf_config_seeds()),
+            ("gguf", gguf_seeds())):
         size, count = write(name, seeds)
         total += size
         print("%-15s %3d seeds %9d bytes" % (name, count, size))

@@ -9,6 +9,7 @@
 #include <samebits/engine.hpp>
 #include <samebits/errors.hpp>
 #include <samebits/file_kind.hpp>
+#include <samebits/gguf.hpp>
 #include <samebits/json.hpp>
 #include <samebits/lowbit.hpp>
 #include <samebits/mamba.hpp>

@@ -213,7 +213,7 @@ def test_files_of_the_wrong_kind_are_named(tmp_path):
     cases = (
         (("generate", notes, "-p", "x"), f"{notes} is a text file; generate wants a Samba checkpoint"),
         (("generate", DEMO, "-p", "x"), f"{DEMO} is an MLP checkpoint; generate wants a Samba checkpoint"),
-        (("info", notes), f"{notes} is a text file; info wants a Samba or MLP checkpoint"),
+        (("info", notes), f"{notes} is a text file; info wants a Samba or MLP checkpoint or a GGUF file"),
         (("mlp-predict", MODEL), f"{MODEL} is a Samba checkpoint (v2 archive); mlp-predict wants an MLP checkpoint"),
         (("verify", DEMO), f"{DEMO} is an MLP checkpoint; verify wants a Samba checkpoint"),
         (("mlp-predict", DEMO, "--input", DEMO), f"{DEMO} is an MLP checkpoint; mlp-predict --input wants a text file"),

@@ -1,0 +1,309 @@
+// Scalar twins of the GGUF tensor types (docs/gguf.md §6): one block at a time, each element in the order
+// of the reference dequantization. Every product is exact in float32 and at most one rounding (the final
+// add or subtract of the minimum) happens, so the value is the one of docs/gguf.md §7.1 whatever the order.
+#include "numerics/gguf_quants.hpp"
+
+#include <cstring>
+#include <samebits/lowbit.hpp>
+
+namespace samebits::numerics {
+namespace {
+
+enum : std::uint32_t {
+  kF32 = 0,
+  kF16 = 1,
+  kQ4_0 = 2,
+  kQ4_1 = 3,
+  kQ5_0 = 6,
+  kQ5_1 = 7,
+  kQ8_0 = 8,
+  kQ2_K = 10,
+  kQ3_K = 11,
+  kQ4_K = 12,
+  kQ5_K = 13,
+  kQ6_K = 14,
+  kBF16 = 30,
+};
+
+// Names of ids 0..42 (docs/gguf.md §5); "removed" marks ids whose types ggml dropped.
+constexpr const char* kNames[] = {
+    "F32",     "F16",     "Q4_0",    "Q4_1",  "removed", "removed", "Q5_0",    "Q5_1",    "Q8_0",
+    "Q8_1",    "Q2_K",    "Q3_K",    "Q4_K",  "Q5_K",    "Q6_K",    "Q8_K",    "IQ2_XXS", "IQ2_XS",
+    "IQ3_XXS", "IQ1_S",   "IQ4_NL",  "IQ3_S", "IQ2_S",   "IQ4_XS",  "I8",      "I16",     "I32",
+    "I64",     "F64",     "IQ1_M",   "BF16",  "removed", "removed", "removed", "TQ1_0",   "TQ2_0",
+    "removed", "removed", "removed", "MXFP4", "NVFP4",   "Q1_0",    "Q2_0",
+};
+constexpr std::uint32_t kTypeCount = sizeof(kNames) / sizeof(kNames[0]);
+static_assert(kTypeCount == 43);
+
+std::uint16_t u16(const unsigned char* at) { return static_cast<std::uint16_t>(at[0] | (at[1] << 8)); }
+std::uint32_t u32(const unsigned char* at) {
+  return static_cast<std::uint32_t>(at[0]) | (static_cast<std::uint32_t>(at[1]) << 8) |
+         (static_cast<std::uint32_t>(at[2]) << 16) | (static_cast<std::uint32_t>(at[3]) << 24);
+}
+bool f16_nonfinite(const unsigned char* at) { return (u16(at) & 0x7C00u) == 0x7C00u; }
+float h16(const unsigned char* at) { return lowbit::f32_from_f16(u16(at)); }
+
+// The exact float32 of a small integer (every |q| here is below 2^24).
+float fl(int q) { return static_cast<float>(q); }
+
+// The (scale, min) pair of sub-block k of a Q4_K / Q5_K block from its 12 packed bytes.
+void scale_min_k4(int k, const unsigned char* s, int& sc, int& mn) {
+  if (k < 4) {
+    sc = s[k] & 63;
+    mn = s[k + 4] & 63;
+  } else {
+    sc = (s[k + 4] & 0xF) | ((s[k - 4] >> 6) << 4);
+    mn = (s[k + 4] >> 4) | ((s[k] >> 6) << 4);
+  }
+}
+
+void q4_0(const unsigned char* b, float* y) {
+  const float d = h16(b);
+  for (int j = 0; j < 16; ++j) {
+    y[j] = fl((b[2 + j] & 0xF) - 8) * d;
+    y[j + 16] = fl((b[2 + j] >> 4) - 8) * d;
+  }
+}
+
+void q4_1(const unsigned char* b, float* y) {
+  const float d = h16(b), m = h16(b + 2);
+  for (int j = 0; j < 16; ++j) {
+    y[j] = fl(b[4 + j] & 0xF) * d + m;
+    y[j + 16] = fl(b[4 + j] >> 4) * d + m;
+  }
+}
+
+void q5_0(const unsigned char* b, float* y) {
+  const float d = h16(b);
+  const std::uint32_t qh = u32(b + 2);
+  for (int j = 0; j < 16; ++j) {
+    const int h0 = static_cast<int>((qh >> j) & 1u) << 4, h1 = static_cast<int>((qh >> (j + 16)) & 1u) << 4;
+    y[j] = fl(((b[6 + j] & 0xF) | h0) - 16) * d;
+    y[j + 16] = fl(((b[6 + j] >> 4) | h1) - 16) * d;
+  }
+}
+
+void q5_1(const unsigned char* b, float* y) {
+  const float d = h16(b), m = h16(b + 2);
+  const std::uint32_t qh = u32(b + 4);
+  for (int j = 0; j < 16; ++j) {
+    const int h0 = static_cast<int>((qh >> j) & 1u) << 4, h1 = static_cast<int>((qh >> (j + 16)) & 1u) << 4;
+    y[j] = fl((b[8 + j] & 0xF) | h0) * d + m;
+    y[j + 16] = fl((b[8 + j] >> 4) | h1) * d + m;
+  }
+}
+
+void q8_0(const unsigned char* b, float* y) {
+  const float d = h16(b);
+  for (int j = 0; j < 32; ++j) y[j] = fl(static_cast<std::int8_t>(b[2 + j])) * d;
+}
+
+void q2_k(const unsigned char* b, float* y) {
+  const unsigned char* scales = b;
+  const unsigned char* qs = b + 16;
+  const float d = h16(b + 80), dmin = h16(b + 82);
+  for (int e = 0; e < 256; ++e) {
+    const int n = e >> 7, j = (e >> 5) & 3, l = e & 31;
+    const int sc = scales[e >> 4];
+    const float dl = d * fl(sc & 0xF), ml = dmin * fl(sc >> 4);
+    y[e] = dl * fl((qs[32 * n + l] >> (2 * j)) & 3) - ml;
+  }
+}
+
+void q3_k(const unsigned char* b, float* y) {
+  const unsigned char* hmask = b;
+  const unsigned char* qs = b + 32;
+  const unsigned char* s = b + 96;
+  const float d = h16(b + 108);
+  for (int e = 0; e < 256; ++e) {
+    const int n = e >> 7, j = (e >> 5) & 3, l = e & 31, k = e >> 4;
+    const int low4 = k < 8 ? (s[k] & 0xF) : (s[k - 8] >> 4);
+    const int high2 = (s[8 + (k & 3)] >> (2 * (k >> 2))) & 3;
+    const float dl = d * fl((low4 | (high2 << 4)) - 32);
+    const int q2 = (qs[32 * n + l] >> (2 * j)) & 3;
+    const int hbit = (hmask[l] >> (4 * n + j)) & 1;
+    y[e] = dl * fl(q2 - (hbit ? 0 : 4));
+  }
+}
+
+void q4_k(const unsigned char* b, float* y) {
+  const float d = h16(b), dmin = h16(b + 2);
+  const unsigned char* s = b + 4;
+  const unsigned char* qs = b + 16;
+  for (int e = 0; e < 256; ++e) {
+    int sc = 0, mn = 0;
+    scale_min_k4(e >> 5, s, sc, mn);
+    const float d1 = d * fl(sc), m1 = dmin * fl(mn);
+    const int c = e >> 6, l = e & 63;
+    const int q = l < 32 ? (qs[32 * c + l] & 0xF) : (qs[32 * c + l - 32] >> 4);
+    y[e] = d1 * fl(q) - m1;
+  }
+}
+
+void q5_k(const unsigned char* b, float* y) {
+  const float d = h16(b), dmin = h16(b + 2);
+  const unsigned char* s = b + 4;
+  const unsigned char* qh = b + 16;
+  const unsigned char* qs = b + 48;
+  for (int e = 0; e < 256; ++e) {
+    const int k = e >> 5;
+    int sc = 0, mn = 0;
+    scale_min_k4(k, s, sc, mn);
+    const float d1 = d * fl(sc), m1 = dmin * fl(mn);
+    const int c = e >> 6, l = e & 63;
+    const int low4 = l < 32 ? (qs[32 * c + l] & 0xF) : (qs[32 * c + l - 32] >> 4);
+    const int hbit = (qh[l & 31] >> k) & 1;
+    y[e] = d1 * fl(low4 + 16 * hbit) - m1;
+  }
+}
+
+void q6_k(const unsigned char* b, float* y) {
+  const unsigned char* ql = b;
+  const unsigned char* qh = b + 128;
+  const unsigned char* sc = b + 192;
+  const float d = h16(b + 208);
+  for (int e = 0; e < 256; ++e) {
+    const int n = e >> 7, g = (e >> 5) & 3, l = e & 31;
+    const int byte = ql[64 * n + l + 32 * (g & 1)];
+    const int low4 = g < 2 ? (byte & 0xF) : (byte >> 4);
+    const int high2 = (qh[32 * n + l] >> (2 * g)) & 3;
+    const float dl = d * fl(static_cast<std::int8_t>(sc[e >> 4]));
+    y[e] = dl * fl((low4 | (high2 << 4)) - 32);
+  }
+}
+
+}  // namespace
+
+GgmlTypeInfo ggml_type_info(std::uint32_t id) noexcept {
+  GgmlTypeInfo info;
+  if (id >= kTypeCount) return info;
+  info.name = kNames[id];
+  switch (id) {
+    case kF32:
+      info = {info.name, 1, 4, true};
+      break;
+    case kF16:
+    case kBF16:
+      info = {info.name, 1, 2, true};
+      break;
+    case kQ4_0:
+      info = {info.name, 32, 18, true};
+      break;
+    case kQ4_1:
+      info = {info.name, 32, 20, true};
+      break;
+    case kQ5_0:
+      info = {info.name, 32, 22, true};
+      break;
+    case kQ5_1:
+      info = {info.name, 32, 24, true};
+      break;
+    case kQ8_0:
+      info = {info.name, 32, 34, true};
+      break;
+    case kQ2_K:
+      info = {info.name, 256, 84, true};
+      break;
+    case kQ3_K:
+      info = {info.name, 256, 110, true};
+      break;
+    case kQ4_K:
+      info = {info.name, 256, 144, true};
+      break;
+    case kQ5_K:
+      info = {info.name, 256, 176, true};
+      break;
+    case kQ6_K:
+      info = {info.name, 256, 210, true};
+      break;
+    default:
+      break;
+  }
+  return info;
+}
+
+bool ggml_block_nonfinite(std::uint32_t id, const unsigned char* b) noexcept {
+  switch (id) {
+    case kF32:
+      return (u32(b) & 0x7FFFFFFFu) >= 0x7F800000u;
+    case kF16:
+      return f16_nonfinite(b);
+    case kBF16:
+      return (u16(b) & 0x7FFFu) >= 0x7F80u;
+    case kQ4_0:
+    case kQ5_0:
+    case kQ8_0:
+      return f16_nonfinite(b);
+    case kQ4_1:
+    case kQ5_1:
+    case kQ4_K:
+    case kQ5_K:
+      return f16_nonfinite(b) || f16_nonfinite(b + 2);
+    case kQ2_K:
+      return f16_nonfinite(b + 80) || f16_nonfinite(b + 82);
+    case kQ3_K:
+      return f16_nonfinite(b + 108);
+    case kQ6_K:
+      return f16_nonfinite(b + 208);
+    default:
+      return false;
+  }
+}
+
+std::int64_t ggml_dequantize_twin(std::uint32_t id, const unsigned char* in, std::uint64_t blocks,
+                                  float* out) noexcept {
+  const GgmlTypeInfo info = ggml_type_info(id);
+  if (!info.supported) return 0;
+  for (std::uint64_t i = 0; i < blocks; ++i) {
+    const unsigned char* b = in + i * info.block_bytes;
+    float* y = out + i * info.block_elements;
+    if (ggml_block_nonfinite(id, b)) return static_cast<std::int64_t>(i);
+    switch (id) {
+      case kF32:
+        std::memcpy(y, b, 4);
+        break;  // the bits as stored, subnormals included
+      case kF16:
+        *y = lowbit::f32_from_f16(u16(b));
+        break;
+      case kBF16:
+        *y = lowbit::f32_from_bf16(u16(b));
+        break;
+      case kQ4_0:
+        q4_0(b, y);
+        break;
+      case kQ4_1:
+        q4_1(b, y);
+        break;
+      case kQ5_0:
+        q5_0(b, y);
+        break;
+      case kQ5_1:
+        q5_1(b, y);
+        break;
+      case kQ8_0:
+        q8_0(b, y);
+        break;
+      case kQ2_K:
+        q2_k(b, y);
+        break;
+      case kQ3_K:
+        q3_k(b, y);
+        break;
+      case kQ4_K:
+        q4_k(b, y);
+        break;
+      case kQ5_K:
+        q5_k(b, y);
+        break;
+      case kQ6_K:
+        q6_k(b, y);
+        break;
+      default:
+        return 0;
+    }
+  }
+  return -1;
+}
+
+}  // namespace samebits::numerics
