@@ -314,6 +314,15 @@ def gguf_seeds():
     ]
 
 
+def file_kind_seeds():
+    """One file of each kind file-kind detection tells apart, and near misses."""
+    return [("empty", b""), ("text", b"In the beginning\n"), ("binary", b"\x00\x01\x02"),
+            ("gguf", b"GGUF\x03\x00\x00\x00"), ("samba_archive", b"MOJOLEARN-SAMBA\x02\n{}"),
+            ("safetensors", struct.pack("<Q", 2) + b"{}"), ("json", b'  {"a": 1}'),
+            ("samba_json", b'{"x":1,"schema":"mojolearn.samba-stack-json-checkpoint.v1"}'),
+            ("mlp", b'{"payload":{"architecture":[8,16,3]}}'), ("almost_gguf", b"GGU")]
+
+
 def write(name, seeds):
     # Generated seeds are rewritten; reproducers of fixed bugs (regression_*) are committed by hand and kept.
     target = CORPUS / name
@@ -339,7 +348,8 @@ def main():
             ("safetensors", safetensors_seeds()),
             ("tokenizer", tokenizer_seeds()),
             ("hf_config", hf_config_seeds()),
-            ("gguf", gguf_seeds())):
+            ("gguf", gguf_seeds()),
+            ("file_kind", file_kind_seeds())):
         size, count = write(name, seeds)
         total += size
         print("%-15s %3d seeds %9d bytes" % (name, count, size))

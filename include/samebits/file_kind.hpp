@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace samebits {
@@ -23,6 +24,10 @@ enum class FileKind {
 // The kind of the file at `path`. A missing, directory or unreadable path throws samebits::Error (a
 // ValueError in Python) with one sentence: "cannot read <noun> 'PATH': <reason>".
 FileKind detect_file_kind(const std::string& path, const std::string& noun = "file");
+
+// The same judgement on bytes already read: `head` the file's first bytes (up to 4096 are looked at) and
+// `tail` its last (up to 256; only a file starting with '{' needs them).
+FileKind classify_file_bytes(std::string_view head, std::string_view tail);
 
 // The kind with its article, for messages: "a Samba checkpoint (v2 archive)", "an MLP checkpoint", ...
 std::string describe_file_kind(FileKind kind);

@@ -5,9 +5,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <samebits/file_kind.hpp>
-
 #include <samebits/errors.hpp>
+#include <samebits/file_kind.hpp>
 
 namespace samebits {
 namespace {
@@ -15,7 +14,7 @@ namespace {
 constexpr std::size_t kHead = 4096;
 constexpr std::size_t kTail = 256;
 
-bool looks_like_text(const std::string& head) {
+bool looks_like_text(std::string_view head) {
   for (unsigned char c : head)
     if (c < 0x20 && c != '\t' && c != '\n' && c != '\r' && c != '\f') return false;
   return true;
@@ -36,6 +35,23 @@ FileKind detect_file_kind(const std::string& path, const std::string& noun) {
   file.read(head.data(), static_cast<std::streamsize>(kHead));
   head.resize(static_cast<std::size_t>(file.gcount()));
   if (file.bad()) throw_value_error(where + "read error");
+  std::string tail;
+  const auto first = head.find_first_not_of(" \t\r\n");
+  if (first != std::string::npos && head[first] == '{') {
+    // Both checkpoint formats end with their schema (canonical key order puts "schema" last).
+    file.clear();
+    file.seekg(0, std::ios::end);
+    const std::streamoff size = file.tellg();
+    const std::streamoff last = std::min<std::streamoff>(size, static_cast<std::streamoff>(kTail));
+    tail.assign(static_cast<std::size_t>(last), '\0');
+    file.seekg(size - last);
+    file.read(tail.data(), last);
+  }
+  return classify_file_bytes(head, tail);
+}
+
+FileKind classify_file_bytes(std::string_view head, std::string_view tail) {
+  head = head.substr(0, kHead);
   if (head.empty()) return FileKind::Empty;
   if (head.rfind("MOJOLEARN-SAMBA", 0) == 0) return FileKind::SambaArchive;
   if (head.rfind("GGUF", 0) == 0) return FileKind::Gguf;
@@ -46,18 +62,10 @@ FileKind detect_file_kind(const std::string& path, const std::string& noun) {
     if (head[8] == '{' && header >= 2 && header < (std::uint64_t{1} << 30)) return FileKind::Safetensors;
   }
   const auto first = head.find_first_not_of(" \t\r\n");
-  if (first != std::string::npos && head[first] == '{') {
-    // Both checkpoint formats end with their schema (canonical key order puts "schema" last).
-    file.clear();
-    file.seekg(0, std::ios::end);
-    const std::streamoff size = file.tellg();
-    const std::streamoff tail = std::min<std::streamoff>(size, static_cast<std::streamoff>(kTail));
-    std::string end(static_cast<std::size_t>(tail), '\0');
-    file.seekg(size - tail);
-    file.read(end.data(), tail);
-    if (end.find("samba-stack") != std::string::npos) return FileKind::SambaJson;
-    if (end.find("small-mlp-checkpoint") != std::string::npos ||
-        head.rfind("{\"payload\":{\"architecture\"", first) == first)
+  if (first != std::string_view::npos && head[first] == '{') {
+    if (tail.find("samba-stack") != std::string_view::npos) return FileKind::SambaJson;
+    if (tail.find("small-mlp-checkpoint") != std::string_view::npos ||
+        head.substr(first).rfind("{\"payload\":{\"architecture\"", 0) == 0)
       return FileKind::MlpCheckpoint;
     return FileKind::Json;
   }

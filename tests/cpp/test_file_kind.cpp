@@ -90,3 +90,23 @@ TEST_F(FileKindTest, WrongKindNamesBoth) {
 
 }  // namespace
 }  // namespace samebits
+
+namespace samebits {
+namespace {
+
+// The bytes-only judgement the path version delegates to (and fuzz_file_kind checks against it).
+TEST(FileKindBytes, ClassifiesHeadAndTail) {
+  EXPECT_EQ(classify_file_bytes("", ""), FileKind::Empty);
+  EXPECT_EQ(classify_file_bytes("GGUF\x03", ""), FileKind::Gguf);
+  EXPECT_EQ(classify_file_bytes("MOJOLEARN-SAMBA\x02\n", ""), FileKind::SambaArchive);
+  EXPECT_EQ(classify_file_bytes(std::string("\x02\0\0\0\0\0\0\0{}", 10), ""), FileKind::Safetensors);
+  EXPECT_EQ(classify_file_bytes(" {\"a\":1}", ""), FileKind::Json);
+  EXPECT_EQ(classify_file_bytes("{\"x\":1", "\"schema\":\"mojolearn.samba-stack-json-checkpoint.v1\"}"),
+            FileKind::SambaJson);
+  EXPECT_EQ(classify_file_bytes("{\"payload\":{\"architecture\":[8]}}", ""), FileKind::MlpCheckpoint);
+  EXPECT_EQ(classify_file_bytes("plain text\n", ""), FileKind::Text);
+  EXPECT_EQ(classify_file_bytes(std::string("\0\1", 2), ""), FileKind::Binary);
+}
+
+}  // namespace
+}  // namespace samebits
