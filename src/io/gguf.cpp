@@ -2,17 +2,13 @@
 // count or length is compared with the bytes that remain before anything is allocated from it.
 #include "io/gguf.hpp"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <samebits/errors.hpp>
 
+#include "io/file_bytes.hpp"
 #include "numerics/gguf_quants.hpp"
 
 namespace samebits::io {
@@ -188,49 +184,20 @@ const char* gguf_type_name(GgufType type) {
 std::uint64_t GgufValue::count() const { return uints.size() + ints.size() + floats.size() + strings.size(); }
 
 GgufFile::GgufFile(const std::string& path) : path_(path) {
-  namespace fs = std::filesystem;
-  const std::string where = kPrefix + path;
-  std::error_code error;
-  if (!fs::exists(path, error)) throw_not_found(where + " does not exist");
-  if (fs::is_directory(path, error)) throw_value_error(where + " is a directory, not a GGUF file");
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw_value_error(where + " cannot be opened: " + std::strerror(errno));
-  struct stat info {};
-  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
-    ::close(fd);
-    throw_value_error(where + " is not a regular file");
-  }
-  const auto size = static_cast<std::uint64_t>(info.st_size);
-  if (size < 24) {
-    ::close(fd);
-    throw_value_error(where + " is " + std::to_string(size) + " bytes, shorter than the 24-byte GGUF header");
-  }
-  map_ = ::mmap(nullptr, static_cast<std::size_t>(size), PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);
-  if (map_ == MAP_FAILED) {
-    map_ = nullptr;
-    throw_value_error(where + " cannot be mapped: " + std::strerror(errno));
-  }
-  map_bytes_ = static_cast<std::size_t>(size);
-  try {
-    parse(static_cast<const unsigned char*>(map_), size);
-  } catch (...) {
-    ::munmap(map_, map_bytes_);
-    map_ = nullptr;
-    throw;
-  }
+  bytes_ = std::make_unique<FileBytes>(path, kPrefix + path, "a GGUF file", 24, [](std::uint64_t size) {
+    return " is " + std::to_string(size) + " bytes, shorter than the 24-byte GGUF header";
+  });
+  parse(bytes_->data(), bytes_->size());
 }
 
-GgufFile::GgufFile(std::string name, std::string bytes) : path_(std::move(name)), owned_(std::move(bytes)) {
-  if (owned_.size() < 24)
-    throw_value_error(kPrefix + path_ + " is " + std::to_string(owned_.size()) +
-                      " bytes, shorter than the 24-byte GGUF header");
-  parse(reinterpret_cast<const unsigned char*>(owned_.data()), owned_.size());
+GgufFile::GgufFile(std::string name, std::string bytes) : path_(std::move(name)) {
+  bytes_ = std::make_unique<FileBytes>(std::move(bytes), kPrefix + path_, 24, [](std::uint64_t size) {
+    return " is " + std::to_string(size) + " bytes, shorter than the 24-byte GGUF header";
+  });
+  parse(bytes_->data(), bytes_->size());
 }
 
-GgufFile::~GgufFile() {
-  if (map_ != nullptr) ::munmap(map_, map_bytes_);
-}
+GgufFile::~GgufFile() = default;
 
 void GgufFile::parse(const unsigned char* bytes, std::uint64_t size) {
   const std::string where = kPrefix + path_;

@@ -6,11 +6,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace samebits::io {
+
+class FileBytes;
 
 // The value type codes of GGUF metadata (docs/gguf.md §2.3).
 enum class GgufType : std::uint32_t {
@@ -87,9 +90,7 @@ class GgufFile {
   void parse(const unsigned char* bytes, std::uint64_t size);
 
   std::string path_;
-  void* map_ = nullptr;
-  std::size_t map_bytes_ = 0;
-  std::string owned_;
+  std::unique_ptr<FileBytes> bytes_;
   const unsigned char* data_ = nullptr;
   std::uint32_t version_ = 0;
   std::uint64_t file_bytes_ = 0;

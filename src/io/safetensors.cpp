@@ -2,11 +2,6 @@
 // out of a read-only map with exact widening, and checkpoint directories with their sharded index.
 #include "io/safetensors.hpp"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -16,6 +11,7 @@
 #include <samebits/lowbit.hpp>
 #include <set>
 
+#include "io/file_bytes.hpp"
 #include "models/samba_config.hpp"
 
 namespace samebits::io {
@@ -83,42 +79,17 @@ std::int64_t SafetensorsEntry::elements() const {
 }
 
 SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
-  const std::string where = kPrefix + path;
-  std::error_code error;
-  if (!fs::exists(path, error)) throw_not_found(where + " does not exist");
-  if (fs::is_directory(path, error)) throw_value_error(where + " is a directory, not a .safetensors file");
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw_value_error(where + " cannot be opened: " + std::strerror(errno));
-  struct stat info {};
-  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
-    ::close(fd);
-    throw_value_error(where + " is not a regular file");
-  }
-  const auto file_bytes = static_cast<std::uint64_t>(info.st_size);
-  if (file_bytes < 8) {
-    ::close(fd);
-    throw_value_error(where + " is shorter than its 8-byte header length");
-  }
-  map_ = ::mmap(nullptr, static_cast<std::size_t>(file_bytes), PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);
-  if (map_ == MAP_FAILED) {
-    map_ = nullptr;
-    throw_value_error(where + " cannot be mapped: " + std::strerror(errno));
-  }
-  map_bytes_ = static_cast<std::size_t>(file_bytes);
-  try {
-    parse(static_cast<const unsigned char*>(map_), file_bytes);
-  } catch (...) {
-    ::munmap(map_, map_bytes_);
-    map_ = nullptr;
-    throw;
-  }
+  bytes_ = std::make_unique<FileBytes>(path, kPrefix + path, "a .safetensors file", 8, [](std::uint64_t) {
+    return std::string(" is shorter than its 8-byte header length");
+  });
+  parse(bytes_->data(), bytes_->size());
 }
 
-SafetensorsFile::SafetensorsFile(std::string name, std::string bytes)
-    : path_(std::move(name)), owned_(std::move(bytes)) {
-  if (owned_.size() < 8) throw_value_error(kPrefix + path_ + " is shorter than its 8-byte header length");
-  parse(reinterpret_cast<const unsigned char*>(owned_.data()), owned_.size());
+SafetensorsFile::SafetensorsFile(std::string name, std::string bytes) : path_(std::move(name)) {
+  bytes_ = std::make_unique<FileBytes>(std::move(bytes), kPrefix + path_, 8, [](std::uint64_t) {
+    return std::string(" is shorter than its 8-byte header length");
+  });
+  parse(bytes_->data(), bytes_->size());
 }
 
 void SafetensorsFile::parse(const unsigned char* bytes, std::uint64_t file_bytes) {
@@ -192,9 +163,7 @@ void SafetensorsFile::parse(const unsigned char* bytes, std::uint64_t file_bytes
   }
 }
 
-SafetensorsFile::~SafetensorsFile() {
-  if (map_ != nullptr) ::munmap(map_, map_bytes_);
-}
+SafetensorsFile::~SafetensorsFile() = default;
 
 const SafetensorsEntry* SafetensorsFile::find(std::string_view name) const {
   const auto it = index_.find(name);

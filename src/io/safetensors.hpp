@@ -13,6 +13,8 @@
 
 namespace samebits::io {
 
+class FileBytes;
+
 // The largest header this reader maps into a JSON value (upstream's bound): 100 MiB.
 inline constexpr std::uint64_t kSafetensorsHeaderLimit = 104857600;
 
@@ -65,9 +67,7 @@ class SafetensorsFile {
   [[noreturn]] void refuse_dtype(const SafetensorsEntry& entry, const char* wanted) const;
 
   std::string path_;
-  void* map_ = nullptr;
-  std::size_t map_bytes_ = 0;
-  std::string owned_;                    // the bytes of an in-memory file
+  std::unique_ptr<FileBytes> bytes_;     // the whole file, mapped or in memory
   const unsigned char* data_ = nullptr;  // the data section
   std::uint64_t data_bytes_ = 0;
   std::vector<SafetensorsEntry> entries_;

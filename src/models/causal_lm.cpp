@@ -27,17 +27,7 @@ void CausalLMEnds::embed(const std::int32_t* ids, std::int64_t count, float* x) 
     rmsnorm::embedding(embed_.data(), d, ids, count, x);
     return;
   }
-  // Row j of the table is column j of the packed head: F(embed[j][p]) at panel j / 32, slot j % 32.
-  parallel_for(
-      count,
-      [&](std::int64_t begin, std::int64_t end) {
-        for (std::int64_t t = begin; t < end; ++t) {
-          const std::int64_t j = ids[t];
-          const float* column = head_.panel(j / gemm::kPanelWidth) + j % gemm::kPanelWidth;
-          for (std::int64_t p = 0; p < d; ++p) x[t * d + p] = column[p * gemm::kPanelWidth];
-        }
-      },
-      16);
+  head_.gather_rows_flushed(ids, count, x);  // the table is the packed head, flushed (F(embed[j][p]))
 }
 
 void CausalLMEnds::logits(float* x, std::int64_t rows, float* out) const {

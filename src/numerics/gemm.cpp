@@ -178,6 +178,21 @@ void PackedRhs::unpack_transposed(std::int64_t first, std::int64_t count, float*
   restore_flushed(first, count, W_out);
 }
 
+void PackedRhs::gather_rows_flushed(const std::int32_t* ids, std::int64_t count, float* out) const {
+  const std::int64_t k = k_;
+  // Row j is column j of the packing: panel j / kPanelWidth, slot j % kPanelWidth, stride kPanelWidth.
+  parallel_for(
+      count,
+      [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t t = begin; t < end; ++t) {
+          const std::int64_t j = ids[t];
+          const float* column = panel(j / kPanelWidth) + j % kPanelWidth;
+          for (std::int64_t p = 0; p < k; ++p) out[t * k + p] = column[p * kPanelWidth];
+        }
+      },
+      16);
+}
+
 std::vector<float> PackedRhs::unpack_transposed() const {
   std::vector<float> W(static_cast<std::size_t>(n_ * k_));
   unpack_transposed(0, n_, W.data());

@@ -65,6 +65,9 @@ class PackedRhs {
   std::vector<float> unpack_transposed() const;
   // The same in the [k, n] layout of from_row_major (k * n floats).
   void unpack_row_major(float* B_out) const;
+  // Rows ids[t] of the [n, k] operand as the panels hold them, flushed (F of each value), into
+  // out[t * k ...]: a tied embedding gathered from the packed head (threads over t).
+  void gather_rows_flushed(const std::int32_t* ids, std::int64_t count, float* out) const;
   // Bytes held (panels and remembered subnormals): what the packed copy costs.
   std::size_t bytes() const;
 

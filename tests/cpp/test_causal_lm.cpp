@@ -19,6 +19,7 @@
 
 #include "io/hf_config.hpp"
 #include "models/causal_lm.hpp"
+#include "safetensors_support.hpp"
 #include "test_support.hpp"
 
 namespace samebits {
@@ -36,64 +37,41 @@ struct Tensor {
 };
 using Tensors = std::map<std::string, Tensor>;
 
-// The writers' layout (docs/models.md §14): names sorted, compact JSON, header padded to 8, F32 or BF16
-// payloads (BF16: the value's own bf16 narrowing) back to back.
+// The writers' layout (docs/models.md §14) with F32 or BF16 payloads (BF16: the value's own bf16 narrowing),
+// or I32 for a tensor marked so.
 std::string safetensors_bytes(const Tensors& tensors, bool bf16) {
-  std::string header = "{";
-  std::string data;
+  std::map<std::string, testing::StoredTensor> stored;
   for (const auto& [name, t] : tensors) {
-    if (header.size() > 1) header += ",";
-    header += "\"" + name + "\":{\"dtype\":\"" + (t.int32 ? "I32" : bf16 ? "BF16" : "F32") + "\",\"shape\":[";
-    for (std::size_t i = 0; i < t.shape.size(); ++i) {
-      if (i > 0) header += ',';
-      header += std::to_string(t.shape[i]);
-    }
-    std::string bytes;
+    testing::StoredTensor& out = stored[name];
+    out.dtype = t.int32 ? "I32" : bf16 ? "BF16" : "F32";
+    out.shape = t.shape;
     if (t.int32) {
       std::vector<std::int32_t> ints(t.values.begin(), t.values.end());
-      bytes.assign(reinterpret_cast<const char*>(ints.data()), ints.size() * 4);
+      out.bytes.assign(reinterpret_cast<const char*>(ints.data()), ints.size() * 4);
     } else if (bf16) {
       std::vector<std::uint16_t> bits(t.values.size());
       lowbit::bf16_from_f32_array(t.values.data(), t.values.size(), bits.data());
-      bytes.assign(reinterpret_cast<const char*>(bits.data()), bits.size() * 2);
+      out.bytes.assign(reinterpret_cast<const char*>(bits.data()), bits.size() * 2);
     } else {
-      bytes.assign(reinterpret_cast<const char*>(t.values.data()), t.values.size() * 4);
+      out.bytes.assign(reinterpret_cast<const char*>(t.values.data()), t.values.size() * 4);
     }
-    header += "],\"data_offsets\":[" + std::to_string(data.size()) + "," +
-              std::to_string(data.size() + bytes.size()) + "]}";
-    data += bytes;
   }
-  header += "}";
-  while (header.size() % 8 != 0) header += ' ';
-  std::string out(8, '\0');
-  const std::uint64_t n = header.size();
-  std::memcpy(out.data(), &n, 8);
-  return out + header + data;
+  return testing::safetensors_bytes(stored);
 }
 
 // A scratch directory per test, removed afterwards.
-class Scratch {
+class Scratch : public testing::ScratchDir {
  public:
-  Scratch() {
-    dir_ = fs::temp_directory_path() / ("samebits_causal_lm_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  ~Scratch() { fs::remove_all(dir_); }
+  Scratch() : ScratchDir("samebits_causal_lm_") {}
   // A checkpoint directory `name` with config.json and model.safetensors.
   std::string model(const std::string& name, const std::string& config, const Tensors& tensors,
                     bool bf16 = false) const {
-    const fs::path dir = dir_ / name;
+    const fs::path dir = fs::path(path()) / name;
     fs::create_directories(dir);
     std::ofstream(dir / "config.json", std::ios::binary) << config;
     std::ofstream(dir / "model.safetensors", std::ios::binary) << safetensors_bytes(tensors, bf16);
     return dir.string();
   }
-  std::string path() const { return dir_.string(); }
-
- private:
-  fs::path dir_;
 };
 
 // ------------------------------------------------------------------ synthetic families

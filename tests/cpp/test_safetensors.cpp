@@ -16,17 +16,15 @@
 
 #include "io/safetensors.hpp"
 #include "numerics/fp.hpp"
+#include "safetensors_support.hpp"
 
 namespace samebits {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Tensor {
-  std::string dtype;
-  std::vector<std::int64_t> shape;
-  std::string bytes;
-};
+using Tensor = testing::StoredTensor;
+using testing::safetensors_bytes;
 
 template <typename T>
 std::string bytes_of(const std::vector<T>& values) {
@@ -35,49 +33,10 @@ std::string bytes_of(const std::vector<T>& values) {
   return out;
 }
 
-// The layout writers use: names sorted, compact JSON, the header padded with spaces to a multiple of 8,
-// payloads back to back in name order. `extra` is spliced into the header object as written.
-std::string safetensors_bytes(const std::map<std::string, Tensor>& tensors, const std::string& extra = "") {
-  std::string header = "{" + extra;
-  std::string data;
-  for (const auto& [name, t] : tensors) {
-    if (header.size() > 1) header += ",";
-    header += "\"" + name + "\":{\"dtype\":\"" + t.dtype + "\",\"shape\":[";
-    for (std::size_t i = 0; i < t.shape.size(); ++i) {
-      if (i > 0) header += ',';
-      header += std::to_string(t.shape[i]);
-    }
-    header += "],\"data_offsets\":[" + std::to_string(data.size()) + "," +
-              std::to_string(data.size() + t.bytes.size()) + "]}";
-    data += t.bytes;
-  }
-  header += "}";
-  while (header.size() % 8 != 0) header += ' ';
-  std::string out(8, '\0');
-  const std::uint64_t n = header.size();
-  std::memcpy(out.data(), &n, 8);
-  return out + header + data;
-}
-
 // A scratch directory per test, removed afterwards.
-class Scratch {
+class Scratch : public testing::ScratchDir {
  public:
-  Scratch() {
-    dir_ = fs::temp_directory_path() / ("samebits_safetensors_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  ~Scratch() { fs::remove_all(dir_); }
-  std::string write(const std::string& name, const std::string& bytes) const {
-    const fs::path path = dir_ / name;
-    std::ofstream(path, std::ios::binary) << bytes;
-    return path.string();
-  }
-  std::string path() const { return dir_.string(); }
-
- private:
-  fs::path dir_;
+  Scratch() : ScratchDir("samebits_safetensors_") {}
 };
 
 std::string message_of(const std::function<void()>& call, ErrorKind kind) {

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/utf8.hpp"
+
 namespace samebits::test {
 
 struct TokenizerCorpus {
@@ -31,23 +33,7 @@ class SplitMix64 {
   std::uint64_t state_;
 };
 
-inline void append_code_point(std::string& out, std::uint32_t c) {
-  if (c < 0x80) {
-    out.push_back(static_cast<char>(c));
-  } else if (c < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (c >> 6)));
-    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  } else if (c < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (c >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (c >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((c >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  }
-}
+inline void append_code_point(std::string& out, std::uint32_t c) { utf8::append(out, c); }
 
 inline std::string read_file_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
