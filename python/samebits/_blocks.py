@@ -11,6 +11,13 @@ from . import lowbit as _lowbit
 
 PACKAGE = "samebits"
 
+# What follows "<name> has dtype <d>; " in the three Mamba blocks' dtype refusals (upstream wording).
+MAMBA_DTYPE_SENTENCE = (
+    "this surface is float32 ONLY (the fp32 Mamba profiles). bfloat16 and float16 are refused BY NAME: "
+    "a reduced-precision run mixes cast boundaries and is a different profile; float64 is refused rather "
+    "than downcast, so the bits that ran are bits you made. Convert yourself and pass float32."
+)
+
 
 def float32_strict(value, what, name, dtype_sentence):
     """`value` as a C-contiguous float32 numpy array (no copy when it already is one).
@@ -127,3 +134,65 @@ def state_piece(value, what, name, shape):
     if shape is not None and tuple(array.shape) != tuple(shape):
         raise ValueError(f"{PACKAGE} {what}: state buffer {name} has shape {tuple(array.shape)}, want {tuple(shape)}")
     return array
+
+
+class NativeState:
+    """What the Python faces of the engine's own states share: `_native` is the C++ state object, which owns
+    the buffers and their layout; this class only names it."""
+
+    @classmethod
+    def _adopt(cls, engine_state):
+        """The Python face of an engine-owned state."""
+        state = cls.__new__(cls)
+        state._native = engine_state
+        state._adopted()
+        return state
+
+    def _adopted(self):
+        """Per-class bookkeeping once `_native` is set (none by default)."""
+
+    def _before_change(self, caller=None):
+        """Called before anything edits the state (nothing to settle by default)."""
+
+    @property
+    def batch_size(self):
+        return self._native.batch_size
+
+    def copy(self):
+        """An independent state with the same bits."""
+        return type(self)._adopt(self._native.clone())
+
+
+def native_property(name, doc, convert=None):
+    """A property reading the native state's `name`; with `convert`, also writing it (converted, after the
+    state's `_before_change`), the native layer judging the value."""
+
+    def getter(self):
+        return getattr(self._native, name)
+
+    if convert is None:
+        return property(getter, doc=doc)
+
+    def setter(self, value):
+        self._before_change()
+        setattr(self._native, name, convert(value))
+
+    return property(getter, setter, doc=doc)
+
+
+def require_state(block, state, allocate):
+    """A decode step refuses a missing state by name; `allocate` is the call that makes a fresh one."""
+    if state is None:
+        raise ValueError(
+            f"{PACKAGE} {block}.step: state is required (a decode step continues a sequence; "
+            f"{allocate} makes the fresh one)"
+        )
+
+
+def check_state_type(state, state_type, what):
+    """A state of the wrong class is refused by type, naming the class that is wanted."""
+    if state is not None and not isinstance(state, state_type):
+        raise TypeError(
+            f"{PACKAGE} {what}: state must be a {state_type.__name__} (allocate_state(B) makes one), "
+            f"got {type(state).__name__}"
+        )

@@ -4,14 +4,20 @@ blocks on the CPU, bit-exact with mojolearn's identical fp32 profiles."""
 import numpy as np
 
 from . import _checks
-from ._blocks import PACKAGE, float32_strict, ordered_weights, ragged_forward, state_piece
+from ._blocks import (
+    MAMBA_DTYPE_SENTENCE as _DTYPE_SENTENCE,
+    PACKAGE,
+    NativeState,
+    check_state_type,
+    float32_strict,
+    native_property,
+    ordered_weights,
+    ragged_forward,
+    require_state,
+    state_piece,
+)
 from ._native import native
 
-_DTYPE_SENTENCE = (
-    "this surface is float32 ONLY (the fp32 Mamba profiles). bfloat16 and float16 are refused BY NAME: "
-    "a reduced-precision run mixes cast boundaries and is a different profile; float64 is refused rather "
-    "than downcast, so the bits that ran are bits you made. Convert yourself and pass float32."
-)
 _CONV, _M1_STATE = 4, 16
 _CHUNK, _HEAD_DIM, _M2_STATE = 256, 64, 128
 
@@ -58,11 +64,7 @@ class _MambaInference:
     def step(self, x, state):
         """One decode token per batch row: x (B, 1, d_model) or (B, d_model), the output has x's shape.
         The state is required and updated in place."""
-        if state is None:
-            raise ValueError(
-                f"{PACKAGE} {self._BLOCK}.step: state is required (a decode step continues a sequence; "
-                "allocate_state(B) makes the fresh one)"
-            )
+        require_state(self._BLOCK, state, "allocate_state(B)")
         return self._call(x, state, True)
 
     def backward(self, x, grad_output):
@@ -73,11 +75,7 @@ class _MambaInference:
         what = f"{self._BLOCK}.step" if step else f"{self._BLOCK}.forward"
         x = float32_strict(x, what, "x", _DTYPE_SENTENCE)
         self._engine.check_tokens(list(x.shape), step, what)
-        if state is not None and not isinstance(state, self._STATE):
-            raise TypeError(
-                f"{PACKAGE} {what}: state must be a {self._STATE.__name__} (allocate_state(B) makes one), "
-                f"got {type(state).__name__}"
-            )
+        check_state_type(state, self._STATE, what)
         return x, (None if state is None else state._native)
 
     def _reference(self, x, state=None, step=False):
@@ -87,7 +85,7 @@ class _MambaInference:
         return call(x, engine_state, True)
 
 
-class Mamba1State:
+class Mamba1State(NativeState):
     """The carried Mamba-1 state in the engine's memory: `conv_window` (B, d_inner, 4), the last four
     pre-conv inputs per channel, oldest first; `h` (B, d_inner, 16), the SSM state. Zeros before the
     first token.
@@ -107,20 +105,6 @@ class Mamba1State:
         self._native = native().Mamba1StateEngine(batch, d_inner)
         np.copyto(self._native.conv_window, window, casting="no")
         np.copyto(self._native.h, h_array, casting="no")
-
-    @classmethod
-    def _adopt(cls, engine_state):
-        state = cls.__new__(cls)
-        state._native = engine_state
-        return state
-
-    @property
-    def batch_size(self):
-        return self._native.batch_size
-
-    def copy(self):
-        """An independent state with the same bits."""
-        return Mamba1State._adopt(self._native.clone())
 
     def __repr__(self):
         return f"Mamba1State(batch_size={self.batch_size}, d_inner={self._native.d_inner})"
@@ -166,7 +150,7 @@ class Mamba1BlockInference(_MambaInference):
         return f"Mamba1BlockInference(d_model={self.d_model}, weight_format={self.weight_format!r})"
 
 
-class Mamba2State:
+class Mamba2State(NativeState):
     """The carried Mamba-2 state in the engine's memory. With H = 2 * d_model / 64 heads and
     CD = 2 * d_model + 256 conv channels: `conv_window` (B, CD, 4), the last four pre-conv xBC inputs,
     oldest first; `h` (B, H, 64, 128), the SSM state at the last COMPLETED chunk boundary (a non-zero h
@@ -195,28 +179,8 @@ class Mamba2State:
             np.copyto(target, state_piece(value, what, name, target.shape), casting="no")
         self.buffered_tokens = buffered_tokens
 
-    @classmethod
-    def _adopt(cls, engine_state):
-        state = cls.__new__(cls)
-        state._native = engine_state
-        return state
-
-    @property
-    def batch_size(self):
-        return self._native.batch_size
-
-    @property
-    def buffered_tokens(self):
-        """Rows of the open chunk (the native layer refuses a value outside [0, 256))."""
-        return self._native.buffered_tokens
-
-    @buffered_tokens.setter
-    def buffered_tokens(self, value):
-        self._native.buffered_tokens = int(value)
-
-    def copy(self):
-        """An independent state with the same bits."""
-        return Mamba2State._adopt(self._native.clone())
+    buffered_tokens = native_property(
+        "buffered_tokens", "Rows of the open chunk (the native layer refuses a value outside [0, 256)).", int)
 
     def __repr__(self):
         return (f"Mamba2State(batch_size={self.batch_size}, nheads={self._native.nheads}, "

@@ -12,15 +12,21 @@ import weakref
 import numpy as np
 
 from . import _checks
-from ._blocks import PACKAGE, float32_strict, ordered_weights, ragged_forward, state_piece
+from ._blocks import (
+    MAMBA_DTYPE_SENTENCE as _DTYPE_SENTENCE,
+    PACKAGE,
+    NativeState,
+    check_state_type,
+    float32_strict,
+    native_property,
+    ordered_weights,
+    ragged_forward,
+    require_state,
+    state_piece,
+)
 from ._native import native
 
 _BLOCK = "Mamba3Block"
-_DTYPE_SENTENCE = (
-    "this surface is float32 ONLY (the fp32 Mamba profiles). bfloat16 and float16 are refused BY NAME: "
-    "a reduced-precision run mixes cast boundaries and is a different profile; float64 is refused rather "
-    "than downcast, so the bits that ran are bits you made. Convert yourself and pass float32."
-)
 _PIECES = (
     "theta", "h", "buffer_qrot", "buffer_krot", "buffer_v",
     "buffer_dt", "buffer_sig", "buffer_adt", "pending_k", "pending_v",
@@ -44,7 +50,7 @@ def _piece_shapes(batch, heads):
     }
 
 
-class Mamba3State:
+class Mamba3State(NativeState):
     """The carried Mamba-3 state (ten float32 pieces, `buffered_tokens`, `pending`), in the engine's memory.
 
     With H = 2 * d_model / 64 heads: `theta` (B, H, 32) the angles; `h` (B, H, 64, 128) the sealed
@@ -70,20 +76,13 @@ class Mamba3State:
         shapes = _piece_shapes(batch, heads)
         arrays = [state_piece(v, what, n, shapes[n]) for v, n in zip(values, _PIECES)]
         self._native = native().Mamba3StateEngine(batch, heads)
-        self._track()
+        self._adopted()
         for index, array in enumerate(arrays):
             np.copyto(self._native.piece(index), array, casting="no")
         self.buffered_tokens = buffered_tokens
         self.pending = pending
 
-    @classmethod
-    def _adopt(cls, engine_state):
-        state = cls.__new__(cls)
-        state._native = engine_state
-        state._track()
-        return state
-
-    def _track(self):
+    def _adopted(self):
         self._readers = weakref.WeakSet()  # blocks whose reports are still to be computed from this state
 
     def _before_change(self, caller=None):
@@ -101,33 +100,12 @@ class Mamba3State:
         self._before_change()  # the view may be written at any time from now on (it pins the engine state)
         return self._native.piece(index)
 
-    @property
-    def batch_size(self):
-        return self._native.batch_size
-
-    @property
-    def nheads(self):
-        return self._native.heads
-
-    @property
-    def buffered_tokens(self):
-        """Valid rows of the open-chunk buffer (the native layer refuses a value outside [0, 64])."""
-        return self._native.buffered_tokens
-
-    @buffered_tokens.setter
-    def buffered_tokens(self, value):
-        self._before_change()
-        self._native.buffered_tokens = int(value)
-
-    @property
-    def pending(self):
-        """True while theta / h / pending_k / pending_v hold an Input_States continuation."""
-        return self._native.pending
-
-    @pending.setter
-    def pending(self, value):
-        self._before_change()
-        self._native.pending = bool(value)
+    nheads = native_property("heads", "Heads H = 2 * d_model / 64.")
+    buffered_tokens = native_property(
+        "buffered_tokens", "Valid rows of the open-chunk buffer (the native layer refuses a value outside [0, 64]).",
+        int)
+    pending = native_property(
+        "pending", "True while theta / h / pending_k / pending_v hold an Input_States continuation.", bool)
 
     def set_input_states(self, theta, h, k, v):
         """Upstream's four-piece Input_States continuation: copies the given float32 bits into theta, h,
@@ -144,10 +122,6 @@ class Mamba3State:
             arrays.append(array)
         self._before_change()
         self._native.set_input_states(*arrays)
-
-    def copy(self):
-        """An independent state with the same bits."""
-        return Mamba3State._adopt(self._native.clone())
 
     def __repr__(self):
         return (f"Mamba3State(batch_size={self.batch_size}, nheads={self.nheads}, "
@@ -213,11 +187,7 @@ class Mamba3BlockInference:
 
     def step(self, x, state):
         """One decode token per batch row: x (B, 1, d_model) or (B, d_model); the output has x's shape."""
-        if state is None:
-            raise ValueError(
-                f"{PACKAGE} {_BLOCK}.step: state is required (a decode step continues a sequence; "
-                "allocate_state(B) makes the fresh one)"
-            )
+        require_state(_BLOCK, state, "allocate_state(B)")
         x = float32_strict(x, f"{_BLOCK}.step", "x", _DTYPE_SENTENCE)
         self._engine.check_tokens(list(x.shape), True)
         return self._call(x, state, True)
@@ -227,12 +197,7 @@ class Mamba3BlockInference:
 
     @staticmethod
     def _check_state_type(state, step):
-        if state is not None and not isinstance(state, Mamba3State):
-            what = f"{_BLOCK}.step" if step else f"{_BLOCK}.forward"
-            raise TypeError(
-                f"{PACKAGE} {what}: state must be a Mamba3State (allocate_state(B) makes one), "
-                f"got {type(state).__name__}"
-            )
+        check_state_type(state, Mamba3State, f"{_BLOCK}.step" if step else f"{_BLOCK}.forward")
 
     def _call(self, x, state, step):
         self._check_state_type(state, step)
@@ -273,26 +238,6 @@ class Mamba3BlockInference:
             raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}' (no call has run yet)")
         return reports[index]
 
-    @property
-    def h_last_(self):
-        """(B, H, 64, 128): h after the final working chunk of the last call."""
-        return self._report(0, "h_last_")
-
-    @property
-    def k_last_(self):
-        """(B, H, 128): the rotated, pre-scale k of the last call's last working row."""
-        return self._report(1, "k_last_")
-
-    @property
-    def v_last_(self):
-        """(B, H, 64): the raw v of the last call's last working row."""
-        return self._report(2, "v_last_")
-
-    @property
-    def theta_last_(self):
-        """(B, H, 32): the angles after the last call's last token."""
-        return self._report(3, "theta_last_")
-
     def _reference(self, x, state=None, step=False):
         """The scalar twin's output for the same call (tests and cross-checks): the same refusals."""
         x = float32_strict(x, f"{_BLOCK}.step" if step else f"{_BLOCK}.forward", "x", _DTYPE_SENTENCE)
@@ -306,3 +251,21 @@ class Mamba3BlockInference:
 
     def __repr__(self):
         return f"Mamba3BlockInference(d_model={self.d_model}, nheads={self.nheads}, weight_format={self.weight_format!r})"
+
+
+# The reports, in the order the engine returns them.
+_REPORTS = (
+    ("h_last_", "(B, H, 64, 128): h after the final working chunk of the last call."),
+    ("k_last_", "(B, H, 128): the rotated, pre-scale k of the last call's last working row."),
+    ("v_last_", "(B, H, 64): the raw v of the last call's last working row."),
+    ("theta_last_", "(B, H, 32): the angles after the last call's last token."),
+)
+
+
+def _report_property(index, name, doc):
+    return property(lambda self: self._report(index, name), doc=doc)
+
+
+for _index, (_name, _doc) in enumerate(_REPORTS):
+    setattr(Mamba3BlockInference, _name, _report_property(_index, _name, _doc))
+del _index, _name, _doc

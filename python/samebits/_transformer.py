@@ -69,6 +69,13 @@ def _float32(name, value):
     return struct.unpack("<f", struct.pack("<f", as_double))[0]
 
 
+# The constructor's keyword options that _block_options turns into the engine's option dict.
+_OPTION_ARGUMENTS = (
+    "rope_theta", "rope_scaling", "rope_dim", "max_positions", "qkv_bias", "o_bias", "norm", "norm_eps",
+    "norm_bias", "mlp", "mlp_bias", "qk_norm", "attn_softcap",
+)
+
+
 def _block_options(given):
     """The keyword options as the engine's dict (docs/models.md §2), refusing in upstream's order and wording
     what needs Python objects to judge (types, dict keys, the double before its float32 rounding)."""
@@ -358,22 +365,8 @@ class TransformerBlockInference:
                 "'identical' tier only"
             )
         weights, self.weight_format = _lowbit.unpack(weights, "TransformerBlockInference")
-        given = dict(
-            rope_theta=rope_theta,
-            rope_scaling=rope_scaling,
-            rope_dim=rope_dim,
-            max_positions=max_positions,
-            qkv_bias=qkv_bias,
-            o_bias=o_bias,
-            norm=norm,
-            norm_eps=norm_eps,
-            norm_bias=norm_bias,
-            mlp=mlp,
-            mlp_bias=mlp_bias,
-            qk_norm=qk_norm,
-            attn_softcap=attn_softcap,
-        )
-        options = _block_options(given)
+        arguments = locals()
+        options = _block_options({name: arguments[name] for name in _OPTION_ARGUMENTS})
         bad_rope_dim = options.pop("rope_dim_bad", None)
         native().transformer_check_weight_names(list(weights.keys()), options)
         nh = int(n_heads)
@@ -450,11 +443,7 @@ class TransformerBlockInference:
 
     def step(self, x, state):
         """One token per batch row: x (B, 1, d_model) or (B, d_model); the output has x's rank."""
-        if state is None:
-            raise ValueError(
-                f"{_PACKAGE} {_WHAT}.step: state is required (a decode step continues a sequence; "
-                "allocate_state(B, max_tokens) makes the fresh one)"
-            )
+        _blocks.require_state(_WHAT, state, "allocate_state(B, max_tokens)")
         return self._call(x, state, True)
 
     def _forward_reference(self, x, state=None, *, step=False):
