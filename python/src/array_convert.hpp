@@ -5,7 +5,10 @@
 #include <nanobind/ndarray.h>
 
 #include <cstdint>
+#include <initializer_list>
+#include <samebits/errors.hpp>
 #include <samebits/tensor.hpp>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -24,11 +27,63 @@ inline TensorView view_of(const FloatArrayIn& array) {
   return view;
 }
 
+// Engine extents as numpy's.
+inline std::vector<std::size_t> sizes(std::initializer_list<std::int64_t> dims) {
+  std::vector<std::size_t> out;
+  for (auto d : dims) out.push_back(static_cast<std::size_t>(d));
+  return out;
+}
+inline std::vector<std::size_t> sizes(const std::vector<std::int64_t>& dims) {
+  return std::vector<std::size_t>(dims.begin(), dims.end());
+}
+
+// The named weights a block constructor takes, from the parallel lists the Python layer passes.
+inline NamedTensors named(const std::vector<std::string>& names, const std::vector<FloatArrayIn>& arrays,
+                          const char* engine) {
+  if (names.size() != arrays.size())
+    throw_value_error(std::string(engine) + ": names and arrays differ in length");
+  NamedTensors weights;
+  for (std::size_t i = 0; i < names.size(); ++i) weights.emplace_back(names[i], view_of(arrays[i]));
+  return weights;
+}
+
 // Hands a vector's memory to a new numpy array (no copy); the array owns it from then on.
 inline FloatArrayOut to_numpy(std::vector<float>&& values, std::vector<std::size_t> shape) {
   auto* owned = new std::vector<float>(std::move(values));
   nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<std::vector<float>*>(p); });
   return FloatArrayOut(owned->data(), shape.size(), shape.data(), owner);
+}
+
+// Runs `compute` (returning std::vector<float>) with the GIL released, and hands its result to numpy.
+template <typename Compute>
+FloatArrayOut computed_array(Compute&& compute, std::vector<std::size_t> shape) {
+  std::vector<float> values;
+  {
+    nb::gil_scoped_release release;
+    values = compute();
+  }
+  return to_numpy(std::move(values), std::move(shape));
+}
+
+// A copy of weight `index` of a block, shaped by the block's weight table.
+template <typename Block>
+FloatArrayOut weight_copy(const Block& block, int index, const char* engine) {
+  const std::vector<TensorInfo> table = block.weight_table();
+  if (index < 0 || index >= static_cast<int>(table.size()))
+    throw_value_error(std::string(engine) + ": no weight index");
+  return to_numpy(block.weight(static_cast<std::size_t>(index)),
+                  sizes(table[static_cast<std::size_t>(index)].shape));
+}
+
+// A Mamba-style block's class with the static weight checks it exposes, in upstream's refusal order.
+template <typename Block>
+nb::class_<Block> block_class(nb::module_& m, const char* name) {
+  nb::class_<Block> cls(m, name);
+  cls.def_static("weight_names", &Block::weight_names)
+      .def_static("check_keys", &Block::check_keys)
+      .def_static("check_norm_weight", &Block::check_norm_weight)
+      .def_static("check_weight", &Block::check_weight);
+  return cls;
 }
 
 // A writable numpy view of a pinned state buffer. Its owner is a capsule holding the pin and the state's

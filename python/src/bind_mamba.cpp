@@ -22,43 +22,13 @@ namespace {
 
 using FloatView = nb::ndarray<nb::numpy, float>;
 
-std::vector<std::size_t> sizes(std::initializer_list<std::int64_t> dims) {
-  std::vector<std::size_t> out;
-  for (auto d : dims) out.push_back(static_cast<std::size_t>(d));
-  return out;
-}
-
 // A writable view of one Mamba-2 array (pinned_array); pinning settles the last call's report first, so
 // edits through the view cannot reach it.
 FloatView pinned_view(Mamba2State& state, Mamba2State::Buffer buffer) {
-  std::vector<std::size_t> shape;
-  for (auto d : state.buffer_shape(buffer)) shape.push_back(static_cast<std::size_t>(d));
-  return pinned_array(nb::find(&state), state.pin(buffer), std::move(shape));
+  return pinned_array(nb::find(&state), state.pin(buffer), sizes(state.buffer_shape(buffer)));
 }
 
-std::vector<std::size_t> shape_of(const TensorView& view) {
-  std::vector<std::size_t> shape;
-  for (auto d : view.shape) shape.push_back(static_cast<std::size_t>(d));
-  return shape;
-}
-
-NamedTensors named(const std::vector<std::string>& names, const std::vector<FloatArrayIn>& arrays) {
-  if (names.size() != arrays.size()) throw_value_error("Mamba engine: names and arrays differ in length");
-  NamedTensors weights;
-  for (std::size_t i = 0; i < names.size(); ++i) weights.emplace_back(names[i], view_of(arrays[i]));
-  return weights;
-}
-
-// A copy of weight `index` shaped by the block's weight table.
-template <typename Block>
-FloatArrayOut weight_copy(const Block& block, int index, const char* engine) {
-  const std::vector<TensorInfo> table = block.weight_table();
-  if (index < 0 || index >= static_cast<int>(table.size()))
-    throw_value_error(std::string(engine) + ": no weight index");
-  std::vector<std::size_t> shape;
-  for (auto d : table[static_cast<std::size_t>(index)].shape) shape.push_back(static_cast<std::size_t>(d));
-  return to_numpy(block.weight(static_cast<std::size_t>(index)), shape);
-}
+std::vector<std::size_t> shape_of(const TensorView& view) { return sizes(view.shape); }
 
 // The Mamba-2 report handle Python keeps as the block's h_last_ source: the fast path's (evaluated on
 // first read) or the twin's (given directly).
@@ -71,15 +41,12 @@ struct Mamba2ReportHandle {
 FloatArrayOut run_mamba1(const Mamba1BlockInference& self, const FloatArrayIn& x, Mamba1State* state,
                          bool step, bool reference) {
   const TensorView view = view_of(x);
-  std::vector<float> y;
-  {
-    nb::gil_scoped_release release;
-    if (step)
-      y = reference ? self.step_reference(view, state) : self.step(view, state);
-    else
-      y = reference ? self.forward_reference(view, state) : self.forward(view, state);
-  }
-  return to_numpy(std::move(y), shape_of(view));
+  return computed_array(
+      [&] {
+        if (step) return reference ? self.step_reference(view, state) : self.step(view, state);
+        return reference ? self.forward_reference(view, state) : self.forward(view, state);
+      },
+      shape_of(view));
 }
 
 std::pair<FloatArrayOut, Mamba2ReportHandle> run_mamba2(const Mamba2BlockInference& self,
@@ -181,18 +148,14 @@ void bind_mamba(nb::module_& m) {
         return self.direct.has_value() || self.report.evaluated();
       });
 
-  nb::class_<Mamba1BlockInference>(m, "Mamba1Engine")
+  block_class<Mamba1BlockInference>(m, "Mamba1Engine")
       .def(
           "__init__",
           [](Mamba1BlockInference* self, const std::vector<std::string>& names,
              const std::vector<FloatArrayIn>& arrays, const std::string& weight_format) {
-            new (self) Mamba1BlockInference(named(names, arrays), weight_format);
+            new (self) Mamba1BlockInference(named(names, arrays, "Mamba engine"), weight_format);
           },
           nb::arg("names"), nb::arg("arrays"), nb::arg("weight_format") = "float32")
-      .def_static("weight_names", &Mamba1BlockInference::weight_names)
-      .def_static("check_keys", &Mamba1BlockInference::check_keys)
-      .def_static("check_norm_weight", &Mamba1BlockInference::check_norm_weight)
-      .def_static("check_weight", &Mamba1BlockInference::check_weight)
       .def(
           "check_tokens",
           [](const Mamba1BlockInference& self, const std::vector<std::int64_t>& shape, bool step,
@@ -219,20 +182,17 @@ void bind_mamba(nb::module_& m) {
       .def_prop_ro("dt_rank", &Mamba1BlockInference::dt_rank)
       .def_prop_ro("weight_format", &Mamba1BlockInference::weight_format);
 
-  nb::class_<Mamba2BlockInference>(m, "Mamba2Engine")
+  block_class<Mamba2BlockInference>(m, "Mamba2Engine")
       .def(
           "__init__",
           [](Mamba2BlockInference* self, const std::vector<std::string>& names,
              const std::vector<FloatArrayIn>& arrays, double dt_lo, double dt_hi,
              const std::string& weight_format) {
-            new (self) Mamba2BlockInference(named(names, arrays), dt_lo, dt_hi, weight_format);
+            new (self)
+                Mamba2BlockInference(named(names, arrays, "Mamba engine"), dt_lo, dt_hi, weight_format);
           },
           nb::arg("names"), nb::arg("arrays"), nb::arg("dt_lo"), nb::arg("dt_hi"),
           nb::arg("weight_format") = "float32")
-      .def_static("weight_names", &Mamba2BlockInference::weight_names)
-      .def_static("check_keys", &Mamba2BlockInference::check_keys)
-      .def_static("check_norm_weight", &Mamba2BlockInference::check_norm_weight)
-      .def_static("check_weight", &Mamba2BlockInference::check_weight)
       .def(
           "check_tokens",
           [](const Mamba2BlockInference& self, const std::vector<std::int64_t>& shape, bool step,

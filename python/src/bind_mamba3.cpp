@@ -24,15 +24,7 @@ using FloatView = nb::ndarray<nb::numpy, float>;
 
 // A writable view of one state piece (pinned_array).
 FloatView piece_view(Mamba3State& state, int piece) {
-  std::vector<std::size_t> shape;
-  for (auto d : state.piece_shape(piece)) shape.push_back(static_cast<std::size_t>(d));
-  return pinned_array(nb::find(&state), state.pin(piece), std::move(shape));
-}
-
-std::vector<std::size_t> sizes(std::initializer_list<std::int64_t> dims) {
-  std::vector<std::size_t> out;
-  for (auto d : dims) out.push_back(static_cast<std::size_t>(d));
-  return out;
+  return pinned_array(nb::find(&state), state.pin(piece), sizes(state.piece_shape(piece)));
 }
 
 using ReportArrays = std::tuple<FloatArrayOut, FloatArrayOut, FloatArrayOut, FloatArrayOut>;
@@ -51,19 +43,16 @@ std::pair<FloatArrayOut, std::optional<ReportArrays>> run(const Mamba3BlockInfer
   const TensorView view = view_of(x);
   Mamba3Reports reports;
   Mamba3Reports* wanted = want_reports ? &reports : nullptr;
-  std::vector<float> y;
-  {
-    nb::gil_scoped_release release;
-    if (step)
-      y = reference ? self.step_reference(view, state, wanted) : self.step(view, state, wanted);
-    else
-      y = reference ? self.forward_reference(view, state, wanted) : self.forward(view, state, wanted);
-  }
-  std::vector<std::size_t> shape;
-  for (auto d : view.shape) shape.push_back(static_cast<std::size_t>(d));
+  FloatArrayOut y = computed_array(
+      [&] {
+        if (step)
+          return reference ? self.step_reference(view, state, wanted) : self.step(view, state, wanted);
+        return reference ? self.forward_reference(view, state, wanted) : self.forward(view, state, wanted);
+      },
+      sizes(view.shape));
   std::optional<ReportArrays> out;
   if (want_reports) out = report_arrays(std::move(reports), view.shape[0], self.nheads());
-  return {to_numpy(std::move(y), shape), std::move(out)};
+  return {std::move(y), std::move(out)};
 }
 
 }  // namespace
@@ -107,22 +96,14 @@ void bind_mamba3(nb::module_& m) {
       .def_prop_ro("trusted", &Mamba3State::trusted)
       .def_prop_ro("pinned", &Mamba3State::pinned);
 
-  nb::class_<Mamba3BlockInference>(m, "Mamba3Engine")
+  block_class<Mamba3BlockInference>(m, "Mamba3Engine")
       .def(
           "__init__",
           [](Mamba3BlockInference* self, const std::vector<std::string>& names,
              const std::vector<FloatArrayIn>& arrays, const std::string& weight_format) {
-            if (names.size() != arrays.size())
-              throw_value_error("Mamba3Engine: names and arrays differ in length");
-            std::vector<std::pair<std::string, TensorView>> weights;
-            for (std::size_t i = 0; i < names.size(); ++i) weights.emplace_back(names[i], view_of(arrays[i]));
-            new (self) Mamba3BlockInference(weights, weight_format);
+            new (self) Mamba3BlockInference(named(names, arrays, "Mamba3Engine"), weight_format);
           },
           nb::arg("names"), nb::arg("arrays"), nb::arg("weight_format") = "float32")
-      .def_static("weight_names", &Mamba3BlockInference::weight_names)
-      .def_static("check_keys", &Mamba3BlockInference::check_keys)
-      .def_static("check_norm_weight", &Mamba3BlockInference::check_norm_weight)
-      .def_static("check_weight", &Mamba3BlockInference::check_weight)
       .def("check_tokens", &Mamba3BlockInference::check_tokens, nb::arg("shape"), nb::arg("step"))
       .def("allocate_state", &Mamba3BlockInference::allocate_state, nb::arg("batch_size"))
       .def(
@@ -147,16 +128,8 @@ void bind_mamba3(nb::module_& m) {
           },
           nb::arg("state"))
       .def("backward", &Mamba3BlockInference::backward)
-      .def("weight",
-           [](const Mamba3BlockInference& self, int index) {
-             const std::vector<TensorInfo> table = self.weight_table();
-             if (index < 0 || index >= static_cast<int>(table.size()))
-               throw_value_error("Mamba3Engine: no weight index");
-             std::vector<std::size_t> shape;
-             for (auto d : table[static_cast<std::size_t>(index)].shape)
-               shape.push_back(static_cast<std::size_t>(d));
-             return to_numpy(self.weight(static_cast<std::size_t>(index)), shape);
-           })
+      .def("weight", [](const Mamba3BlockInference& self,
+                        int index) { return weight_copy(self, index, "Mamba3Engine"); })
       .def_prop_ro("d_model", &Mamba3BlockInference::d_model)
       .def_prop_ro("d_inner", &Mamba3BlockInference::d_inner)
       .def_prop_ro("nheads", &Mamba3BlockInference::nheads)

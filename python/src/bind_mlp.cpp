@@ -33,12 +33,7 @@ void bind_mlp(nb::module_& m) {
       .def("predict_logits",
            [](const MLPInference& self, const FloatArrayIn& X) {
              const TensorView view = view_of(X);
-             std::vector<float> logits;
-             {
-               nb::gil_scoped_release release;
-               logits = self.predict_logits(view);
-             }
-             return to_numpy(std::move(logits), {static_cast<std::size_t>(view.shape[0]), 3});
+             return computed_array([&] { return self.predict_logits(view); }, sizes({view.shape[0], 3}));
            })
       .def("predict_logits_reference",
            [](const MLPInference& self, const FloatArrayIn& X) {

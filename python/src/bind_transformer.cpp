@@ -102,12 +102,6 @@ void read_block_options(const nb::dict& given, TransformerOptions& options) {
   }
 }
 
-std::vector<std::size_t> shape_of(const TensorView& view) {
-  std::vector<std::size_t> shape;
-  for (auto extent : view.shape) shape.push_back(static_cast<std::size_t>(extent));
-  return shape;
-}
-
 }  // namespace
 
 void bind_transformer(nb::module_& m) {
@@ -153,10 +147,7 @@ void bind_transformer(nb::module_& m) {
              const std::vector<FloatArrayIn>& arrays, std::int64_t n_heads,
              std::optional<std::int64_t> n_kv_heads, std::optional<std::int64_t> head_dim,
              std::int64_t window, const std::string& weight_format, const nb::dict& block_options) {
-            if (names.size() != arrays.size())
-              throw_value_error("samebits TransformerBlock: names and arrays differ");
-            TransformerBlockInference::NamedWeights weights;
-            for (std::size_t i = 0; i < names.size(); ++i) weights.push_back({names[i], view_of(arrays[i])});
+            const NamedTensors weights = named(names, arrays, "samebits TransformerBlock");
             TransformerOptions options;
             options.n_heads = n_heads;
             options.n_kv_heads = n_kv_heads;
@@ -184,36 +175,25 @@ void bind_transformer(nb::module_& m) {
       .def("forward",
            [](const TransformerBlockInference& self, const FloatArrayIn& x) {
              const TensorView view = view_of(x);
-             std::vector<float> y;
-             {
-               nb::gil_scoped_release release;
-               y = self.forward(view);
-             }
-             return to_numpy(std::move(y), shape_of(view));
+             return computed_array([&] { return self.forward(view); }, sizes(view.shape));
            })
       .def("forward_reference",
            [](const TransformerBlockInference& self, const FloatArrayIn& x) {
              const TensorView view = view_of(x);
-             std::vector<float> y;
-             {
-               nb::gil_scoped_release release;
-               y = self.forward_reference(view);
-             }
-             return to_numpy(std::move(y), shape_of(view));
+             return computed_array([&] { return self.forward_reference(view); }, sizes(view.shape));
            })
       .def(
           "forward_state",
           [](const TransformerBlockInference& self, const FloatArrayIn& x, TransformerState& state, bool step,
              bool reference) {
             const TensorView view = view_of(x);
-            std::vector<float> y;
-            {
-              nb::gil_scoped_release release;
-              y = reference ? self.forward_reference(view, state, step)
-                  : step    ? self.step(view, state)
-                            : self.forward(view, state);
-            }
-            return to_numpy(std::move(y), shape_of(view));
+            return computed_array(
+                [&] {
+                  return reference ? self.forward_reference(view, state, step)
+                         : step    ? self.step(view, state)
+                                   : self.forward(view, state);
+                },
+                sizes(view.shape));
           },
           nb::arg("x"), nb::arg("state"), nb::arg("step"), nb::arg("reference") = false)
       .def("backward", [](const TransformerBlockInference& self) { self.backward(); })
@@ -222,13 +202,11 @@ void bind_transformer(nb::module_& m) {
              const std::vector<TensorInfo> tensors = self.weight_table();
              for (std::size_t i = 0; i < tensors.size(); ++i) {
                if (name != tensors[i].name) continue;
-               std::vector<std::size_t> shape;
-               for (auto e : tensors[i].shape) shape.push_back(static_cast<std::size_t>(e));
                std::vector<float> values = self.weight(i);
                if (values.empty())  // an ungated MLP has no gate_proj.weight (docs/models.md §2)
                  throw_value_error("samebits TransformerBlock: no weight named '" + name +
                                    "' (the MLP is ungated)");
-               return to_numpy(std::move(values), shape);
+               return to_numpy(std::move(values), sizes(tensors[i].shape));
              }
              throw_value_error("samebits TransformerBlock: no weight named '" + name + "'");
            })

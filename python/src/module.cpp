@@ -28,6 +28,20 @@ void run_registrations(nb::module_& m) {
   for (const auto& entry : entries) entry.second(m);
 }
 
+// The Python exception class an engine error becomes (docs/api.md §12).
+PyObject* python_exception(ErrorKind kind) {
+  const std::pair<ErrorKind, PyObject*> classes[] = {{ErrorKind::Value, PyExc_ValueError},
+                                                     {ErrorKind::Type, PyExc_TypeError},
+                                                     {ErrorKind::NotImplemented, PyExc_NotImplementedError},
+                                                     {ErrorKind::Runtime, PyExc_RuntimeError},
+                                                     {ErrorKind::Memory, PyExc_MemoryError},
+                                                     {ErrorKind::NotFound, PyExc_FileNotFoundError},
+                                                     {ErrorKind::Key, PyExc_KeyError}};
+  for (const auto& [error_kind, exception] : classes)
+    if (error_kind == kind) return exception;
+  return PyExc_RuntimeError;
+}
+
 }  // namespace samebits::python
 
 NB_MODULE(_core, m) {
@@ -36,29 +50,7 @@ NB_MODULE(_core, m) {
     try {
       std::rethrow_exception(p);
     } catch (const samebits::Error& e) {
-      switch (e.kind()) {
-        case samebits::ErrorKind::Value:
-          PyErr_SetString(PyExc_ValueError, e.what());
-          break;
-        case samebits::ErrorKind::Type:
-          PyErr_SetString(PyExc_TypeError, e.what());
-          break;
-        case samebits::ErrorKind::NotImplemented:
-          PyErr_SetString(PyExc_NotImplementedError, e.what());
-          break;
-        case samebits::ErrorKind::Runtime:
-          PyErr_SetString(PyExc_RuntimeError, e.what());
-          break;
-        case samebits::ErrorKind::Memory:
-          PyErr_SetString(PyExc_MemoryError, e.what());
-          break;
-        case samebits::ErrorKind::NotFound:
-          PyErr_SetString(PyExc_FileNotFoundError, e.what());
-          break;
-        case samebits::ErrorKind::Key:
-          PyErr_SetString(PyExc_KeyError, e.what());
-          break;
-      }
+      PyErr_SetString(samebits::python::python_exception(e.kind()), e.what());
     }
   });
   m.attr("__version__") = samebits::version();
