@@ -66,4 +66,10 @@ std::array<std::int64_t, 2> check_token_shape(const std::vector<std::int64_t>& s
   return {s[0], s[1]};
 }
 
+void require_step_state(bool has_state, const std::string& block, const std::string& allocate) {
+  if (!has_state)
+    throw_value_error("samebits " + block + ".step: state is required (a decode step continues a sequence; " +
+                      allocate + " makes the fresh one)");
+}
+
 }  // namespace samebits

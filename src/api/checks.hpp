@@ -41,6 +41,19 @@ std::vector<float> ragged_run(const T* x, std::int64_t batch, std::int64_t lengt
   return out;
 }
 
+// A block's tensor table (its TensorSpec rows) as the public name-and-shape list.
+template <typename Specs>
+std::vector<TensorInfo> tensor_infos(const Specs& specs) {
+  std::vector<TensorInfo> table;
+  for (const auto& spec : specs) table.push_back({spec.name, spec.shape});
+  return table;
+}
+
+// A decode step without a state is refused: "samebits <block>.step: state is required (...)", where
+// `allocate` names the call that makes a fresh state.
+void require_step_state(bool has_state, const std::string& block,
+                        const std::string& allocate = "allocate_state(B)");
+
 // Python's repr of a list of names: "['a', 'b']" (each name as Python's repr of a str).
 std::string python_name_list(const std::vector<std::string>& names);
 

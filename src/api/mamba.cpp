@@ -104,10 +104,6 @@ void check_state_buffer(const std::string& what, const std::string& name,
 
 namespace {
 const char* kM1 = "Mamba1Block";
-const char* kM1StepRequired =
-    "samebits Mamba1Block.step: state is required (a decode step continues a sequence; allocate_state(B) "
-    "makes the "
-    "fresh one)";
 }  // namespace
 
 std::vector<std::string> Mamba1BlockInference::weight_names() {
@@ -155,7 +151,7 @@ Mamba1State Mamba1BlockInference::allocate_state(std::int64_t batch_size) const 
 std::vector<float> Mamba1BlockInference::call(const TensorView& x, Mamba1State* state, bool step,
                                               bool reference) const {
   const std::string what = std::string(kM1) + (step ? ".step" : ".forward");
-  if (step && state == nullptr) throw_value_error(kM1StepRequired);
+  if (step) require_step_state(state != nullptr, kM1);
   const auto [batch, length] = mamba_api::check_tokens(what, x.shape, d_model(), step);
   std::optional<blocks::Mamba1State> fresh;
   blocks::Mamba1State* engine = state ? &ApiAccess::engine(*state) : &fresh.emplace(batch, d_inner());
@@ -195,10 +191,6 @@ void Mamba1BlockInference::backward() const {
 
 namespace {
 const char* kM2 = "Mamba2Block";
-const char* kM2StepRequired =
-    "samebits Mamba2Block.step: state is required (a decode step continues a sequence; allocate_state(B) "
-    "makes the "
-    "fresh one)";
 }  // namespace
 
 std::vector<std::string> Mamba2BlockInference::weight_names() {
@@ -259,7 +251,7 @@ std::vector<float> Mamba2BlockInference::call(const TensorView& x, Mamba2State* 
                                               std::vector<float>* h_last,
                                               const Mamba2Report* superseded) const {
   const std::string what = std::string(kM2) + (step ? ".step" : ".forward");
-  if (step && state == nullptr) throw_value_error(kM2StepRequired);
+  if (step) require_step_state(state != nullptr, kM2);
   const auto [batch, length] = mamba_api::check_tokens(what, x.shape, d_model(), step);
   std::optional<blocks::Mamba2State> fresh;
   blocks::Mamba2State* engine = state ? &ApiAccess::engine(*state) : &fresh.emplace(batch, block_->dims());
@@ -317,9 +309,7 @@ std::int64_t Mamba1BlockInference::d_model() const { return block_->dims().d_mod
 std::int64_t Mamba1BlockInference::d_inner() const { return block_->dims().d_inner; }
 std::int64_t Mamba1BlockInference::dt_rank() const { return block_->dims().dt_rank; }
 std::vector<TensorInfo> Mamba1BlockInference::weight_table() const {
-  std::vector<TensorInfo> table;
-  for (const auto& spec : blocks::mamba1_tensors(block_->dims())) table.push_back({spec.name, spec.shape});
-  return table;
+  return tensor_infos(blocks::mamba1_tensors(block_->dims()));
 }
 std::vector<float> Mamba1BlockInference::weight(std::size_t index) const {
   if (index >= blocks::kMamba1TensorCount)
@@ -337,9 +327,7 @@ std::int64_t Mamba2BlockInference::nheads() const { return block_->dims().nheads
 std::int64_t Mamba2BlockInference::conv_dim() const { return block_->dims().conv_dim; }
 std::pair<float, float> Mamba2BlockInference::dt_limit() const { return block_->dt_limit(); }
 std::vector<TensorInfo> Mamba2BlockInference::weight_table() const {
-  std::vector<TensorInfo> table;
-  for (const auto& spec : blocks::mamba2_tensors(block_->dims())) table.push_back({spec.name, spec.shape});
-  return table;
+  return tensor_infos(blocks::mamba2_tensors(block_->dims()));
 }
 std::vector<float> Mamba2BlockInference::weight(std::size_t index) const {
   if (index >= blocks::kMamba2TensorCount)

@@ -111,11 +111,7 @@ Mamba3State Mamba3BlockInference::allocate_state(std::int64_t batch_size) const 
 std::vector<float> Mamba3BlockInference::call(const TensorView& x, Mamba3State* state, Mamba3Reports* reports,
                                               bool step, bool reference) const {
   const std::string what = std::string(kBlock) + (step ? ".step" : ".forward");
-  if (step && state == nullptr)
-    throw_value_error(
-        what +
-        ": state is required (a decode step continues a sequence; allocate_state(B) makes the fresh "
-        "one)");
+  if (step) require_step_state(state != nullptr, "Mamba3Block");
   check_tokens(x.shape, step);
   const std::int64_t B = x.shape[0], L = x.shape.size() == 2 ? 1 : x.shape[1];
   blocks::Mamba3State* engine = state != nullptr ? &ApiAccess::engine(*state) : nullptr;
@@ -181,9 +177,7 @@ std::int64_t Mamba3BlockInference::nheads() const { return block_->dims().heads;
 std::int64_t Mamba3BlockInference::d_in_proj() const { return block_->dims().d_in_proj; }
 
 std::vector<TensorInfo> Mamba3BlockInference::weight_table() const {
-  std::vector<TensorInfo> table;
-  for (const auto& spec : blocks::mamba3_tensors(block_->dims())) table.push_back({spec.name, spec.shape});
-  return table;
+  return tensor_infos(blocks::mamba3_tensors(block_->dims()));
 }
 
 std::vector<float> Mamba3BlockInference::weight(std::size_t index) const {

@@ -243,10 +243,7 @@ std::int64_t TransformerBlockInference::intermediate() const { return block_->di
 std::int64_t TransformerBlockInference::window() const { return block_->dims().window; }
 
 std::vector<TensorInfo> TransformerBlockInference::weight_table() const {
-  std::vector<TensorInfo> table;
-  for (const auto& spec : blocks::transformer_tensors(block_->dims()))
-    table.push_back({spec.name, spec.shape});
-  return table;
+  return tensor_infos(blocks::transformer_tensors(block_->dims()));
 }
 
 std::vector<float> TransformerBlockInference::weight(std::size_t index) const {
