@@ -75,7 +75,7 @@ void BM_Step(benchmark::State& bench) {
   }
   const auto token = uniform(static_cast<std::size_t>(d_model), 2.0f, 11);
   std::vector<float> out(token.size());
-  samebits::blocks::Mamba3Reports sink;
+  samebits::Mamba3Reports sink;
   Mamba3State state = prepared.clone();
   b.forward(token.data(), 1, 1, state, out.data());  // warm the per-thread scratch
   for (auto _ : bench) {

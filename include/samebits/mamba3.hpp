@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <samebits/mamba3_reports.hpp>
 #include <samebits/pin.hpp>
 #include <samebits/tensor.hpp>
 #include <string>
@@ -67,14 +68,6 @@ class Mamba3State {
   friend struct ApiAccess;
   explicit Mamba3State(std::unique_ptr<blocks::Mamba3State> impl);
   std::unique_ptr<blocks::Mamba3State> impl_;
-};
-
-// What a call reports besides y (upstream's h_last_, k_last_, v_last_, theta_last_).
-struct Mamba3Reports {
-  std::vector<float> h_last;      // [B, H, 64, 128] h after the final working chunk
-  std::vector<float> k_last;      // [B, H, 128] rotated, pre-scale k of the last working row
-  std::vector<float> v_last;      // [B, H, 64] raw v of the last working row
-  std::vector<float> theta_last;  // [B, H, 32] the angles after the last token
 };
 
 class Mamba3BlockInference {

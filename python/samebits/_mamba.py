@@ -4,18 +4,8 @@ blocks on the CPU, bit-exact with mojolearn's identical fp32 profiles."""
 import numpy as np
 
 from . import _checks
-from ._blocks import (
-    MAMBA_DTYPE_SENTENCE as _DTYPE_SENTENCE,
-    PACKAGE,
-    NativeState,
-    check_state_type,
-    float32_strict,
-    native_property,
-    ordered_weights,
-    ragged_forward,
-    require_state,
-    state_piece,
-)
+from ._blocks import (MAMBA_DTYPE_SENTENCE as _DTYPE_SENTENCE, PACKAGE, NativeState, check_state_type,
+    float32_strict, native_property, ordered_weights, ragged_forward, require_state, state_piece)
 from ._native import native
 
 _CONV, _M1_STATE = 4, 16

@@ -12,18 +12,8 @@ import weakref
 import numpy as np
 
 from . import _checks
-from ._blocks import (
-    MAMBA_DTYPE_SENTENCE as _DTYPE_SENTENCE,
-    PACKAGE,
-    NativeState,
-    check_state_type,
-    float32_strict,
-    native_property,
-    ordered_weights,
-    ragged_forward,
-    require_state,
-    state_piece,
-)
+from ._blocks import (MAMBA_DTYPE_SENTENCE as _DTYPE_SENTENCE, PACKAGE, NativeState, check_state_type,
+    float32_strict, native_property, ordered_weights, ragged_forward, require_state, state_piece)
 from ._native import native
 
 _BLOCK = "Mamba3Block"

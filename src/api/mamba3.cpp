@@ -19,12 +19,8 @@ static_assert(kMamba3StateDim == blocks::mamba3::kStateDim && kMamba3HeadDim == 
               kMamba3Angles == blocks::mamba3::kAngles);
 
 // The engine's reports moved into the public struct.
-void hand_over(blocks::Mamba3Reports&& from, Mamba3Reports* to) {
-  if (to == nullptr) return;
-  to->h_last = std::move(from.h_last);
-  to->k_last = std::move(from.k_last);
-  to->v_last = std::move(from.v_last);
-  to->theta_last = std::move(from.theta_last);
+void hand_over(Mamba3Reports&& from, Mamba3Reports* to) {
+  if (to != nullptr) *to = std::move(from);
 }
 
 // d_model 32 sizes every table lookup that does not depend on it (the names, and the shapes for a
@@ -129,8 +125,8 @@ std::vector<float> Mamba3BlockInference::call(const TensorView& x, Mamba3State* 
   std::vector<float> y(static_cast<std::size_t>(B * L * block_->dims().d_model));
   blocks::Mamba3State fresh;
   blocks::Mamba3State& target = engine != nullptr ? *engine : (fresh = block_->allocate_state(B));
-  std::optional<blocks::Mamba3Reports> made;
-  blocks::Mamba3Reports* wanted = reports != nullptr ? &made.emplace() : nullptr;
+  std::optional<Mamba3Reports> made;
+  Mamba3Reports* wanted = reports != nullptr ? &made.emplace() : nullptr;
   if (reference)
     block_->forward_reference(x.data, B, L, target, y.data(), wanted, entry);
   else

@@ -16,7 +16,6 @@ namespace samebits {
 namespace {
 
 using blocks::Mamba3Block;
-using blocks::Mamba3Reports;
 using blocks::Mamba3State;
 using blocks::Mamba3Weights;
 using testing::Rng;

@@ -58,7 +58,7 @@ std::vector<float> slab(int seed) {
 }
 
 using Forward = void (Mamba3Block::*)(const float*, std::int64_t, std::int64_t, Mamba3State&, float*,
-                                      blocks::Mamba3Reports*, const char*) const;
+                                      Mamba3Reports*, const char*) const;
 
 std::string stateless_digest(const Mamba3Block& block, Forward fn, const std::vector<float>& x) {
   std::vector<float> y(x.size());

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <samebits/mamba3_reports.hpp>
 #include <string>
 #include <vector>
 
@@ -48,14 +49,7 @@ struct Mamba3Weights {
   const std::vector<float>& out_proj() const { return tensors[8]; }
 };
 
-// The reports of docs/blocks.md §3.2, written after a call when asked for.
-struct Mamba3Reports {
-  std::vector<float> h_last;      // [B, H, 64, 128] h after the final working chunk
-  std::vector<float> k_last;      // [B, H, 128] rotated, pre-scale k of the last working row
-  std::vector<float> v_last;      // [B, H, 64] raw v of the last working row
-  std::vector<float> theta_last;  // [B, H, 32] the angles after the last token
-};
-
+// The reports of docs/blocks.md §3.2 (samebits::Mamba3Reports), written after a call when asked for.
 // The block: immutable weights (projections packed once, their raw buffers released) and one forward
 // for every call shape.
 class Mamba3Block {
