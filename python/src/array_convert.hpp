@@ -86,6 +86,16 @@ nb::class_<Block> block_class(nb::module_& m, const char* name) {
   return cls;
 }
 
+// A block state's class: made from (batch, width) as `width_name` names it, with batch_size and clone.
+template <typename State>
+nb::class_<State> state_class(nb::module_& m, const char* name, const char* width_name) {
+  nb::class_<State> cls(m, name);
+  cls.def(nb::init<std::int64_t, std::int64_t>(), nb::arg("batch"), nb::arg(width_name))
+      .def_prop_ro("batch_size", &State::batch)
+      .def("clone", &State::clone);
+  return cls;
+}
+
 // A writable numpy view of a pinned state buffer. Its owner is a capsule holding the pin and the state's
 // Python object, so the state stays alive, and exposed (packed, scanned by every call), while any array
 // derived from the view lives; when the last one dies the pin goes and the state may be trusted again.

@@ -76,14 +76,7 @@ std::pair<FloatArrayOut, Mamba2ReportHandle> run_mamba2(const Mamba2BlockInferen
 }  // namespace
 
 void bind_mamba(nb::module_& m) {
-  nb::class_<Mamba1State>(m, "Mamba1StateEngine")
-      .def(
-          "__init__",
-          [](Mamba1State* self, std::int64_t batch, std::int64_t d_inner) {
-            new (self) Mamba1State(batch, d_inner);
-          },
-          nb::arg("batch"), nb::arg("d_inner"))
-      .def_prop_ro("batch_size", &Mamba1State::batch)
+  state_class<Mamba1State>(m, "Mamba1StateEngine", "d_inner")
       .def_prop_ro("d_inner", &Mamba1State::d_inner)
       .def_prop_ro(
           "conv_window",
@@ -97,36 +90,21 @@ void bind_mamba(nb::module_& m) {
           [](Mamba1State& s) {
             return pinned_array(nb::find(&s), s.pin_h(), sizes({s.batch(), s.d_inner(), kMamba1StateDim}));
           },
-          nb::rv_policy::automatic)
-      .def("clone", &Mamba1State::clone);
+          nb::rv_policy::automatic);
 
-  nb::class_<Mamba2State>(m, "Mamba2StateEngine")
-      .def(
-          "__init__",
-          [](Mamba2State* self, std::int64_t batch, std::int64_t d_model) {
-            new (self) Mamba2State(batch, d_model);
-          },
-          nb::arg("batch"), nb::arg("d_model"))
-      .def_prop_ro("batch_size", &Mamba2State::batch)
-      .def_prop_ro("d_model", &Mamba2State::d_model)
+  auto mamba2_state = state_class<Mamba2State>(m, "Mamba2StateEngine", "d_model");
+  for (const auto buffer :
+       {Mamba2State::kConvWindow, Mamba2State::kH, Mamba2State::kBufferXbc, Mamba2State::kBufferDtraw})
+    mamba2_state.def_prop_ro(
+        Mamba2State::buffer_name(buffer), [buffer](Mamba2State& s) { return pinned_view(s, buffer); },
+        nb::rv_policy::automatic);
+  mamba2_state.def_prop_ro("d_model", &Mamba2State::d_model)
       .def_prop_ro("nheads", &Mamba2State::nheads)
       .def_prop_ro("conv_dim", &Mamba2State::conv_dim)
-      .def_prop_ro(
-          "conv_window", [](Mamba2State& s) { return pinned_view(s, Mamba2State::kConvWindow); },
-          nb::rv_policy::automatic)
-      .def_prop_ro(
-          "h", [](Mamba2State& s) { return pinned_view(s, Mamba2State::kH); }, nb::rv_policy::automatic)
-      .def_prop_ro(
-          "buffer_xbc", [](Mamba2State& s) { return pinned_view(s, Mamba2State::kBufferXbc); },
-          nb::rv_policy::automatic)
-      .def_prop_ro(
-          "buffer_dtraw", [](Mamba2State& s) { return pinned_view(s, Mamba2State::kBufferDtraw); },
-          nb::rv_policy::automatic)
       .def_prop_rw(
           "buffered_tokens", [](const Mamba2State& s) { return s.buffered_tokens(); },
           [](Mamba2State& s, std::int64_t value) { s.set_buffered_tokens(value); })
       .def("settle", &Mamba2State::settle_pending_report)
-      .def("clone", &Mamba2State::clone)
       // Diagnostics: whether a call may skip its scan, and whether a view of an array is alive.
       .def_prop_ro("trusted", &Mamba2State::trusted)
       .def_prop_ro("pinned", &Mamba2State::pinned);

@@ -58,14 +58,7 @@ std::pair<FloatArrayOut, std::optional<ReportArrays>> run(const Mamba3BlockInfer
 }  // namespace
 
 void bind_mamba3(nb::module_& m) {
-  nb::class_<Mamba3State>(m, "Mamba3StateEngine")
-      .def(
-          "__init__",
-          [](Mamba3State* self, std::int64_t batch, std::int64_t heads) {
-            new (self) Mamba3State(batch, heads);
-          },
-          nb::arg("batch"), nb::arg("heads"))
-      .def_prop_ro("batch_size", &Mamba3State::batch)
+  state_class<Mamba3State>(m, "Mamba3StateEngine", "heads")
       .def_prop_ro("heads", &Mamba3State::heads)
       .def_static("piece_names",
                   [] {
@@ -91,7 +84,6 @@ void bind_mamba3(nb::module_& m) {
             self.set_input_states(theta.data(), h.data(), k.data(), v.data());
           },
           nb::arg("theta"), nb::arg("h"), nb::arg("k"), nb::arg("v"))
-      .def("clone", &Mamba3State::clone)
       // Diagnostics: whether a call may skip its scan, and whether a view of a piece is alive.
       .def_prop_ro("trusted", &Mamba3State::trusted)
       .def_prop_ro("pinned", &Mamba3State::pinned);

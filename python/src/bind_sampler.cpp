@@ -29,16 +29,15 @@ using LogitsIn = nb::ndarray<const float, nb::ndim<1>, nb::c_contig, nb::device:
 SamplerOptions options_from(double temperature, std::int64_t top_k, double top_p, double min_p,
                             double repetition_penalty, std::int64_t repetition_window,
                             double presence_penalty, double frequency_penalty, std::uint64_t seed) {
-  SamplerOptions o;
-  o.temperature = temperature;
-  o.top_k = top_k;
-  o.top_p = top_p;
-  o.min_p = min_p;
-  o.repetition_penalty = repetition_penalty;
-  o.penalty_last_n = repetition_window;
-  o.presence_penalty = presence_penalty;
-  o.frequency_penalty = frequency_penalty;
-  o.seed = seed;
+  const SamplerOptions o{.temperature = temperature,
+                         .top_k = top_k,
+                         .top_p = top_p,
+                         .min_p = min_p,
+                         .repetition_penalty = repetition_penalty,
+                         .penalty_last_n = repetition_window,
+                         .presence_penalty = presence_penalty,
+                         .frequency_penalty = frequency_penalty,
+                         .seed = seed};
   check_sampler_options(o, "samebits SambaInference.generate");
   return o;
 }
