@@ -75,15 +75,34 @@ FloatArrayOut weight_copy(const Block& block, int index, const char* engine) {
                   sizes(table[static_cast<std::size_t>(index)].shape));
 }
 
-// A Mamba-style block's class with the static weight checks it exposes, in upstream's refusal order.
+// A Mamba-style block's class with what every one exposes alike: the static weight checks (in upstream's
+// refusal order), allocate_state, backward, weight(i), d_model, d_inner and weight_format.
 template <typename Block>
 nb::class_<Block> block_class(nb::module_& m, const char* name) {
   nb::class_<Block> cls(m, name);
   cls.def_static("weight_names", &Block::weight_names)
       .def_static("check_keys", &Block::check_keys)
       .def_static("check_norm_weight", &Block::check_norm_weight)
-      .def_static("check_weight", &Block::check_weight);
+      .def_static("check_weight", &Block::check_weight)
+      .def("allocate_state", &Block::allocate_state, nb::arg("batch_size"))
+      .def("backward", &Block::backward)
+      .def("weight", [name](const Block& self, int index) { return weight_copy(self, index, name); })
+      .def_prop_ro("d_model", &Block::d_model)
+      .def_prop_ro("d_inner", &Block::d_inner)
+      .def_prop_ro("weight_format", [](const Block& self) { return self.weight_format(); });
   return cls;
+}
+
+// The constructor from (names, arrays, weight_format) of a block that takes nothing else.
+template <typename Block>
+void bind_named_weights_init(nb::class_<Block>& cls, const char* engine) {
+  cls.def(
+      "__init__",
+      [engine](Block* self, const std::vector<std::string>& names, const std::vector<FloatArrayIn>& arrays,
+               const std::string& weight_format) {
+        new (self) Block(named(names, arrays, engine), weight_format);
+      },
+      nb::arg("names"), nb::arg("arrays"), nb::arg("weight_format") = "float32");
 }
 
 // A block state's class: made from (batch, width) as `width_name` names it, with batch_size and clone.

@@ -126,20 +126,14 @@ void bind_mamba(nb::module_& m) {
         return self.direct.has_value() || self.report.evaluated();
       });
 
-  block_class<Mamba1BlockInference>(m, "Mamba1Engine")
-      .def(
-          "__init__",
-          [](Mamba1BlockInference* self, const std::vector<std::string>& names,
-             const std::vector<FloatArrayIn>& arrays, const std::string& weight_format) {
-            new (self) Mamba1BlockInference(named(names, arrays, "Mamba engine"), weight_format);
-          },
-          nb::arg("names"), nb::arg("arrays"), nb::arg("weight_format") = "float32")
+  auto mamba1 = block_class<Mamba1BlockInference>(m, "Mamba1Engine");
+  bind_named_weights_init(mamba1, "Mamba engine");
+  mamba1
       .def(
           "check_tokens",
           [](const Mamba1BlockInference& self, const std::vector<std::int64_t>& shape, bool step,
              const std::string& what) { self.check_tokens(shape, step, what); },
           nb::arg("shape"), nb::arg("step"), nb::arg("what"))
-      .def("allocate_state", &Mamba1BlockInference::allocate_state, nb::arg("batch_size"))
       .def(
           "forward",
           [](const Mamba1BlockInference& self, const FloatArrayIn& x, Mamba1State* state, bool reference) {
@@ -152,13 +146,7 @@ void bind_mamba(nb::module_& m) {
             return run_mamba1(self, x, state, true, reference);
           },
           nb::arg("x"), nb::arg("state").none(), nb::arg("reference") = false)
-      .def("backward", &Mamba1BlockInference::backward)
-      .def("weight", [](const Mamba1BlockInference& self,
-                        int index) { return weight_copy(self, index, "Mamba1Engine"); })
-      .def_prop_ro("d_model", &Mamba1BlockInference::d_model)
-      .def_prop_ro("d_inner", &Mamba1BlockInference::d_inner)
-      .def_prop_ro("dt_rank", &Mamba1BlockInference::dt_rank)
-      .def_prop_ro("weight_format", &Mamba1BlockInference::weight_format);
+      .def_prop_ro("dt_rank", &Mamba1BlockInference::dt_rank);
 
   block_class<Mamba2BlockInference>(m, "Mamba2Engine")
       .def(
@@ -176,7 +164,6 @@ void bind_mamba(nb::module_& m) {
           [](const Mamba2BlockInference& self, const std::vector<std::int64_t>& shape, bool step,
              const std::string& what) { self.check_tokens(shape, step, what); },
           nb::arg("shape"), nb::arg("step"), nb::arg("what"))
-      .def("allocate_state", &Mamba2BlockInference::allocate_state, nb::arg("batch_size"))
       .def(
           "forward",
           [](const Mamba2BlockInference& self, const FloatArrayIn& x, Mamba2State* state, bool reference,
@@ -193,15 +180,9 @@ void bind_mamba(nb::module_& m) {
           },
           nb::arg("x"), nb::arg("state").none(), nb::arg("reference") = false,
           nb::arg("superseded").none() = nb::none())
-      .def("backward", &Mamba2BlockInference::backward)
-      .def("weight", [](const Mamba2BlockInference& self,
-                        int index) { return weight_copy(self, index, "Mamba2Engine"); })
       .def_prop_ro("dt_limit", &Mamba2BlockInference::dt_limit)
-      .def_prop_ro("d_model", &Mamba2BlockInference::d_model)
-      .def_prop_ro("d_inner", &Mamba2BlockInference::d_inner)
       .def_prop_ro("nheads", &Mamba2BlockInference::nheads)
-      .def_prop_ro("conv_dim", &Mamba2BlockInference::conv_dim)
-      .def_prop_ro("weight_format", &Mamba2BlockInference::weight_format);
+      .def_prop_ro("conv_dim", &Mamba2BlockInference::conv_dim);
 }
 
 namespace {

@@ -88,16 +88,9 @@ void bind_mamba3(nb::module_& m) {
       .def_prop_ro("trusted", &Mamba3State::trusted)
       .def_prop_ro("pinned", &Mamba3State::pinned);
 
-  block_class<Mamba3BlockInference>(m, "Mamba3Engine")
-      .def(
-          "__init__",
-          [](Mamba3BlockInference* self, const std::vector<std::string>& names,
-             const std::vector<FloatArrayIn>& arrays, const std::string& weight_format) {
-            new (self) Mamba3BlockInference(named(names, arrays, "Mamba3Engine"), weight_format);
-          },
-          nb::arg("names"), nb::arg("arrays"), nb::arg("weight_format") = "float32")
-      .def("check_tokens", &Mamba3BlockInference::check_tokens, nb::arg("shape"), nb::arg("step"))
-      .def("allocate_state", &Mamba3BlockInference::allocate_state, nb::arg("batch_size"))
+  auto mamba3 = block_class<Mamba3BlockInference>(m, "Mamba3Engine");
+  bind_named_weights_init(mamba3, "Mamba3Engine");
+  mamba3.def("check_tokens", &Mamba3BlockInference::check_tokens, nb::arg("shape"), nb::arg("step"))
       .def(
           "forward",
           [](const Mamba3BlockInference& self, const FloatArrayIn& x, Mamba3State* state, bool reference,
@@ -119,14 +112,8 @@ void bind_mamba3(nb::module_& m) {
             return report_arrays(std::move(reports), state.batch(), state.heads());
           },
           nb::arg("state"))
-      .def("backward", &Mamba3BlockInference::backward)
-      .def("weight", [](const Mamba3BlockInference& self,
-                        int index) { return weight_copy(self, index, "Mamba3Engine"); })
-      .def_prop_ro("d_model", &Mamba3BlockInference::d_model)
-      .def_prop_ro("d_inner", &Mamba3BlockInference::d_inner)
       .def_prop_ro("nheads", &Mamba3BlockInference::nheads)
-      .def_prop_ro("d_in_proj", &Mamba3BlockInference::d_in_proj)
-      .def_prop_ro("weight_format", [](const Mamba3BlockInference& self) { return self.weight_format(); });
+      .def_prop_ro("d_in_proj", &Mamba3BlockInference::d_in_proj);
 }
 
 namespace {
