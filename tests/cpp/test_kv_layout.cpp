@@ -24,6 +24,18 @@ using testing::random_tokens;
 using testing::same_bits;
 using testing::tokens_at;
 
+// The small block of these tests (d_model 16, two heads, two kv heads) and `length` random tokens of one
+// batch row, fed to it one position at a time.
+struct OneRowDecode {
+  static constexpr std::int64_t kWidth = 16;
+  OneRowDecode(std::uint64_t block_seed, std::int64_t length, std::uint64_t token_seed)
+      : block(make_block(BlockShape{kWidth, 2, 2, 24, 0}, block_seed)),
+        x(random_tokens(1, length, kWidth, token_seed)) {}
+  TensorView token(std::int64_t t) const { return TensorView{x.data() + t * kWidth, {1, 1, kWidth}}; }
+  TransformerBlockInference block;
+  std::vector<float> x;
+};
+
 // Spread then pack gives back the packed region bit for bit, and the capacity reads zeros wherever the
 // spread blocks lay; capacity the engine never used keeps what it held.
 TEST(KvLayout, SpreadThenPackRestoresThePackedCacheAndZerosWhatItUsed) {
@@ -219,12 +231,10 @@ TEST(KvLayout, WritesFromOutsideAndOverflowingRowsAreRefusedAsTheTwinRefusesThem
 // Pins count: the state stays packed and untrusted while any pin lives, whichever dies first; once the last
 // is gone one call scans the state (and trusts it again) and the next one spreads it.
 TEST(KvLayout, AStateStaysPackedUntilItsLastPinIsGone) {
-  const BlockShape shape{16, 2, 2, 24, 0};
-  const TransformerBlockInference block = make_block(shape, 31);
-  const std::int64_t batch = 1, dm = 16;
-  const std::vector<float> x = random_tokens(batch, 8, dm, 32);
-  auto token = [&](std::int64_t t) { return TensorView{x.data() + t * dm, {batch, 1, dm}}; };
-  TransformerState state = block.allocate_state(batch, 8);
+  const OneRowDecode decode(31, 8, 32);
+  const TransformerBlockInference& block = decode.block;
+  auto token = [&](std::int64_t t) { return decode.token(t); };
+  TransformerState state = block.allocate_state(1, 8);
   block.step(token(0), state);
   ASSERT_TRUE(state.spread() && state.trusted());
   std::optional<TransformerState::Pin> k(state.pin_k_cache());
@@ -283,12 +293,10 @@ TEST(KvLayout, ABorrowingStateIsPackedAndScannedOnEveryCall) {
 // A refused call commits nothing: a state refused for a non-finite value it holds keeps its count and
 // stays untrusted, so the next call scans it and refuses it again.
 TEST(KvLayout, ARefusedCallCommitsNothing) {
-  const BlockShape shape{16, 2, 2, 24, 0};
-  const TransformerBlockInference block = make_block(shape, 35);
-  const std::int64_t batch = 1, dm = 16;
-  const std::vector<float> x = random_tokens(batch, 4, dm, 36);
-  auto token = [&](std::int64_t t) { return TensorView{x.data() + t * dm, {batch, 1, dm}}; };
-  TransformerState state = block.allocate_state(batch, 8);
+  const OneRowDecode decode(35, 4, 36);
+  const TransformerBlockInference& block = decode.block;
+  auto token = [&](std::int64_t t) { return decode.token(t); };
+  TransformerState state = block.allocate_state(1, 8);
   block.step(token(0), state);
   block.step(token(1), state);
   ASSERT_TRUE(state.spread() && state.trusted());
