@@ -23,14 +23,11 @@ namespace tk = samebits::models::tokenizer;
 // The 256 bytes (ids 0-255), a few merges, added tokens <s> (special) and <x> (not special).
 std::string tiny_document(const std::string& normalizer, const std::string& pre_tokenizer,
                           const std::string& post_processor) {
-  std::string vocab;
-  const auto& table = tk::byte_to_char();
-  for (int b = 0; b < 256; ++b) {
-    std::string spelled;
-    tk::append_utf8(spelled, table[static_cast<std::size_t>(b)]);
-    if (spelled == "\"" || spelled == "\\") spelled = "\\" + spelled;
-    vocab += "\"" + spelled + "\":" + std::to_string(b) + ",";
-  }
+  std::string vocab;  // the JSON writer quotes and escapes each byte's character
+  for (std::size_t b = 0; b < 256; ++b)
+    vocab += samebits::json::canonical_json(
+                 samebits::json::Value::make_string(std::u32string(1, tk::byte_to_char()[b]))) +
+             ":" + std::to_string(b) + ",";
   vocab +=
       "\"th\":256,\"the\":257,\"\\u0120t\":258,\"\\u0120the\":259,\"in\":260,\"12\":261,\"\\u00c3\\u00a9\":"
       "262";

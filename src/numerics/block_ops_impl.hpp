@@ -12,14 +12,11 @@ inline V erfc_ge1_lanes(V a) {
   const V ez = exp_lanes(z);
   const V q = div_flushed(splat(1.0f), x);
   const V y = Isa::mul(q, q);
-  V p = splat(ops_lit::kErfcP0);
-  for (float c : {ops_lit::kErfcP1, ops_lit::kErfcP2, ops_lit::kErfcP3, ops_lit::kErfcP4, ops_lit::kErfcP5,
-                  ops_lit::kErfcP6, ops_lit::kErfcP7, ops_lit::kErfcP8})
-    p = Isa::fma(p, y, splat(c));
-  V r_poly = splat(ops_lit::kErfcR0);
-  for (float c : {ops_lit::kErfcR1, ops_lit::kErfcR2, ops_lit::kErfcR3, ops_lit::kErfcR4, ops_lit::kErfcR5,
-                  ops_lit::kErfcR6, ops_lit::kErfcR7})
-    r_poly = Isa::fma(r_poly, y, splat(c));
+  const V p = horner_lanes(
+      y, {ops_lit::kErfcP0, ops_lit::kErfcP1, ops_lit::kErfcP2, ops_lit::kErfcP3, ops_lit::kErfcP4,
+          ops_lit::kErfcP5, ops_lit::kErfcP6, ops_lit::kErfcP7, ops_lit::kErfcP8});
+  const V r_poly = horner_lanes(y, {ops_lit::kErfcR0, ops_lit::kErfcR1, ops_lit::kErfcR2, ops_lit::kErfcR3,
+                                    ops_lit::kErfcR4, ops_lit::kErfcR5, ops_lit::kErfcR6, ops_lit::kErfcR7});
   const V poly = Isa::select(Isa::lt(x, splat(2.0f)), r_poly, p);
   const V t = flush(Isa::mul(ez, q));
   V r = flush(Isa::mul(t, poly));
@@ -32,10 +29,8 @@ inline V erfc_ge1_lanes(V a) {
 inline V erf_lanes(V x_in) {
   const V x = flush(x_in);
   const V z = Isa::mul(x, x);
-  V p = splat(ops_lit::kErfT0);
-  for (float c :
-       {ops_lit::kErfT1, ops_lit::kErfT2, ops_lit::kErfT3, ops_lit::kErfT4, ops_lit::kErfT5, ops_lit::kErfT6})
-    p = Isa::fma(p, z, splat(c));
+  const V p = horner_lanes(z, {ops_lit::kErfT0, ops_lit::kErfT1, ops_lit::kErfT2, ops_lit::kErfT3,
+                               ops_lit::kErfT4, ops_lit::kErfT5, ops_lit::kErfT6});
   const V small = Isa::mul(x, p);
   const V large = Isa::sub(splat(1.0f), erfc_ge1_lanes(x));
   const V result = Isa::select(Isa::gt(abs_of(x), splat(1.0f)), small, large);

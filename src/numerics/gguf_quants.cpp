@@ -173,53 +173,39 @@ void q6_k(const unsigned char* b, float* y) {
   }
 }
 
+// The plain types, one element a block: F32 keeps the bits as stored (subnormals included).
+void f32(const unsigned char* b, float* y) { std::memcpy(y, b, 4); }
+void f16(const unsigned char* b, float* y) { *y = lowbit::f32_from_f16(u16(b)); }
+void bf16(const unsigned char* b, float* y) { *y = lowbit::f32_from_bf16(u16(b)); }
+
+// Each supported type once: the elements and bytes of one block and the twin that decodes it.
+struct SupportedType {
+  std::uint32_t id;
+  std::uint32_t block_elements;
+  std::uint32_t block_bytes;
+  void (*twin)(const unsigned char* block, float* out);
+};
+constexpr SupportedType kSupported[] = {
+    {kF32, 1, 4, f32},       {kF16, 1, 2, f16},       {kBF16, 1, 2, bf16},     {kQ4_0, 32, 18, q4_0},
+    {kQ4_1, 32, 20, q4_1},   {kQ5_0, 32, 22, q5_0},   {kQ5_1, 32, 24, q5_1},   {kQ8_0, 32, 34, q8_0},
+    {kQ2_K, 256, 84, q2_k},  {kQ3_K, 256, 110, q3_k}, {kQ4_K, 256, 144, q4_k}, {kQ5_K, 256, 176, q5_k},
+    {kQ6_K, 256, 210, q6_k},
+};
+
+const SupportedType* supported_type(std::uint32_t id) {
+  for (const SupportedType& type : kSupported)
+    if (type.id == id) return &type;
+  return nullptr;
+}
+
 }  // namespace
 
 GgmlTypeInfo ggml_type_info(std::uint32_t id) noexcept {
   GgmlTypeInfo info;
   if (id >= kTypeCount) return info;
   info.name = kNames[id];
-  switch (id) {
-    case kF32:
-      info = {info.name, 1, 4, true};
-      break;
-    case kF16:
-    case kBF16:
-      info = {info.name, 1, 2, true};
-      break;
-    case kQ4_0:
-      info = {info.name, 32, 18, true};
-      break;
-    case kQ4_1:
-      info = {info.name, 32, 20, true};
-      break;
-    case kQ5_0:
-      info = {info.name, 32, 22, true};
-      break;
-    case kQ5_1:
-      info = {info.name, 32, 24, true};
-      break;
-    case kQ8_0:
-      info = {info.name, 32, 34, true};
-      break;
-    case kQ2_K:
-      info = {info.name, 256, 84, true};
-      break;
-    case kQ3_K:
-      info = {info.name, 256, 110, true};
-      break;
-    case kQ4_K:
-      info = {info.name, 256, 144, true};
-      break;
-    case kQ5_K:
-      info = {info.name, 256, 176, true};
-      break;
-    case kQ6_K:
-      info = {info.name, 256, 210, true};
-      break;
-    default:
-      break;
-  }
+  if (const SupportedType* type = supported_type(id))
+    info = {info.name, type->block_elements, type->block_bytes, true};
   return info;
 }
 
@@ -253,55 +239,12 @@ bool ggml_block_nonfinite(std::uint32_t id, const unsigned char* b) noexcept {
 
 std::int64_t ggml_dequantize_twin(std::uint32_t id, const unsigned char* in, std::uint64_t blocks,
                                   float* out) noexcept {
-  const GgmlTypeInfo info = ggml_type_info(id);
-  if (!info.supported) return 0;
+  const SupportedType* type = supported_type(id);
+  if (type == nullptr) return 0;
   for (std::uint64_t i = 0; i < blocks; ++i) {
-    const unsigned char* b = in + i * info.block_bytes;
-    float* y = out + i * info.block_elements;
+    const unsigned char* b = in + i * type->block_bytes;
     if (ggml_block_nonfinite(id, b)) return static_cast<std::int64_t>(i);
-    switch (id) {
-      case kF32:
-        std::memcpy(y, b, 4);
-        break;  // the bits as stored, subnormals included
-      case kF16:
-        *y = lowbit::f32_from_f16(u16(b));
-        break;
-      case kBF16:
-        *y = lowbit::f32_from_bf16(u16(b));
-        break;
-      case kQ4_0:
-        q4_0(b, y);
-        break;
-      case kQ4_1:
-        q4_1(b, y);
-        break;
-      case kQ5_0:
-        q5_0(b, y);
-        break;
-      case kQ5_1:
-        q5_1(b, y);
-        break;
-      case kQ8_0:
-        q8_0(b, y);
-        break;
-      case kQ2_K:
-        q2_k(b, y);
-        break;
-      case kQ3_K:
-        q3_k(b, y);
-        break;
-      case kQ4_K:
-        q4_k(b, y);
-        break;
-      case kQ5_K:
-        q5_k(b, y);
-        break;
-      case kQ6_K:
-        q6_k(b, y);
-        break;
-      default:
-        return 0;
-    }
+    type->twin(b, out + i * type->block_elements);
   }
   return -1;
 }

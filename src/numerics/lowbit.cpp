@@ -1,7 +1,9 @@
 // Exact bf16 / int8 weight storage: scalar integer constructions, run once at load time.
+#include <array>
 #include <samebits/errors.hpp>
 #include <samebits/lowbit.hpp>
 #include <string>
+#include <utility>
 
 #include "numerics/fp.hpp"
 
@@ -14,6 +16,13 @@ constexpr std::uint32_t kMantissaField = 0x007FFFFFu;
 constexpr std::uint16_t kBf16QuietBit = 0x0040u;
 constexpr std::int32_t kInt8TargetExponent = 6;  // absmax * 2^-e lands in [2^6, 2^7)
 constexpr std::int8_t kInt8Max = 127;
+
+// Each format's name once: what format_name returns and format_from_name accepts.
+constexpr std::array<std::pair<WeightFormat, const char*>, 3> kFormatNames{{
+    {WeightFormat::Float32, "float32"},
+    {WeightFormat::BFloat16, "bfloat16"},
+    {WeightFormat::Int8, "int8"},
+}};
 
 // Ties-to-even rounding to an integer for |s| <= 2^22: adding 1.5 * 2^23 pushes every fraction bit out
 // of the significand, so the hardware's own round-to-nearest-even does the rounding.
@@ -139,21 +148,14 @@ void dequantize_int8_matrix(const std::int8_t* codes, const std::int32_t* expone
 }
 
 const char* format_name(WeightFormat format) noexcept {
-  switch (format) {
-    case WeightFormat::Float32:
-      return "float32";
-    case WeightFormat::BFloat16:
-      return "bfloat16";
-    case WeightFormat::Int8:
-      return "int8";
-  }
+  for (const auto& [known, name] : kFormatNames)
+    if (known == format) return name;
   return "float32";
 }
 
 std::optional<WeightFormat> format_from_name(std::string_view name) noexcept {
-  if (name == "float32") return WeightFormat::Float32;
-  if (name == "bfloat16") return WeightFormat::BFloat16;
-  if (name == "int8") return WeightFormat::Int8;
+  for (const auto& [format, known] : kFormatNames)
+    if (name == known) return format;
   return std::nullopt;
 }
 

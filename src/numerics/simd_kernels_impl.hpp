@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 
 #include "core/aligned_buffer.hpp"
 #include "numerics/fp.hpp"

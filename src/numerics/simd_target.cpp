@@ -1,12 +1,21 @@
 // Runtime detection of the SIMD targets this build compiled and this CPU runs.
 #include "numerics/simd_target.hpp"
 
+#include <array>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 namespace samebits::simd {
 namespace {
+
+// Each target's name once: what target_name returns and what SAMEBITS_SIMD accepts.
+constexpr std::array<std::pair<Target, const char*>, 3> kTargetNames{{
+    {Target::Scalar, "scalar"},
+    {Target::Avx2, "avx2"},
+    {Target::Avx512, "avx512"},
+}};
 
 bool cpu_supports(Target target) {
 #if defined(SAMEBITS_HAVE_SIMD) && (defined(__x86_64__) || defined(__i386__))
@@ -30,9 +39,8 @@ bool cpu_supports(Target target) {
 Target automatic_target() {
   Target best = available_targets().back();
   if (const char* text = std::getenv("SAMEBITS_SIMD")) {
-    if (std::strcmp(text, "scalar") == 0) return Target::Scalar;
-    if (std::strcmp(text, "avx2") == 0) return best_available(Target::Avx2);
-    if (std::strcmp(text, "avx512") == 0) return best_available(Target::Avx512);
+    for (const auto& [target, name] : kTargetNames)
+      if (std::strcmp(text, name) == 0) return best_available(target);
   }
   return best;
 }
@@ -70,14 +78,8 @@ void set_target(Target target) { g_override.store(static_cast<int>(best_availabl
 void reset_target() { g_override.store(-1); }
 
 const char* target_name(Target target) {
-  switch (target) {
-    case Target::Scalar:
-      return "scalar";
-    case Target::Avx2:
-      return "avx2";
-    case Target::Avx512:
-      return "avx512";
-  }
+  for (const auto& [known, name] : kTargetNames)
+    if (known == target) return name;
   return "unknown";
 }
 

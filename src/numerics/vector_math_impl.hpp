@@ -1,11 +1,11 @@
 // SIMD twins of the exact primitives, shared by vector_math_avx2.cpp and vector_math_avx512.cpp.
 //
 // Include it only from those translation units, INSIDE a TU-unique (anonymous) namespace, after
-// <immintrin.h>, <cstddef>, <cstdint>, numerics/primitives.hpp and numerics/vector_math.hpp, and after
-// defining `struct Isa` (float vector V, int32 vector I, lane mask M, kLanes, and the operations used
-// below). Every function computes every branch of its scalar step list on all lanes and then picks
-// each lane's branch with selects applied from the lowest to the highest priority, so a lane's result
-// is exactly the scalar primitive's: same operations, same order, one rounding each (real FMA
+// <immintrin.h>, <cstddef>, <cstdint>, <initializer_list>, numerics/primitives.hpp and
+// numerics/vector_math.hpp, and after defining `struct Isa` (float vector V, int32 vector I, lane mask M,
+// kLanes, and the operations used below). Every function computes every branch of its scalar step list on all
+// lanes and then picks each lane's branch with selects applied from the lowest to the highest priority, so a
+// lane's result is exactly the scalar primitive's: same operations, same order, one rounding each (real FMA
 // instructions), the same special-case results. Lanes that end up discarded may compute garbage
 // (NaN, out-of-range conversions); SIMD integer conversions and shifts are defined for every input.
 
@@ -48,6 +48,15 @@ inline V flush_if(V x) {
 // DIV(a, b) = F(F(a) / F(b)).
 inline V div_flushed(V a, V b) { return flush(Isa::div(flush(a), flush(b))); }
 
+// A polynomial in t by Horner's rule, as the step lists write it: p = c0, then p = FMA(p, t, c) for each
+// later coefficient in the order given (one rounding per step, the scalar twin's order).
+inline V horner_lanes(V t, std::initializer_list<float> coefficients) {
+  const float* c = coefficients.begin();
+  V p = splat(*c);
+  for (++c; c != coefficients.end(); ++c) p = Isa::fma(p, t, splat(*c));
+  return p;
+}
+
 // 2.1
 inline V exp_lanes(V x) {
   const V t = Isa::fma(x, splat(lit::kLog2e), splat(lit::kHalf));
@@ -55,12 +64,7 @@ inline V exp_lanes(V x) {
   const I k = Isa::cvtt_i(z);
   V r = Isa::fma(z, splat(lit::kExpLn2Hi), x);
   r = Isa::fma(z, splat(lit::kExpLn2Lo), r);
-  V q = splat(lit::kExpP0);
-  q = Isa::fma(q, r, splat(lit::kExpP1));
-  q = Isa::fma(q, r, splat(lit::kExpP2));
-  q = Isa::fma(q, r, splat(lit::kExpP3));
-  q = Isa::fma(q, r, splat(lit::kExpP4));
-  q = Isa::fma(q, r, splat(lit::kExpP5));
+  const V q = horner_lanes(r, {lit::kExpP0, lit::kExpP1, lit::kExpP2, lit::kExpP3, lit::kExpP4, lit::kExpP5});
   const V r2 = Isa::mul(r, r);
   V y = Isa::fma(q, r2, r);
   y = Isa::add(y, splat(1.0f));
@@ -77,15 +81,8 @@ inline V exp_lanes(V x) {
 // log_core(t, e) of 2.2 with ef = (float) e already converted.
 inline V log_core_lanes(V t, V ef) {
   const V z = Isa::mul(t, t);
-  V p = splat(lit::kLogP0);
-  p = Isa::fma(p, t, splat(lit::kLogP1));
-  p = Isa::fma(p, t, splat(lit::kLogP2));
-  p = Isa::fma(p, t, splat(lit::kLogP3));
-  p = Isa::fma(p, t, splat(lit::kLogP4));
-  p = Isa::fma(p, t, splat(lit::kLogP5));
-  p = Isa::fma(p, t, splat(lit::kLogP6));
-  p = Isa::fma(p, t, splat(lit::kLogP7));
-  p = Isa::fma(p, t, splat(lit::kLogP8));
+  const V p = horner_lanes(t, {lit::kLogP0, lit::kLogP1, lit::kLogP2, lit::kLogP3, lit::kLogP4, lit::kLogP5,
+                               lit::kLogP6, lit::kLogP7, lit::kLogP8});
   const V tz = Isa::mul(t, z);
   V y = Isa::mul(tz, p);
   y = Isa::fma(ef, splat(lit::kLogLn2Lo), y);
@@ -168,11 +165,7 @@ inline V tanh_lanes(V x) {
   const V from_exp = with_sign_of(Isa::sub(splat(1.0f), q), xx);
   // Step 4 (a < 0.625).
   const V s = Isa::mul(a, a);
-  V p = splat(lit::kTanhP0);
-  p = Isa::fma(p, s, splat(lit::kTanhP1));
-  p = Isa::fma(p, s, splat(lit::kTanhP2));
-  p = Isa::fma(p, s, splat(lit::kTanhP3));
-  p = Isa::fma(p, s, splat(lit::kTanhP4));
+  const V p = horner_lanes(s, {lit::kTanhP0, lit::kTanhP1, lit::kTanhP2, lit::kTanhP3, lit::kTanhP4});
   const V from_poly = Isa::fma(Isa::mul(p, s), xx, xx);
   V result = Isa::select(Isa::ge(a, splat(lit::kTanhBranch)), from_poly, from_exp);
   result = Isa::select(Isa::gt(a, splat(lit::kTanhSaturation)), result, with_sign_of(splat(1.0f), xx));
@@ -199,13 +192,9 @@ V trig_core_lanes(V xa, V sign) {
   sign = Isa::select(upper_half, sign, negate(sign));
   if constexpr (IsCos) sign = Isa::select(Isa::igt(j, int_splat(1)), sign, negate(sign));
   const V z = Isa::mul(x, x);
-  V ps = splat(lit::kSinP0);
-  ps = Isa::fma(ps, z, splat(lit::kSinP1));
-  ps = Isa::fma(ps, z, splat(lit::kSinP2));
+  const V ps = horner_lanes(z, {lit::kSinP0, lit::kSinP1, lit::kSinP2});
   const V from_sin_poly = Isa::fma(Isa::mul(x, z), ps, x);
-  V pc = splat(lit::kCosP0);
-  pc = Isa::fma(pc, z, splat(lit::kCosP1));
-  pc = Isa::fma(pc, z, splat(lit::kCosP2));
+  const V pc = horner_lanes(z, {lit::kCosP0, lit::kCosP1, lit::kCosP2});
   const V from_cos_poly = Isa::fma(Isa::mul(z, z), pc, Isa::fma(splat(lit::kMinusHalf), z, splat(1.0f)));
   const M j_is_1_or_2 = Isa::mask_or(Isa::ieq(j, int_splat(1)), Isa::ieq(j, int_splat(2)));
   const V y = IsCos ? Isa::select(j_is_1_or_2, from_cos_poly, from_sin_poly)

@@ -304,6 +304,13 @@ void put_str(std::string& out, const std::string& s) {
   put(out, s.size(), 8);
   out += s;
 }
+// The head of an ARRAY value (type 9): its element type and count; the caller appends the elements.
+std::string array_head(std::uint32_t element_type, std::uint64_t count) {
+  std::string head;
+  put(head, element_type, 4);
+  put(head, count, 8);
+  return head;
+}
 
 // A GGUF file laid out as GGUFWriter writes it; the pieces stay editable for the refusal tests.
 struct Builder {
@@ -362,14 +369,10 @@ std::string f32_payload(std::vector<float> values) {
 Builder valid_builder() {
   Builder b;
   b.kv_str("general.architecture", "llama").kv_u32("general.quantization_version", 2);
-  std::string arr;
-  put(arr, 5, 4);  // INT32 items
-  put(arr, 3, 8);
+  std::string arr = array_head(5, 3);  // INT32 items
   for (int v : {-1, 0, 7}) put(arr, static_cast<std::uint32_t>(v), 4);
   b.kv("x.ints", 9, arr);
-  std::string strs;
-  put(strs, 8, 4);
-  put(strs, 2, 8);
+  std::string strs = array_head(8, 2);  // STRING items
   put_str(strs, "a b");
   put_str(strs, "");
   b.kv("x.strings", 9, strs);
@@ -464,26 +467,10 @@ TEST(GgufReader, MetadataRefusals) {
   expect_refusal(with([](Builder& b) { b.kv("k", 13, std::string(4, '\0')); }),
                  "metadata 'k' value type is 13, not a GGUF value type");
   expect_refusal(with([](Builder& b) { b.kv("k", 0xFFFFFFFF, std::string(4, '\0')); }), "is 4294967295");
-  expect_refusal(with([](Builder& b) {
-                   std::string v;
-                   put(v, 9, 4);
-                   put(v, 0, 8);
-                   b.kv("k", 9, v);
-                 }),
-                 "nested arrays are refused");
-  expect_refusal(with([](Builder& b) {
-                   std::string v;
-                   put(v, 0, 4);
-                   put(v, (std::uint64_t{1} << 30) + 1, 8);
-                   b.kv("k", 9, v);
-                 }),
+  expect_refusal(with([](Builder& b) { b.kv("k", 9, array_head(9, 0)); }), "nested arrays are refused");
+  expect_refusal(with([](Builder& b) { b.kv("k", 9, array_head(0, (std::uint64_t{1} << 30) + 1)); }),
                  "array count 1073741825 exceeds 2^30");
-  expect_refusal(with([](Builder& b) {
-                   std::string v;
-                   put(v, 8, 4);
-                   put(v, 1000000, 8);
-                   b.kv("k", 9, v);
-                 }),
+  expect_refusal(with([](Builder& b) { b.kv("k", 9, array_head(8, 1000000)); }),
                  "array of 1000000 STRING cannot fit");
   expect_refusal(with([](Builder& b) {
                    std::string v;

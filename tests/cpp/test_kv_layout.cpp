@@ -24,6 +24,25 @@ using testing::random_tokens;
 using testing::same_bits;
 using testing::tokens_at;
 
+// The small block of these tests (d_model 16, two heads, two kv heads) and `length` random tokens of one
+// batch row, fed to it one position at a time.
+struct OneRowDecode {
+  static constexpr std::int64_t kWidth = 16;
+  OneRowDecode(std::uint64_t block_seed, std::int64_t length, std::uint64_t token_seed)
+      : block(make_block(BlockShape{kWidth, 2, 2, 24, 0}, block_seed)),
+        x(random_tokens(1, length, kWidth, token_seed)) {}
+  TensorView token(std::int64_t t) const { return TensorView{x.data() + t * kWidth, {1, 1, kWidth}}; }
+  void step(std::int64_t t, TransformerState& state) const { block.step(token(t), state); }
+  // A state of 8 positions after the decode steps of positions [0, steps).
+  TransformerState after_steps(std::int64_t steps) const {
+    TransformerState state = block.allocate_state(1, 8);
+    for (std::int64_t t = 0; t < steps; ++t) step(t, state);
+    return state;
+  }
+  TransformerBlockInference block;
+  std::vector<float> x;
+};
+
 // Spread then pack gives back the packed region bit for bit, and the capacity reads zeros wherever the
 // spread blocks lay; capacity the engine never used keeps what it held.
 TEST(KvLayout, SpreadThenPackRestoresThePackedCacheAndZerosWhatItUsed) {
@@ -219,30 +238,25 @@ TEST(KvLayout, WritesFromOutsideAndOverflowingRowsAreRefusedAsTheTwinRefusesThem
 // Pins count: the state stays packed and untrusted while any pin lives, whichever dies first; once the last
 // is gone one call scans the state (and trusts it again) and the next one spreads it.
 TEST(KvLayout, AStateStaysPackedUntilItsLastPinIsGone) {
-  const BlockShape shape{16, 2, 2, 24, 0};
-  const TransformerBlockInference block = make_block(shape, 31);
-  const std::int64_t batch = 1, dm = 16;
-  const std::vector<float> x = random_tokens(batch, 8, dm, 32);
-  auto token = [&](std::int64_t t) { return TensorView{x.data() + t * dm, {batch, 1, dm}}; };
-  TransformerState state = block.allocate_state(batch, 8);
-  block.step(token(0), state);
+  const OneRowDecode decode(31, 8, 32);
+  TransformerState state = decode.after_steps(1);
   ASSERT_TRUE(state.spread() && state.trusted());
   std::optional<TransformerState::Pin> k(state.pin_k_cache());
   std::optional<TransformerState::Pin> v(state.pin_v_cache());
   EXPECT_FALSE(state.spread());
   EXPECT_TRUE(state.pinned());
-  block.step(token(1), state);
+  decode.step(1, state);
   EXPECT_FALSE(state.spread() || state.trusted());
   k.reset();
   EXPECT_TRUE(state.pinned()) << "one pin is still alive";
-  block.step(token(2), state);
+  decode.step(2, state);
   EXPECT_FALSE(state.spread() || state.trusted());
   v.reset();
   EXPECT_FALSE(state.pinned());
   EXPECT_FALSE(state.trusted()) << "nothing has checked what the pins may have written";
-  block.step(token(3), state);  // scanned, packed
+  decode.step(3, state);  // scanned, packed
   EXPECT_TRUE(state.trusted() && !state.spread());
-  block.step(token(4), state);  // trusted: spread
+  decode.step(4, state);  // trusted: spread
   EXPECT_TRUE(state.spread() && state.trusted());
 }
 
@@ -283,17 +297,11 @@ TEST(KvLayout, ABorrowingStateIsPackedAndScannedOnEveryCall) {
 // A refused call commits nothing: a state refused for a non-finite value it holds keeps its count and
 // stays untrusted, so the next call scans it and refuses it again.
 TEST(KvLayout, ARefusedCallCommitsNothing) {
-  const BlockShape shape{16, 2, 2, 24, 0};
-  const TransformerBlockInference block = make_block(shape, 35);
-  const std::int64_t batch = 1, dm = 16;
-  const std::vector<float> x = random_tokens(batch, 4, dm, 36);
-  auto token = [&](std::int64_t t) { return TensorView{x.data() + t * dm, {batch, 1, dm}}; };
-  TransformerState state = block.allocate_state(batch, 8);
-  block.step(token(0), state);
-  block.step(token(1), state);
+  const OneRowDecode decode(35, 4, 36);
+  TransformerState state = decode.after_steps(2);
   ASSERT_TRUE(state.spread() && state.trusted());
   state.pin_k_cache().data()[3] = fp::quiet_nan();
-  auto refusal = [&] { return testing::error_of([&] { block.step(token(2), state); }, ErrorKind::Value); };
+  auto refusal = [&] { return testing::error_of([&] { decode.step(2, state); }, ErrorKind::Value); };
   const std::string first = refusal();
   EXPECT_NE(first.find("NaN in k_cache at flat index 3"), std::string::npos) << first;
   EXPECT_EQ(state.cached_tokens(), 2);

@@ -338,6 +338,11 @@ std::function<std::string()> edited(std::function<void(CheckpointText&)> mutate)
   };
 }
 
+// The checkpoint with bias2's tensor descriptor (3 floats) replaced by the JSON text `descriptor_json`.
+std::function<std::string()> bias2_descriptor(std::string descriptor_json) {
+  return edited([descriptor_json](CheckpointText& t) { t.weight_fields["bias2"] = descriptor_json; });
+}
+
 std::function<std::string()> raw_edit(std::string from, std::string to) {
   return [from, to] { return replace_once(CheckpointText().file(), from, to); };
 }
@@ -464,37 +469,23 @@ std::vector<Refusal> refusal_table() {
          t.weight_fields["bias2"] = descriptor("<i4", "[3]", words_of(t.weights.bias2));
        }),
        kTrainer + "checkpoint tensor descriptor mismatch"},
-      {"descriptor_extra_key", edited([](CheckpointText& t) {
-         t.weight_fields["bias2"] =
-             "{\"dtype\":\"<f4\",\"hex\":\"000000000000000000000000\",\"order\":\"C\",\"shape\":[3]}";
-       }),
+      {"descriptor_extra_key",
+       bias2_descriptor(R"({"dtype":"<f4","hex":"000000000000000000000000","order":"C","shape":[3]})"),
        kTrainer + "checkpoint tensor descriptor mismatch"},
-      {"hex_not_string", edited([](CheckpointText& t) {
-         t.weight_fields["bias2"] = "{\"dtype\":\"<f4\",\"hex\":12,\"shape\":[3]}";
-       }),
+      {"hex_not_string", bias2_descriptor(R"({"dtype":"<f4","hex":12,"shape":[3]})"),
        kTrainer + "checkpoint tensor descriptor mismatch"},
-      {"hex_length", edited([](CheckpointText& t) {
-         t.weight_fields["bias2"] =
-             "{\"dtype\":\"<f4\",\"hex\":\"00000000000000000000000000\",\"shape\":[3]}";
-       }),
+      {"hex_length", bias2_descriptor(R"({"dtype":"<f4","hex":"00000000000000000000000000","shape":[3]})"),
        kTrainer + "checkpoint tensor length mismatch"},
-      {"hex_bad_digit", edited([](CheckpointText& t) {
-         t.weight_fields["bias2"] = "{\"dtype\":\"<f4\",\"hex\":\"0000000000000000000000g0\",\"shape\":[3]}";
-       }),
+      {"hex_bad_digit", bias2_descriptor(R"({"dtype":"<f4","hex":"0000000000000000000000g0","shape":[3]})"),
        kTrainer + "checkpoint tensor is not hexadecimal"},
-      {"hex_non_ascii", edited([](CheckpointText& t) {
-         t.weight_fields["bias2"] =
-             "{\"dtype\":\"<f4\",\"hex\":\"\\u00e9" + std::string(23, '0') + "\",\"shape\":[3]}";
-       }),
+      {"hex_non_ascii",
+       bias2_descriptor(R"({"dtype":"<f4","hex":"\u00e9)" + std::string(23, '0') + R"(","shape":[3]})"),
        kTrainer + "checkpoint tensor is not hexadecimal"},
-      {"hex_odd_digit_before_space", edited([](CheckpointText& t) {
-         t.weight_fields["bias2"] = "{\"dtype\":\"<f4\",\"hex\":\"0 0000000000000000000000\",\"shape\":[3]}";
-       }),
+      {"hex_odd_digit_before_space",
+       bias2_descriptor(R"({"dtype":"<f4","hex":"0 0000000000000000000000","shape":[3]})"),
        kTrainer + "checkpoint tensor is not hexadecimal"},
-      {"hex_with_spaces", edited([](CheckpointText& t) {
-         t.weight_fields["bias2"] =
-             "{\"dtype\":\"<f4\",\"hex\":\"00 0000 00000000000000\\t \",\"shape\":[3]}";
-       }),
+      {"hex_with_spaces",
+       bias2_descriptor(R"({"dtype":"<f4","hex":"00 0000 00000000000000\t ","shape":[3]})"),
        kTrainer + "checkpoint tensor byte count mismatch"},
       {"missing_optimizer", edited([](CheckpointText& t) { t.omit_payload.insert("optimizer"); }),
        kTrainer + "checkpoint state is incomplete"},

@@ -175,6 +175,18 @@ Want exactly(std::uint32_t b) { return {Want::Exact, b, 0}; }
 Want any_nan() { return {Want::AnyNan, 0, 0}; }
 Want near(double reference) { return {Want::Near, 0, reference}; }
 
+// The want of a primitive that flushes its input first (F) and returns a zero as it is: NaN and the zero of
+// F(v)'s sign exactly, every other input as rest(F(v)) says.
+template <typename RestFn>
+auto flushing_first(RestFn rest) {
+  return [rest](float v) {
+    const float f = fp::F(v);
+    if (fp::is_nan(v)) return exactly(bits(v));
+    if (f == 0.0f) return exactly(bits(f));
+    return rest(f);
+  };
+}
+
 // The sweep of one unary primitive `name` over x: each result as want(v) says (the ULP errors gathered
 // and reported), also(v, y) for any further check on every input, then every SIMD target's array twin
 // against the scalar primitive (named `twin`) bit for bit. A failed ASSERT ends the sweep.
@@ -237,13 +249,10 @@ TEST(PrimitiveSweep, Log) {
 
 TEST(PrimitiveSweep, Log1p) {
   sweep("log1pf", "log1p", primitives::log1pf, vector_math::log1p, make_inputs(3, -1.0f, 3.0f), kLog1pUlps,
-        [](float v) {
-          const float f = fp::F(v);
-          if (fp::is_nan(v)) return exactly(bits(v));
-          if (f == 0.0f) return exactly(bits(f));
+        flushing_first([](float f) {
           if (f < -1.0f) return exactly(0x7FC00000u);
           return near(std::log1p(static_cast<double>(f)));
-        });
+        }));
 }
 
 TEST(PrimitiveSweep, Softplus) {
@@ -277,12 +286,7 @@ TEST(PrimitiveSweep, Silu) {
 
 TEST(PrimitiveSweep, Tanh) {
   sweep("tanhf", "tanh", primitives::tanhf, vector_math::tanh, make_inputs(7, -12.0f, 12.0f), kTanhUlps,
-        [](float v) {
-          const float f = fp::F(v);
-          if (fp::is_nan(v)) return exactly(bits(v));
-          if (f == 0.0f) return exactly(bits(f));
-          return near(std::tanh(static_cast<double>(f)));
-        });
+        flushing_first([](float f) { return near(std::tanh(static_cast<double>(f))); }));
 }
 
 TEST(PrimitiveSweep, SqrtIsCorrectlyRounded) {
@@ -473,7 +477,7 @@ TEST(PrimitiveSweep, FmaxAndClamp) {
     } else {
       ASSERT_EQ(bits(m), bits(total_max(fp::F(a), fp::F(b)))) << std::hexfloat << a << " " << b;
       ASSERT_EQ(bits(m), bits(primitives::fmax(b, a)));  // commutative
-      if (!fp::is_nan(c)) {                        // associative
+      if (!fp::is_nan(c)) {                              // associative
         ASSERT_EQ(bits(primitives::fmax(primitives::fmax(a, b), c)),
                   bits(primitives::fmax(a, primitives::fmax(b, c))));
       }

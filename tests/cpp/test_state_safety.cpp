@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <limits>
 #include <optional>
 #include <ostream>
@@ -28,8 +29,8 @@ namespace {
 using testing::Rng;
 using Bytes = std::vector<std::uint8_t>;
 
-const float kNaN = std::numeric_limits<float>::quiet_NaN();
-const float kInf = std::numeric_limits<float>::infinity();
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kInf = std::numeric_limits<float>::infinity();
 
 // ------------------------------------------------------------------------------------ state bytes
 
@@ -37,50 +38,49 @@ void put(Bytes& out, const void* data, std::size_t size) {
   const auto* p = static_cast<const std::uint8_t*>(data);
   out.insert(out.end(), p, p + size);
 }
+
 template <typename T>
 void put_value(Bytes& out, const T& value) {
   put(out, &value, sizeof(T));
 }
 
-Bytes bytes_of(const TransformerState& s) {
+// One float array of a state: `count` floats from `data`.
+struct FloatArray {
+  const float* data;
+  std::int64_t count;
+};
+
+// A state's bytes: its float arrays in order, then its scalar fields (each written as an int64).
+Bytes state_bytes(const std::vector<FloatArray>& arrays, std::initializer_list<std::int64_t> scalars) {
   Bytes out;
-  put(out, s.k_cache_copy().data(), static_cast<std::size_t>(s.cache_floats()) * sizeof(float));
-  put(out, s.v_cache_copy().data(), static_cast<std::size_t>(s.cache_floats()) * sizeof(float));
-  for (std::int64_t v :
-       {s.batch_size(), s.n_kv_heads(), s.head_dim(), s.max_tokens(), s.window(), s.cached_tokens()})
-    put_value(out, v);
+  for (const FloatArray& a : arrays) put(out, a.data, static_cast<std::size_t>(a.count) * sizeof(float));
+  for (std::int64_t v : scalars) put_value(out, v);
   return out;
+}
+
+Bytes bytes_of(const TransformerState& s) {
+  return state_bytes(
+      {{s.k_cache_copy().data(), s.cache_floats()}, {s.v_cache_copy().data(), s.cache_floats()}},
+      {s.batch_size(), s.n_kv_heads(), s.head_dim(), s.max_tokens(), s.window(), s.cached_tokens()});
 }
 
 Bytes bytes_of(const Mamba1State& s) {
-  Bytes out;
-  put(out, s.conv_window(), static_cast<std::size_t>(s.conv_window_size()) * sizeof(float));
-  put(out, s.h(), static_cast<std::size_t>(s.h_size()) * sizeof(float));
-  put_value(out, s.batch());
-  put_value(out, s.d_inner());
-  return out;
+  return state_bytes({{s.conv_window(), s.conv_window_size()}, {s.h(), s.h_size()}},
+                     {s.batch(), s.d_inner()});
 }
 
 Bytes bytes_of(const Mamba2State& s) {
-  Bytes out;
-  put(out, s.conv_window(), static_cast<std::size_t>(s.conv_window_size()) * sizeof(float));
-  put(out, s.h(), static_cast<std::size_t>(s.h_size()) * sizeof(float));
-  put(out, s.buffer_xbc(), static_cast<std::size_t>(s.buffer_xbc_size()) * sizeof(float));
-  put(out, s.buffer_dtraw(), static_cast<std::size_t>(s.buffer_dtraw_size()) * sizeof(float));
-  put_value(out, s.buffered_tokens());
-  put_value(out, s.batch());
-  return out;
+  return state_bytes({{s.conv_window(), s.conv_window_size()},
+                      {s.h(), s.h_size()},
+                      {s.buffer_xbc(), s.buffer_xbc_size()},
+                      {s.buffer_dtraw(), s.buffer_dtraw_size()}},
+                     {s.buffered_tokens(), s.batch()});
 }
 
 Bytes bytes_of(const Mamba3State& s) {
-  Bytes out;
-  for (int p = 0; p < Mamba3State::kPieceCount; ++p)
-    put(out, s.piece(p), static_cast<std::size_t>(s.piece_elements(p)) * sizeof(float));
-  put_value(out, s.buffered_tokens());
-  put_value(out, s.pending());
-  put_value(out, s.batch());
-  put_value(out, s.heads());
-  return out;
+  std::vector<FloatArray> pieces;
+  for (int p = 0; p < Mamba3State::kPieceCount; ++p) pieces.push_back({s.piece(p), s.piece_elements(p)});
+  return state_bytes(pieces, {s.buffered_tokens(), s.pending(), s.batch(), s.heads()});
 }
 
 Bytes bytes_of(const SambaState& s) {
@@ -441,41 +441,39 @@ std::vector<float> mamba_call(const Block& block, MambaPath path, const TensorVi
   return {};
 }
 
-// Block factories (weights owned by the returned holder).
-struct M1 {
-  using Block = Mamba1BlockInference;
-  using State = Mamba1State;
-  static constexpr std::int64_t kModel = 16;
-  static std::shared_ptr<Block> make(int variant) {
-    const std::int64_t dm = variant == 1 ? 32 : kModel;
-    auto w = testing::random_weights(blocks::mamba1_tensors(blocks::Mamba1Dims::for_d_model(dm)), 31);
-    if (variant == 2) w["x_proj.weight"][4] = kNaN;
-    return std::make_shared<Block>(w.views());
-  }
-  static const char* weight_message() { return "NaN in x_proj.weight at flat index 4 REFUSED"; }
+// The Mamba kinds under test. Each names its block and state types, its normal width kModel, its weights
+// at a width, and the one non-finite weight its variant-2 block holds (every call on that block is refused
+// with kPoison.message).
+struct Poison {
+  const char* tensor;
+  std::size_t index;
+  float value;
+  const char* message;
 };
-struct M2 {
-  using Block = Mamba2BlockInference;
-  using State = Mamba2State;
-  static constexpr std::int64_t kModel = 32;
-  static std::shared_ptr<Block> make(int variant) {
-    const std::int64_t dm = variant == 1 ? 64 : kModel;
-    auto w = testing::random_weights(blocks::mamba2_tensors(blocks::Mamba2Dims::for_d_model(dm)), 32);
-    if (variant == 2) w["D"][0] = kInf;
-    return std::make_shared<Block>(w.views());
-  }
-  static const char* weight_message() { return "infinity in D at flat index 0 REFUSED"; }
+template <typename BlockType, typename StateType, std::int64_t Model>
+struct MambaKind {
+  using Block = BlockType;
+  using State = StateType;
+  static constexpr std::int64_t kModel = Model;
 };
-struct M3 {
-  using Block = Mamba3BlockInference;
-  using State = Mamba3State;
-  static constexpr std::int64_t kModel = 32;
-  static std::shared_ptr<Block> make(int variant) {
-    const std::int64_t dm = variant == 1 ? 64 : kModel;
-    const auto specs = blocks::mamba3_tensors(blocks::Mamba3Dims::of(dm));
+struct M1 : MambaKind<Mamba1BlockInference, Mamba1State, 16> {
+  static constexpr Poison kPoison{"x_proj.weight", 4, kNaN, "NaN in x_proj.weight at flat index 4 REFUSED"};
+  static testing::WeightSet weights(std::int64_t dm) {
+    return testing::random_weights(blocks::mamba1_tensors(blocks::Mamba1Dims::for_d_model(dm)), 31);
+  }
+};
+struct M2 : MambaKind<Mamba2BlockInference, Mamba2State, 32> {
+  static constexpr Poison kPoison{"D", 0, kInf, "infinity in D at flat index 0 REFUSED"};
+  static testing::WeightSet weights(std::int64_t dm) {
+    return testing::random_weights(blocks::mamba2_tensors(blocks::Mamba2Dims::for_d_model(dm)), 32);
+  }
+};
+struct M3 : MambaKind<Mamba3BlockInference, Mamba3State, 32> {
+  static constexpr Poison kPoison{"C_bias", 3, kNaN, "NaN in C_bias at flat index 3 REFUSED"};
+  static testing::WeightSet weights(std::int64_t dm) {
     testing::WeightSet w;
     Rng rng(33);
-    for (const auto& spec : specs) {
+    for (const auto& spec : blocks::mamba3_tensors(blocks::Mamba3Dims::of(dm))) {
       w.names.emplace_back(spec.name);
       w.shapes.push_back(spec.shape);
       std::vector<float> v = rng.uniform_vector(static_cast<std::size_t>(spec.elements()), 0.125f);
@@ -483,15 +481,22 @@ struct M3 {
         for (float& e : v) e += 1.0f;
       w.values.push_back(std::move(v));
     }
-    if (variant == 2) w["C_bias"][3] = kNaN;
-    return std::make_shared<Block>(w.views());
+    return w;
   }
-  static const char* weight_message() { return "NaN in C_bias at flat index 3 REFUSED"; }
 };
+
+// Block `variant` of kind K: 0 the normal block, 1 one of twice the width, 2 the normal block poisoned.
+template <typename K>
+std::shared_ptr<typename K::Block> make_mamba_block(int variant) {
+  auto w = K::weights(variant == 1 ? 2 * K::kModel : K::kModel);
+  if (variant == 2) w[K::kPoison.tensor][K::kPoison.index] = K::kPoison.value;
+  return std::make_shared<typename K::Block>(w.views());
+}
 
 template <typename K>
 const typename K::Block& mamba_block(int variant) {
-  static const std::shared_ptr<typename K::Block> blocks[3] = {K::make(0), K::make(1), K::make(2)};
+  static const std::shared_ptr<typename K::Block> blocks[3] = {make_mamba_block<K>(0), make_mamba_block<K>(1),
+                                                               make_mamba_block<K>(2)};
   return *blocks[variant];
 }
 
@@ -527,6 +532,17 @@ void attach(Subject& subject, const std::shared_ptr<MambaSubject<K>>& s, bool us
   };
 }
 
+// The call a fault makes: block `variant` of kind K on the subject's state, over random x of batch 2 (one
+// token for a step, three otherwise), with x's flat element 5 set to `planted` when one is given.
+template <typename K>
+std::function<void()> call_on_random_x(MambaPath path, const std::shared_ptr<MambaSubject<K>>& s,
+                                       int variant = 0, std::optional<float> planted = std::nullopt) {
+  const std::int64_t l = is_step(path) ? 1 : 3, dm = K::kModel;
+  auto x = std::make_shared<std::vector<float>>(testing::random_tokens(2, l, dm, 8));
+  if (planted) (*x)[5] = *planted;
+  return [=] { mamba_call(mamba_block<K>(variant), path, TensorView{x->data(), {2, l, dm}}, &s->state); };
+}
+
 template <typename K>
 using MambaFault = Fault<MambaPath>;
 
@@ -551,20 +567,13 @@ std::vector<MambaFault<K>> common_mamba_faults(const std::string& zero_batch_mes
   };
   auto x_value = [=](float value) {
     return [=](Subject& subject, MambaPath path) -> std::function<void()> {
-      auto s = standard(subject);
-      const std::int64_t l = is_step(path) ? 1 : 3;
-      auto x = std::make_shared<std::vector<float>>(testing::random_tokens(2, l, dm, 8));
-      (*x)[5] = value;
-      return [=] { mamba_call(mamba_block<K>(0), path, TensorView{x->data(), {2, l, dm}}, &s->state); };
+      return call_on_random_x<K>(path, standard(subject), 0, value);
     };
   };
   // The state of block `variant` (or of another batch) used on the normal block.
   auto foreign = [=](int variant, std::int64_t batch) {
     return [=](Subject& subject, MambaPath path) -> std::function<void()> {
-      auto s = standard(subject, variant, batch);
-      const std::int64_t l = is_step(path) ? 1 : 3;
-      auto x = std::make_shared<std::vector<float>>(testing::random_tokens(2, l, dm, 8));
-      return [=] { mamba_call(mamba_block<K>(0), path, TensorView{x->data(), {2, l, dm}}, &s->state); };
+      return call_on_random_x<K>(path, standard(subject, variant, batch));
     };
   };
   std::vector<MambaFault<K>> f;
@@ -592,14 +601,9 @@ std::vector<MambaFault<K>> common_mamba_faults(const std::string& zero_batch_mes
                  };
                }});
   // A block whose weights hold a non-finite value refuses every call (the state is the normal block's).
-  f.push_back({"non_finite_weight", K::weight_message(), kMambaPaths,
+  f.push_back({"non_finite_weight", K::kPoison.message, kMambaPaths,
                [=](Subject& subject, MambaPath path) -> std::function<void()> {
-                 auto s = standard(subject);
-                 const std::int64_t l = is_step(path) ? 1 : 3;
-                 auto x = std::make_shared<std::vector<float>>(testing::random_tokens(2, l, dm, 8));
-                 return [=] {
-                   mamba_call(mamba_block<K>(2), path, TensorView{x->data(), {2, l, dm}}, &s->state);
-                 };
+                 return call_on_random_x<K>(path, standard(subject), 2);
                }});
   return f;
 }
@@ -619,9 +623,7 @@ std::function<std::function<void()>(Subject&, MambaPath)> plant_piece(
     const float saved = piece(s->state)[index];
     piece(s->state)[index] = value;
     subject.repair = [=] { piece(s->state)[index] = saved; };
-    const std::int64_t l = is_step(path) ? 1 : 3, dm = K::kModel;
-    auto x = std::make_shared<std::vector<float>>(testing::random_tokens(2, l, dm, 8));
-    return [=] { mamba_call(mamba_block<K>(0), path, TensorView{x->data(), {2, l, dm}}, &s->state); };
+    return call_on_random_x<K>(path, s);
   };
 }
 
@@ -634,9 +636,7 @@ std::function<std::function<void()>(Subject&, MambaPath)> plant_scalar(
     attach<K>(subject, s);
     set(s->state, true);
     subject.repair = [=] { set(s->state, false); };
-    const std::int64_t l = is_step(path) ? 1 : 3, dm = K::kModel;
-    auto x = std::make_shared<std::vector<float>>(testing::random_tokens(2, l, dm, 8));
-    return [=] { mamba_call(mamba_block<K>(0), path, TensorView{x->data(), {2, l, dm}}, &s->state); };
+    return call_on_random_x<K>(path, s);
   };
 }
 
@@ -695,11 +695,7 @@ std::vector<Case> mamba3_cases() {
                    const float saved = s->state.piece(p)[1];
                    s->state.pin(p).data()[1] = kNaN;
                    subject.repair = [=] { s->state.pin(p).data()[1] = saved; };
-                   const std::int64_t l = is_step(path) ? 1 : 3;
-                   auto x = std::make_shared<std::vector<float>>(testing::random_tokens(2, l, 32, 8));
-                   return [=] {
-                     mamba_call(mamba_block<M3>(0), path, TensorView{x->data(), {2, l, 32}}, &s->state);
-                   };
+                   return call_on_random_x<M3>(path, s);
                  }});
   }
   f.push_back({"buffered_tokens_negative", "buf_len must be in [0, 64]", kMambaPaths,

@@ -220,10 +220,10 @@ TEST(TokenizerUnicode, ClassesEqualOnigurumaWhereAssigned) {
   pcre2_match_data_free(data);
 }
 
-std::vector<std::string> cut(tk::KnownPattern pattern, const std::string& text) {
-  tk::PreTokenizerStep split;
-  split.kind = tk::PreTokenizerStep::Kind::SplitRegex;
-  split.pattern = pattern;
+using Pieces = std::vector<std::string>;
+
+// The pieces of `text` after the step `split` and a ByteLevel step without its own regex.
+Pieces split_pieces(const tk::PreTokenizerStep& split, const std::string& text) {
   tk::PreTokenizerStep byte_level;
   byte_level.use_regex = false;
   const tk::PreTokenizer pre({split, byte_level});
@@ -233,7 +233,12 @@ std::vector<std::string> cut(tk::KnownPattern pattern, const std::string& text) 
   return {pieces.begin(), pieces.end()};
 }
 
-using Pieces = std::vector<std::string>;
+Pieces cut(tk::KnownPattern pattern, const std::string& text) {
+  tk::PreTokenizerStep split;
+  split.kind = tk::PreTokenizerStep::Kind::SplitRegex;
+  split.pattern = pattern;
+  return split_pieces(split, text);
+}
 
 TEST(TokenizerPreTokenizer, UpstreamVectors) {
   const auto L = tk::KnownPattern::Llama3;
@@ -258,13 +263,7 @@ TEST(TokenizerPreTokenizer, SplitBehaviors) {
     split.literal = "-";
     split.behavior = behavior;
     split.invert = invert;
-    tk::PreTokenizerStep byte_level;
-    byte_level.use_regex = false;
-    const tk::PreTokenizer pre({split, byte_level});
-    std::vector<std::string_view> pieces;
-    std::deque<std::string> arena;
-    pre.split("a-b--c-", pieces, arena);
-    return Pieces(pieces.begin(), pieces.end());
+    return split_pieces(split, "a-b--c-");
   };
   EXPECT_EQ(run(tk::SplitBehavior::Removed, false), (Pieces{"a", "b", "c"}));
   EXPECT_EQ(run(tk::SplitBehavior::Isolated, false), (Pieces{"a", "-", "b", "-", "-", "c", "-"}));
@@ -276,14 +275,10 @@ TEST(TokenizerPreTokenizer, SplitBehaviors) {
 
 // A small tokenizer.json: the 256 bytes (ids 0-255), "ab" 256, "abc" 257, specials <s> 258 and </s> 259.
 std::string tiny_json() {
-  std::string vocab;
-  const auto& table = tk::byte_to_char();
-  for (int b = 0; b < 256; ++b) {
-    std::string spelled;
-    tk::append_utf8(spelled, table[static_cast<std::size_t>(b)]);
-    if (spelled == "\"" || spelled == "\\") spelled = "\\" + spelled;
-    vocab += "\"" + spelled + "\":" + std::to_string(b) + ",";
-  }
+  std::string vocab;  // the JSON writer quotes and escapes each byte's character
+  for (std::size_t b = 0; b < 256; ++b)
+    vocab += json::canonical_json(json::Value::make_string(std::u32string(1, tk::byte_to_char()[b]))) + ":" +
+             std::to_string(b) + ",";
   vocab += R"("ab":256,"abc":257)";
   return R"({"version":"1.0","truncation":null,"padding":null,"added_tokens":[)"
          R"({"id":258,"content":"<s>","single_word":false,"lstrip":false,"rstrip":false,"normalized":false,"special":true},)"

@@ -259,52 +259,45 @@ TEST(TransformerOptions, RefusalsNameTheOption) {
         with_tensors ? option_weights(shape, options, 5) : testing::random_weights(shape, 5);
     return testing::value_error_of([&] { TransformerBlockInference block(w.named, options); });
   };
-  EXPECT_NE(refusal([](TransformerOptions& o) {
-              o.rope_theta = 0.0f;
-            }).find("rope_theta must be a finite positive float, got 0.0"),
-            std::string::npos);
-  EXPECT_NE(refusal([](TransformerOptions& o) {
-              o.rope_scaling = "yarn";
-            }).find("rope_scaling type 'yarn' is not supported"),
-            std::string::npos);
-  EXPECT_NE(refusal([](TransformerOptions& o) {
-              o.rope_scaling = "linear";
-            }).find("rope_scaling 'linear' needs 'factor'"),
-            std::string::npos);
-  EXPECT_NE(refusal([](TransformerOptions& o) {
-              o.rope_scaling = "llama3";
-              o.rope_factor = 8.0f;
-            }).find("rope_scaling 'llama3' needs 'low_freq_factor'"),
-            std::string::npos);
-  EXPECT_NE(refusal([](TransformerOptions& o) {
-              o.rope_dim = 7;
-            }).find("rope_dim must be an even integer in (0, head_dim=16], got 7"),
-            std::string::npos);
-  EXPECT_NE(refusal([](TransformerOptions& o) {
-              o.norm = "batchnorm";
-            }).find("norm='batchnorm' is not supported; one of ['layernorm', 'rmsnorm', 'rmsnorm_offset']"),
-            std::string::npos);
-  EXPECT_NE(refusal([](TransformerOptions& o) {
-              o.norm_bias = true;
-            }).find("norm_bias=True needs norm='layernorm', got norm='rmsnorm'"),
-            std::string::npos);
-  EXPECT_NE(refusal([](TransformerOptions& o) { o.mlp = "relu"; }).find("mlp='relu' is not supported"),
-            std::string::npos);
-  EXPECT_NE(refusal([](TransformerOptions& o) {
-              o.norm = "layernorm";
-              o.qk_norm = true;
-            }).find("qk_norm=True with norm='layernorm' is not supported"),
-            std::string::npos);
-  EXPECT_NE(refusal([](TransformerOptions& o) {
-              o.attn_softcap = 0.0f;
-            }).find("attn_softcap must be a finite positive float, got 0.0"),
-            std::string::npos);
-  EXPECT_NE(refusal([](TransformerOptions& o) { o.qkv_bias = true; }, false)
-                .find("q_proj.bias is required by the options passed and is missing from the weight dict"),
-            std::string::npos);
-  EXPECT_NE(refusal([](TransformerOptions& o) { o.mlp = "gelu"; }, false)
-                .find("gate_proj.weight is present but mlp='gelu' is ungated"),
-            std::string::npos);
+  // Each option set wrongly (on a weight dict with the tensors those options need, or without them).
+  struct Case {
+    std::function<void(TransformerOptions&)> set;
+    std::string message;
+    bool with_tensors = true;
+  };
+  const std::vector<Case> cases{
+      {[](TransformerOptions& o) { o.rope_theta = 0.0f; },
+       "rope_theta must be a finite positive float, got 0.0"},
+      {[](TransformerOptions& o) { o.rope_scaling = "yarn"; }, "rope_scaling type 'yarn' is not supported"},
+      {[](TransformerOptions& o) { o.rope_scaling = "linear"; }, "rope_scaling 'linear' needs 'factor'"},
+      {[](TransformerOptions& o) {
+         o.rope_scaling = "llama3";
+         o.rope_factor = 8.0f;
+       },
+       "rope_scaling 'llama3' needs 'low_freq_factor'"},
+      {[](TransformerOptions& o) { o.rope_dim = 7; },
+       "rope_dim must be an even integer in (0, head_dim=16], got 7"},
+      {[](TransformerOptions& o) { o.norm = "batchnorm"; },
+       "norm='batchnorm' is not supported; one of ['layernorm', 'rmsnorm', 'rmsnorm_offset']"},
+      {[](TransformerOptions& o) { o.norm_bias = true; },
+       "norm_bias=True needs norm='layernorm', got norm='rmsnorm'"},
+      {[](TransformerOptions& o) { o.mlp = "relu"; }, "mlp='relu' is not supported"},
+      {[](TransformerOptions& o) {
+         o.norm = "layernorm";
+         o.qk_norm = true;
+       },
+       "qk_norm=True with norm='layernorm' is not supported"},
+      {[](TransformerOptions& o) { o.attn_softcap = 0.0f; },
+       "attn_softcap must be a finite positive float, got 0.0"},
+      {[](TransformerOptions& o) { o.qkv_bias = true; },
+       "q_proj.bias is required by the options passed and is missing from the weight dict", false},
+      {[](TransformerOptions& o) { o.mlp = "gelu"; }, "gate_proj.weight is present but mlp='gelu' is ungated",
+       false},
+  };
+  for (const Case& c : cases) {
+    const std::string got = refusal(c.set, c.with_tensors);
+    EXPECT_NE(got.find(c.message), std::string::npos) << got;
+  }
   // A tensor present with its option off.
   TransformerOptions with_bias;
   with_bias.qkv_bias = true;

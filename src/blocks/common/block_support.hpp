@@ -1,12 +1,16 @@
 // Checks shared by every block: non-finite refusal by name and flat index (docs/numerics.md §1.3).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <samebits/errors.hpp>
 #include <string>
+#include <vector>
 
+#include "blocks/common/tensor_spec.hpp"
 #include "numerics/finite_scan.hpp"
 #include "numerics/fp.hpp"
 
@@ -44,6 +48,34 @@ void refuse_if_any_non_finite(const ScannedArray* arrays, std::size_t count, con
 inline void refuse_if_non_finite(const float* data, std::int64_t count, const std::string& what,
                                  const std::string& name) {
   refuse_if_any_non_finite({ScannedArray{data, count, name.c_str()}}, what);
+}
+
+// A block's weights against its table: each must hold its row's element count (else a ValueError
+// "<block>: <name> has the wrong element count"). Returns the first weight, in table order, holding a NaN
+// or an infinity: the block is built, and every call on it is refused (refuse_non_finite_weight).
+template <std::size_t N>
+std::optional<std::size_t> check_weight_table(const std::array<std::vector<float>, N>& weights,
+                                              const std::array<TensorSpec, N>& table, const char* block) {
+  std::optional<std::size_t> non_finite;
+  for (std::size_t i = 0; i < N; ++i) {
+    if (static_cast<std::int64_t>(weights[i].size()) != table[i].elements())
+      throw_value_error(std::string(block) + ": " + table[i].name + " has the wrong element count");
+    if (!non_finite &&
+        !finite_scan::all_finite(weights[i].data(), static_cast<std::int64_t>(weights[i].size())))
+      non_finite = i;
+  }
+  return non_finite;
+}
+
+// Refuses a call on a block whose weight `non_finite` (check_weight_table's answer) holds a NaN or an
+// infinity, naming the weight and the first offending flat index.
+template <std::size_t N>
+void refuse_non_finite_weight(std::optional<std::size_t> non_finite,
+                              const std::array<std::vector<float>, N>& weights,
+                              const std::array<TensorSpec, N>& table, const std::string& what) {
+  if (!non_finite) return;
+  const std::size_t i = *non_finite;
+  refuse_non_finite(weights[i].data(), static_cast<std::int64_t>(weights[i].size()), what, table[i].name);
 }
 
 // Whether every span a call wrote ({at, count} runs of a state) holds only finite values: what a block

@@ -36,19 +36,7 @@ Mamba1Block::Mamba1Block(Mamba1Weights weights)
     : dims_(dims_of(weights)),
       weights_(std::move(weights)),
       conv_(weights_[kM1ConvWeight].data(), weights_[kM1ConvBias].data(), dims_.d_inner) {
-  const auto tensors = mamba1_tensors(dims_);
-  for (std::size_t i = 0; i < kMamba1TensorCount; ++i) {
-    if (static_cast<std::int64_t>(weights_[i].size()) != tensors[i].elements())
-      throw_value_error(std::string("Mamba1Block: ") + tensors[i].name + " has the wrong element count");
-    if (!non_finite_weight_) {
-      for (float v : weights_[i]) {
-        if (!fp::is_finite(v)) {
-          non_finite_weight_ = i;
-          break;
-        }
-      }
-    }
-  }
+  non_finite_weight_ = check_weight_table(weights_, mamba1_tensors(dims_), "Mamba1Block");
   A_.resize(weights_[kM1ALog].size());
   for (std::size_t i = 0; i < A_.size(); ++i) A_[i] = -F(primitives::expf(F(weights_[kM1ALog][i])));
   const std::int64_t dm = dims_.d_model, di = dims_.d_inner;
@@ -63,11 +51,7 @@ Mamba1Block::Mamba1Block(Mamba1Weights weights)
 void Mamba1Block::refuse_non_finite_inputs(const float* x, std::int64_t count, const Mamba1State& state,
                                            const std::string& entry) const {
   refuse_if_non_finite(x, count, entry, "x");
-  if (non_finite_weight_) {
-    const std::size_t i = *non_finite_weight_;
-    refuse_non_finite(weights_[i].data(), static_cast<std::int64_t>(weights_[i].size()), entry,
-                      mamba1_tensors(dims_)[i].name);
-  }
+  refuse_non_finite_weight(non_finite_weight_, weights_, mamba1_tensors(dims_), entry);
   refuse_if_any_non_finite(
       {{state.conv_window(), state.conv_window_size(), "conv_window"}, {state.h(), state.h_size(), "h"}},
       entry);

@@ -52,19 +52,7 @@ Mamba2Block::Mamba2Block(Mamba2Weights weights, float dt_lo, float dt_hi)
       conv_(weights_[kM2ConvWeight].data(), weights_[kM2ConvBias].data(), dims_.conv_dim) {
   if (dims_.d_model % 32 != 0 || dims_.d_model < 32)
     throw_value_error("Mamba2Block: d_model must be a multiple of 32");
-  const auto tensors = mamba2_tensors(dims_);
-  for (std::size_t i = 0; i < kMamba2TensorCount; ++i) {
-    if (static_cast<std::int64_t>(weights_[i].size()) != tensors[i].elements())
-      throw_value_error(std::string("Mamba2Block: ") + tensors[i].name + " has the wrong element count");
-    if (!non_finite_weight_) {
-      for (float v : weights_[i]) {
-        if (!fp::is_finite(v)) {
-          non_finite_weight_ = i;
-          break;
-        }
-      }
-    }
-  }
+  non_finite_weight_ = check_weight_table(weights_, mamba2_tensors(dims_), "Mamba2Block");
   A_.resize(static_cast<std::size_t>(dims_.nheads));
   for (std::int64_t h = 0; h < dims_.nheads; ++h) A_[h] = -F(primitives::expf(F(weights_[kM2ALog][h])));
   in_proj_ = gemm::PackedRhs::from_transposed(weights_[kM2InProj].data(), dims_.d_in_proj, dims_.d_model,
@@ -80,11 +68,7 @@ void Mamba2Block::refuse_inputs(const float* x, std::int64_t count, const Mamba2
     throw_value_error(entry + ": buf_len must be in [0, 256) (the rows of the open chunk), got " +
                       std::to_string(q0));
   refuse_if_non_finite(x, count, entry, "x");
-  if (non_finite_weight_) {
-    const std::size_t i = *non_finite_weight_;
-    refuse_non_finite(weights_[i].data(), static_cast<std::int64_t>(weights_[i].size()), entry,
-                      mamba2_tensors(dims_)[i].name);
-  }
+  refuse_non_finite_weight(non_finite_weight_, weights_, mamba2_tensors(dims_), entry);
   if (state.trusted()) return;  // a trusted state has nothing for the scan to find
   refuse_if_any_non_finite({{state.conv_window(), state.conv_window_size(), "conv_window"},
                             {state.h(), state.h_size(), "h"},

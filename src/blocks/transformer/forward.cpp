@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <samebits/errors.hpp>
+#include <vector>
 
 #include "blocks/transformer/state.hpp"
 #include "blocks/transformer/transformer.hpp"
@@ -25,6 +26,16 @@ namespace {
 std::int64_t queries_per_task(std::int64_t length, std::int64_t group) {
   const std::int64_t rows_per_task = 64;
   return std::max<std::int64_t>(1, std::min(length, rows_per_task / std::max<std::int64_t>(group, 1)));
+}
+
+// Steps 10 and 12's tail: the projection's bias on each of its `rows` rows when the option adds one
+// (docs/models.md §7), then the residual add out[i] = F(F(residual[i]) + F(projected[i])).
+void add_bias_and_residual(float* projected, const std::vector<float>* bias, const float* residual,
+                           float* out, std::int64_t rows, std::int64_t dm) {
+  if (bias != nullptr)
+    for (std::int64_t t = 0; t < rows; ++t)
+      block_ops::bias_add(projected + t * dm, bias->data(), static_cast<std::size_t>(dm));
+  for (std::int64_t i = 0; i < rows * dm; ++i) out[i] = F(F(residual[i]) + F(projected[i]));
 }
 
 }  // namespace
@@ -217,10 +228,7 @@ void TransformerBlock::forward(const float* x, std::int64_t batch, std::int64_t 
   // Step 10: the output projection and the first residual.
   AlignedBuffer<float> residual(static_cast<std::size_t>(rows * dm));
   gemm::gemm_packed({ctx.data(), qw, 1}, rows, o_, residual.data());
-  if (o.o_bias)
-    for (std::int64_t t = 0; t < rows; ++t)
-      block_ops::bias_add(residual.data() + t * dm, weights_.o_bias.data(), static_cast<std::size_t>(dm));
-  for (std::int64_t i = 0; i < rows * dm; ++i) residual[i] = F(F(x[i]) + F(residual[i]));
+  add_bias_and_residual(residual.data(), o.o_bias ? &weights_.o_bias : nullptr, x, residual.data(), rows, dm);
 
   // Steps 11-12: post-attention norm, the MLP (SwiGLU by default), down projection, second residual.
   norm_rows(residual.data(), 1, normed.data(), rows);
@@ -230,10 +238,8 @@ void TransformerBlock::forward(const float* x, std::int64_t batch, std::int64_t 
   mlp_hidden(gate_up.data(), hidden.data(), rows);
   AlignedBuffer<float> down(static_cast<std::size_t>(rows * dm));
   gemm::gemm_packed({hidden.data(), it, 1}, rows, down_, down.data());
-  if (o.mlp_bias)
-    for (std::int64_t t = 0; t < rows; ++t)
-      block_ops::bias_add(down.data() + t * dm, weights_.down_bias.data(), static_cast<std::size_t>(dm));
-  for (std::int64_t i = 0; i < rows * dm; ++i) y[i] = F(F(residual[i]) + F(down[i]));
+  add_bias_and_residual(down.data(), o.mlp_bias ? &weights_.down_bias : nullptr, residual.data(), y, rows,
+                        dm);
 }
 
 }  // namespace samebits::blocks

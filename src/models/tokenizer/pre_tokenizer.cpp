@@ -4,6 +4,8 @@
 #include <pcre2.h>
 #include <utf8proc.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <samebits/errors.hpp>
 #include <utility>
@@ -39,16 +41,23 @@ constexpr const char* kQwen2Pcre = SAMEBITS_LLAMA_FAMILY(R"(\p{N})");
 #undef SAMEBITS_LLAMA_FAMILY
 #undef SAMEBITS_WS
 
-const char* pcre_spelling(KnownPattern p) {
-  switch (p) {
-    case KnownPattern::Gpt2:
-      return kGpt2Pcre;
-    case KnownPattern::Llama3:
-      return kLlama3Pcre;
-    case KnownPattern::Qwen2:
-      return kQwen2Pcre;
-  }
-  return kGpt2Pcre;
+// Each known pattern once: its name, its spelling as tokenizer.json holds it and the PCRE2 spelling compiled.
+struct PatternSpellings {
+  KnownPattern pattern;
+  const char* name;
+  std::string_view json;
+  const char* pcre;
+};
+constexpr std::array<PatternSpellings, 3> kPatterns{{
+    {KnownPattern::Gpt2, "gpt2", kGpt2, kGpt2Pcre},
+    {KnownPattern::Llama3, "llama3", kLlama3, kLlama3Pcre},
+    {KnownPattern::Qwen2, "qwen2", kQwen2, kQwen2Pcre},
+}};
+
+const PatternSpellings& spellings_of(KnownPattern pattern) {
+  for (const PatternSpellings& known : kPatterns)
+    if (known.pattern == pattern) return known;
+  return kPatterns[0];
 }
 
 // Rust's char::is_numeric (general category Nd, Nl or No), the predicate of the Digits step.
@@ -63,14 +72,35 @@ struct Span {
   bool match;
 };
 
+// Walks `spans` (last to first when `backward`), joining a span onto the one kept before it when
+// `joins(span's match, previous span's match)`; every kept span is a non-match. The result is in text order.
+template <typename Joins>
+std::vector<Span> join_spans(const std::vector<Span>& spans, bool backward, Joins joins) {
+  std::vector<Span> merged;
+  merged.reserve(spans.size());
+  bool previous_match = false;
+  for (std::size_t k = 0; k < spans.size(); ++k) {
+    const Span& s = spans[backward ? spans.size() - 1 - k : k];
+    if (joins(s.match, previous_match) && !merged.empty()) {
+      merged.back().begin = std::min(merged.back().begin, s.begin);
+      merged.back().end = std::max(merged.back().end, s.end);
+    } else {
+      merged.push_back({s.begin, s.end, false});
+    }
+    previous_match = s.match;
+  }
+  if (backward) std::reverse(merged.begin(), merged.end());
+  return merged;
+}
+
 // Cuts `piece` by its spans as `tokenizers` does for each behavior (docs/tokenizer.md §5.3).
 void cut(std::string_view piece, std::vector<Span>& spans, SplitBehavior behavior, bool invert,
          std::vector<std::string_view>& out) {
   if (invert)
     for (auto& s : spans) s.match = !s.match;
+  const auto same_kind = [](bool match, bool previous_match) { return match == previous_match; };
+  const auto match_after_non_match = [](bool match, bool previous_match) { return match && !previous_match; };
   std::vector<Span> merged;
-  merged.reserve(spans.size());
-  bool previous_match = false;
   switch (behavior) {
     case SplitBehavior::Isolated:
       merged = spans;
@@ -80,36 +110,13 @@ void cut(std::string_view piece, std::vector<Span>& spans, SplitBehavior behavio
       merged = spans;
       break;
     case SplitBehavior::Contiguous:
-      for (const Span& s : spans) {
-        if (s.match == previous_match && !merged.empty()) {
-          merged.back().end = s.end;
-        } else {
-          merged.push_back({s.begin, s.end, false});
-        }
-        previous_match = s.match;
-      }
+      merged = join_spans(spans, false, same_kind);
       break;
     case SplitBehavior::MergedWithPrevious:
-      for (const Span& s : spans) {
-        if (s.match && !previous_match && !merged.empty()) {
-          merged.back().end = s.end;
-        } else {
-          merged.push_back({s.begin, s.end, false});
-        }
-        previous_match = s.match;
-      }
+      merged = join_spans(spans, false, match_after_non_match);
       break;
     case SplitBehavior::MergedWithNext:
-      for (std::size_t k = spans.size(); k-- > 0;) {
-        const Span& s = spans[k];
-        if (s.match && !previous_match && !merged.empty()) {
-          merged.back().begin = s.begin;
-        } else {
-          merged.push_back({s.begin, s.end, false});
-        }
-        previous_match = s.match;
-      }
-      std::vector<Span>(merged.rbegin(), merged.rend()).swap(merged);
+      merged = join_spans(spans, true, match_after_non_match);
       break;
   }
   for (const Span& s : merged)
@@ -119,30 +126,19 @@ void cut(std::string_view piece, std::vector<Span>& spans, SplitBehavior behavio
 }  // namespace
 
 std::optional<KnownPattern> known_pattern(std::string_view pattern) {
-  if (pattern == kGpt2) return KnownPattern::Gpt2;
-  if (pattern == kLlama3) return KnownPattern::Llama3;
-  if (pattern == kQwen2) return KnownPattern::Qwen2;
+  for (const PatternSpellings& known : kPatterns)
+    if (pattern == known.json) return known.pattern;
   return std::nullopt;
 }
 
-const char* pattern_name(KnownPattern pattern) {
-  switch (pattern) {
-    case KnownPattern::Gpt2:
-      return "gpt2";
-    case KnownPattern::Llama3:
-      return "llama3";
-    case KnownPattern::Qwen2:
-      return "qwen2";
-  }
-  return "gpt2";
-}
+const char* pattern_name(KnownPattern pattern) { return spellings_of(pattern).name; }
 
 struct PreTokenizer::Compiled {
   pcre2_code* code = nullptr;
   explicit Compiled(KnownPattern pattern) {
     int error = 0;
     PCRE2_SIZE offset = 0;
-    const char* spelling = pcre_spelling(pattern);
+    const char* spelling = spellings_of(pattern).pcre;
     code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(spelling), PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP,
                          &error, &offset, nullptr);
     if (code == nullptr) {
