@@ -5,11 +5,13 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <samebits/errors.hpp>
 #include <samebits/transformer.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "array_convert.hpp"
@@ -57,48 +59,52 @@ TransformerState borrow(FloatArrayInOut k, FloatArrayInOut v, std::int64_t batch
                                      cached_tokens);
 }
 
+// One option field from Python: a plain field takes the value; an optional one stays unset for None.
+template <typename T>
+void assign(nb::handle value, T& field) {
+  field = nb::cast<T>(value);
+}
+template <typename T>
+void assign(nb::handle value, std::optional<T>& field) {
+  if (!value.is_none()) field = nb::cast<T>(value);
+}
+template <auto Member>
+void set_option(nb::handle value, TransformerOptions& options) {
+  assign(value, options.*Member);
+}
+
+using OptionSetter = void (*)(nb::handle, TransformerOptions&);
+using O = TransformerOptions;
+const std::pair<std::string_view, OptionSetter> kOptionFields[] = {
+    {"rope_theta", &set_option<&O::rope_theta>},
+    {"rope_scaling", &set_option<&O::rope_scaling>},
+    {"rope_factor", &set_option<&O::rope_factor>},
+    {"rope_low_freq_factor", &set_option<&O::rope_low_freq_factor>},
+    {"rope_high_freq_factor", &set_option<&O::rope_high_freq_factor>},
+    {"rope_original_max_position_embeddings", &set_option<&O::rope_original_max_position_embeddings>},
+    {"rope_dim", &set_option<&O::rope_dim>},
+    {"max_positions", &set_option<&O::max_positions>},
+    {"qkv_bias", &set_option<&O::qkv_bias>},
+    {"o_bias", &set_option<&O::o_bias>},
+    {"norm", &set_option<&O::norm>},
+    {"norm_eps", &set_option<&O::norm_eps>},
+    {"norm_bias", &set_option<&O::norm_bias>},
+    {"mlp", &set_option<&O::mlp>},
+    {"mlp_bias", &set_option<&O::mlp_bias>},
+    {"qk_norm", &set_option<&O::qk_norm>},
+    {"attn_softcap", &set_option<&O::attn_softcap>},
+};
+
 // The block options of docs/models.md §2 from the dict samebits/_transformer.py builds (names as in
 // TransformerOptions; floats already rounded to float32, None for an absent optional).
 void read_block_options(const nb::dict& given, TransformerOptions& options) {
   for (auto [key, value] : given) {
     const std::string name = nb::cast<std::string>(key);
-    const bool none = value.is_none();
-    if (name == "rope_theta")
-      options.rope_theta = nb::cast<float>(value);
-    else if (name == "rope_scaling")
-      options.rope_scaling = nb::cast<std::string>(value);
-    else if (name == "rope_factor") {
-      if (!none) options.rope_factor = nb::cast<float>(value);
-    } else if (name == "rope_low_freq_factor") {
-      if (!none) options.rope_low_freq_factor = nb::cast<float>(value);
-    } else if (name == "rope_high_freq_factor") {
-      if (!none) options.rope_high_freq_factor = nb::cast<float>(value);
-    } else if (name == "rope_original_max_position_embeddings") {
-      if (!none) options.rope_original_max_position_embeddings = nb::cast<std::int64_t>(value);
-    } else if (name == "rope_dim") {
-      if (!none) options.rope_dim = nb::cast<std::int64_t>(value);
-    } else if (name == "max_positions")
-      options.max_positions = nb::cast<std::int64_t>(value);
-    else if (name == "qkv_bias")
-      options.qkv_bias = nb::cast<bool>(value);
-    else if (name == "o_bias")
-      options.o_bias = nb::cast<bool>(value);
-    else if (name == "norm")
-      options.norm = nb::cast<std::string>(value);
-    else if (name == "norm_eps")
-      options.norm_eps = nb::cast<float>(value);
-    else if (name == "norm_bias")
-      options.norm_bias = nb::cast<bool>(value);
-    else if (name == "mlp")
-      options.mlp = nb::cast<std::string>(value);
-    else if (name == "mlp_bias")
-      options.mlp_bias = nb::cast<bool>(value);
-    else if (name == "qk_norm")
-      options.qk_norm = nb::cast<bool>(value);
-    else if (name == "attn_softcap") {
-      if (!none) options.attn_softcap = nb::cast<float>(value);
-    } else
+    const auto field = std::find_if(std::begin(kOptionFields), std::end(kOptionFields),
+                                    [&](const auto& entry) { return entry.first == name; });
+    if (field == std::end(kOptionFields))
       throw_value_error("samebits TransformerBlock: no block option named '" + name + "'");
+    field->second(value, options);
   }
 }
 

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <samebits/errors.hpp>
 #include <samebits/file_kind.hpp>
+#include <utility>
 
 namespace samebits {
 namespace {
@@ -73,26 +74,19 @@ FileKind classify_file_bytes(std::string_view head, std::string_view tail) {
 }
 
 std::string describe_file_kind(FileKind kind) {
-  switch (kind) {
-    case FileKind::SambaArchive:
-      return "a Samba checkpoint (v2 archive)";
-    case FileKind::SambaJson:
-      return "a Samba checkpoint (legacy JSON)";
-    case FileKind::MlpCheckpoint:
-      return "an MLP checkpoint";
-    case FileKind::Safetensors:
-      return "a safetensors file";
-    case FileKind::Gguf:
-      return "a GGUF file";
-    case FileKind::Json:
-      return "a JSON document of no known checkpoint schema";
-    case FileKind::Text:
-      return "a text file";
-    case FileKind::Empty:
-      return "an empty file";
-    case FileKind::Binary:
-      return "a binary file of unknown kind";
-  }
+  constexpr std::pair<FileKind, const char*> kDescriptions[] = {
+      {FileKind::SambaArchive, "a Samba checkpoint (v2 archive)"},
+      {FileKind::SambaJson, "a Samba checkpoint (legacy JSON)"},
+      {FileKind::MlpCheckpoint, "an MLP checkpoint"},
+      {FileKind::Safetensors, "a safetensors file"},
+      {FileKind::Gguf, "a GGUF file"},
+      {FileKind::Json, "a JSON document of no known checkpoint schema"},
+      {FileKind::Text, "a text file"},
+      {FileKind::Empty, "an empty file"},
+      {FileKind::Binary, "a binary file of unknown kind"},
+  };
+  for (const auto& [known, description] : kDescriptions)
+    if (known == kind) return description;
   return "a file of unknown kind";
 }
 
