@@ -1,8 +1,9 @@
 // GGUF model files to CausalLM plans and tensors (docs/gguf.md §10-§11).
 #include "io/gguf_model.hpp"
 
+#include <algorithm>
 #include <samebits/errors.hpp>
-#include <set>
+#include <utility>
 
 #include "io/gguf_keys.hpp"
 
@@ -207,7 +208,13 @@ void unpermute_rope_rows(std::vector<float>& values, std::int64_t heads, std::in
   }
 }
 
-GgufModel::GgufModel(const std::string& path) : file_(path) {
+GgufModel::GgufModel(const std::string& path) : file_(path) { map_tensors(); }
+
+GgufModel::GgufModel(std::string name, std::string bytes) : file_(std::move(name), std::move(bytes)) {
+  map_tensors();
+}
+
+void GgufModel::map_tensors() {
   const std::string where = gguf_where(file_);
   const std::optional<std::string> arch = gguf_string(file_, "general.architecture");
   if (!arch) throw_value_error(where + "key 'general.architecture' is required and absent");

@@ -19,6 +19,8 @@ class GgufModel {
   // Opens and checks `path`: the architecture (mamba/mamba2 and every other one refused by name), the
   // hyper-parameters, and the tensor set (every tensor one the plan reads, none missing).
   explicit GgufModel(const std::string& path);
+  // The same checks on a file's bytes already in memory (`name` stands for the path in messages).
+  GgufModel(std::string name, std::string bytes);
 
   const GgufFile& file() const { return file_; }
   const HFPlan& plan() const { return plan_; }
@@ -31,6 +33,8 @@ class GgufModel {
   std::vector<float> read(const std::string& name, std::vector<std::int64_t>& shape) const;
 
  private:
+  void map_tensors();
+
   GgufFile file_;
   HFPlan plan_;
   std::map<std::string, const GgufTensor*> by_name_;

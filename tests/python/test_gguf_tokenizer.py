@@ -19,7 +19,7 @@ TEMPLATE = "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] 
 
 
 def write_vocab(path, doc, pre, add_bos=None, model="gpt2", types_override=None, merges=None, arch="llama",
-                extra=None):
+                extra=None, edit=None):
     """doc: a tokenizer.json dict. Tokens by id; added tokens CONTROL when special, USER_DEFINED otherwise."""
     vocab = doc["model"]["vocab"]
     tokens = [None] * len(vocab)
@@ -31,6 +31,8 @@ def write_vocab(path, doc, pre, add_bos=None, model="gpt2", types_override=None,
         types[t["id"]] = 3 if t["special"] else 4
     for i, ty in (types_override or {}).items():
         types[i] = ty
+    if edit is not None:
+        edit(tokens)
     w = gguf.GGUFWriter(str(path), arch)
     w.add_tokenizer_model(model)
     if pre is not None:
