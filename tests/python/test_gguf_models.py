@@ -13,8 +13,8 @@ from test_causal_lm import HD, ids_of, transformer_family, write_model
 
 FAMILIES = {
     "llama_tied_gqa": lambda: transformer_family("llama", 11, tied=True, rms_norm_eps=1e-5, rope_theta=100000.0),
-    "llama_biases": lambda: transformer_family("llama", 12, qkv_bias=True, o_bias=True, mlp_bias=True,
-                                               attention_bias=True, mlp_bias_=None, rms_norm_eps=1e-6),
+    "llama_biases": lambda: _config_also(transformer_family("llama", 12, qkv_bias=True, o_bias=True, mlp_bias=True,
+                                                            attention_bias=True, rms_norm_eps=1e-6), mlp_bias=True),
     "qwen2_biases": lambda: transformer_family("qwen2", 13, qkv_bias=True, rms_norm_eps=1e-6,
                                                rope_theta=1000000.0),
     "qwen3_qk_norm": lambda: transformer_family("qwen3", 14, tied=True, qk_norm=True, head_dim=HD,
@@ -24,12 +24,14 @@ FAMILIES = {
 }
 
 
+def _config_also(pair, **fields):
+    """A family whose config holds fields transformer_family's keywords take for the tensors (mlp_bias)."""
+    pair[0].update(fields)
+    return pair
+
+
 def family(name):
-    config, tensors = FAMILIES[name]()
-    config.pop("mlp_bias_", None)
-    if name == "llama_biases":
-        config["mlp_bias"] = True
-    return config, tensors
+    return FAMILIES[name]()
 
 
 def twins(tmp_path, name, qtype=None, permute=True):
