@@ -1,5 +1,6 @@
-// CausalLM: a Hugging Face checkpoint directory loaded through its plan (docs/models.md §15-§16), the stack
-// of block handles between the ends (docs/models.md §17), its state (§18) and greedy generate (§19).
+// CausalLM: a Hugging Face checkpoint directory or a GGUF file (docs/gguf.md §10) loaded through its plan
+// (docs/models.md §15-§16), the stack of block handles between the ends (docs/models.md §17), its state
+// (§18) and greedy generate (§19).
 #include "models/causal_lm.hpp"
 
 #include <algorithm>
