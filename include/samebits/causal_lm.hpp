@@ -1,6 +1,6 @@
 // CausalLM (docs/models.md §17-§19): a language model over a Hugging Face checkpoint directory (llama /
-// smollm, mistral, qwen2, qwen3, phi3, mamba, mamba2): embedding -> blocks -> final RMSNorm -> head, its
-// decode state, and greedy generation.
+// smollm, mistral, qwen2, qwen3, phi3, mamba, mamba2) or a GGUF file (docs/gguf.md §10): embedding -> blocks
+// -> final RMSNorm -> head, its decode state, and greedy generation.
 #pragma once
 
 #include <cstdint>
@@ -55,7 +55,8 @@ struct NamedTensorCopy {
 
 class CausalLM {
  public:
-  // Loads the directory `path` (config.json + safetensors): weight_format "float32", "bfloat16" or "int8";
+  // Loads the directory `path` (config.json + safetensors) or a GGUF file (llama, qwen2, qwen3, phi3;
+  // docs/gguf.md §10, loader "samebits" only): weight_format "float32", "bfloat16" or "int8";
   // max_positions as the transformer's position ceiling (default min(max_position_embeddings, 8192));
   // loader "samebits" (the checkpoint as its config defines it) or "mojolearn" (upstream's quirks).
   static CausalLM load(const std::string& path, const std::string& weight_format = "float32",

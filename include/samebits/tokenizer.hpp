@@ -17,8 +17,9 @@ namespace samebits {
 // An immutable tokenizer; copies share it, and any number of threads may encode or decode at once.
 class Tokenizer {
  public:
-  // Loads a directory holding tokenizer.json (+ tokenizer_config.json), or a tokenizer.json path; every
-  // unsupported field is refused (samebits::Error, kind Value) naming file, field and problem.
+  // Loads a directory holding tokenizer.json (+ tokenizer_config.json), a tokenizer.json path, or a GGUF
+  // file's tokenizer metadata (docs/gguf.md §12); every unsupported field is refused (samebits::Error, kind
+  // Value) naming file, field and problem.
   static Tokenizer from_pretrained(const std::string& path);
 
   // The same from file contents in memory; `source` names the tokenizer.json in refusals.
@@ -53,7 +54,10 @@ class Tokenizer {
   std::optional<std::int32_t> bos_token_id() const;
   std::optional<std::int32_t> eos_token_id() const;
 
-  // The tokenizer.json this tokenizer was read from.
+  // The chat template (Jinja text) the tokenizer's files carry, verbatim; nullopt when they carry none.
+  std::optional<std::string> chat_template() const;
+
+  // The tokenizer.json (or GGUF file) this tokenizer was read from.
   const std::string& source() const;
 
   // A one-line description of the pipeline (normalizer, pre-tokenizer steps, merges).

@@ -84,7 +84,7 @@ class CausalLMState:
 
 
 class CausalLM:
-    """A causal language model loaded from a Hugging Face checkpoint directory; (B, L) integer ids ->
+    """A causal language model loaded from a Hugging Face checkpoint directory or a GGUF file; (B, L) integer ids ->
     (B, L, vocab) float32 logits, with exact fp32 bits on every thread count and SIMD target."""
 
     def __init__(self, engine):
@@ -92,7 +92,8 @@ class CausalLM:
 
     @classmethod
     def load(cls, path, weight_format="float32", max_positions=None, loader="samebits"):
-        """Loads `path` (config.json + safetensors). weight_format "float32", "bfloat16" or "int8";
+        """Loads `path`: a directory (config.json + safetensors) or a GGUF file (llama, qwen2, qwen3, phi3;
+        docs/gguf.md §10). weight_format "float32", "bfloat16" or "int8";
         max_positions the transformer's position ceiling (default min(max_position_embeddings, 8192));
         loader "samebits" (the checkpoint as its config defines it) or "mojolearn" (upstream's quirks)."""
         if weight_format not in _FORMATS:

@@ -1,18 +1,22 @@
-// CausalLM: a Hugging Face checkpoint directory loaded through its plan (docs/models.md §15-§16), the stack
-// of block handles between the ends (docs/models.md §17), its state (§18) and greedy generate (§19).
+// CausalLM: a Hugging Face checkpoint directory or a GGUF file (docs/gguf.md §10) loaded through its plan
+// (docs/models.md §15-§16), the stack of block handles between the ends (docs/models.md §17), its state
+// (§18) and greedy generate (§19).
 #include "models/causal_lm.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <samebits/causal_lm.hpp>
 #include <samebits/errors.hpp>
+#include <samebits/file_kind.hpp>
 #include <samebits/lowbit.hpp>
 #include <set>
 #include <variant>
 
 #include "api/checks.hpp"
+#include "io/gguf_model.hpp"
 #include "io/hf_config.hpp"
 #include "io/safetensors.hpp"
 
@@ -135,17 +139,27 @@ bool CausalLMState::belongs_to(const CausalLM& model) const { return impl_->owne
 
 namespace {
 
+// One checkpoint tensor as a source gives it: float32 values, shape, and whether they are BF16 storage.
+struct SourceTensor {
+  std::vector<float> values;
+  std::vector<std::int64_t> shape;
+  bool bf16_storage = false;
+};
+
+// What the loader reads: a safetensors directory or a GGUF file (docs/gguf.md §10), by checkpoint name.
+struct Checkpoint {
+  std::vector<std::string> names;
+  std::function<bool(const std::string&)> contains;
+  std::function<SourceTensor(const std::string&)> fetch;
+};
+
 // The float32 value of one planned tensor: read (widened), row-sliced, and through the weight format when
 // it is a projection (docs/models.md §16.2).
-std::vector<float> read_tensor(const io::SafetensorsCheckpoint& ckpt, const io::HFPlan& plan,
-                               const io::HFTensorRef& ref, lowbit::WeightFormat format,
-                               std::vector<std::int64_t>& shape) {
-  const io::SafetensorsEntry& entry = ckpt.entry(ref.name);
-  if (entry.kind == io::SafetensorsDtype::I32 || entry.kind == io::SafetensorsDtype::I64)
-    throw_type_error(kModel + ": tensor " + squote(ref.name) + " is an integer tensor (" +
-                     dtype_name(entry.kind) + "); a weight must be F32, F16 or BF16");
-  std::vector<float> values = ckpt.read_float32(ref.name);
-  shape = entry.shape;
+std::vector<float> read_tensor(const Checkpoint& ckpt, const io::HFPlan& plan, const io::HFTensorRef& ref,
+                               lowbit::WeightFormat format, std::vector<std::int64_t>& shape) {
+  SourceTensor tensor = ckpt.fetch(ref.name);
+  std::vector<float> values = std::move(tensor.values);
+  shape = std::move(tensor.shape);
   if (ref.sliced()) {
     if (shape.size() != 2 || shape[0] < ref.row_end)
       throw_value_error("samebits.models: model_type " + squote(plan.model_type) + ": " + ref.name +
@@ -159,11 +173,43 @@ std::vector<float> read_tensor(const io::SafetensorsCheckpoint& ckpt, const io::
   if (format == lowbit::WeightFormat::Float32 || !is_projection(plan.kind, ref.key) || shape.size() != 2)
     return values;
   // bfloat16 over BF16 storage (whole tensor): the checkpoint's own bits, whose widening is `values`.
-  if (format == lowbit::WeightFormat::BFloat16 && entry.kind == io::SafetensorsDtype::BF16 && !ref.sliced())
-    return values;
+  if (format == lowbit::WeightFormat::BFloat16 && tensor.bf16_storage && !ref.sliced()) return values;
   const lowbit::PackedMatrix packed = lowbit::pack_matrix(values.data(), static_cast<std::size_t>(shape[0]),
                                                           static_cast<std::size_t>(shape[1]), format);
   return lowbit::materialize(packed);
+}
+
+Checkpoint safetensors_checkpoint(const io::SafetensorsCheckpoint& ckpt) {
+  Checkpoint out;
+  out.names = ckpt.names();
+  out.contains = [&ckpt](const std::string& name) { return ckpt.contains(name); };
+  out.fetch = [&ckpt](const std::string& name) {
+    const io::SafetensorsEntry& entry = ckpt.entry(name);
+    if (entry.kind == io::SafetensorsDtype::I32 || entry.kind == io::SafetensorsDtype::I64)
+      throw_type_error(kModel + ": tensor " + squote(name) + " is an integer tensor (" +
+                       dtype_name(entry.kind) + "); a weight must be F32, F16 or BF16");
+    return SourceTensor{ckpt.read_float32(name), entry.shape, entry.kind == io::SafetensorsDtype::BF16};
+  };
+  return out;
+}
+
+// A GGUF file's tensors are exact float32 values (docs/gguf.md §7), never BF16 storage for the loader: the
+// bfloat16 format rounds them like any float32 weight.
+Checkpoint gguf_checkpoint(const io::GgufModel& gguf) {
+  Checkpoint out;
+  out.names = gguf.names();
+  out.contains = [&gguf](const std::string& name) { return gguf.contains(name); };
+  out.fetch = [&gguf](const std::string& name) {
+    SourceTensor t;
+    t.values = gguf.read(name, t.shape);
+    return t;
+  };
+  return out;
+}
+
+bool is_gguf_file(const std::string& path) {
+  std::error_code error;
+  return fs::is_regular_file(path, error) && detect_file_kind(path) == FileKind::Gguf;
 }
 
 TransformerOptions options_of(const io::HFPlan& plan, std::int64_t layer, std::int64_t max_positions) {
@@ -203,11 +249,26 @@ CausalLM CausalLM::load(const std::string& path, const std::string& weight_forma
     throw_value_error(kLoad + ": weight_format must be one of ('float32', 'bfloat16', 'int8'), got " +
                       squote(weight_format));
   const io::HFLoader which = io::hf_loader_from_name(loader);
-  std::error_code error;
-  if (!fs::is_directory(path, error)) throw_not_found(kLoad + ": " + path + " is not a directory");
-  const json::Value config = io::read_hf_config(path);
   auto model = std::make_shared<CausalLMModel>();
-  model->plan = io::plan_for(config, (fs::path(path) / "config.json").string(), which);
+  std::optional<io::SafetensorsCheckpoint> safetensors;
+  std::optional<io::GgufModel> gguf;
+  Checkpoint ckpt;
+  if (is_gguf_file(path)) {
+    if (which != io::HFLoader::Samebits)
+      throw_value_error(kLoad + ": loader " + squote(loader) + " reads config.json checkpoints; " + path +
+                        " is a GGUF file (loader 'samebits' only)");
+    gguf.emplace(path);
+    model->plan = gguf->plan();
+    ckpt = gguf_checkpoint(*gguf);
+  } else {
+    std::error_code error;
+    if (!fs::is_directory(path, error))
+      throw_not_found(kLoad + ": " + path + " is not a directory");
+    const json::Value config = io::read_hf_config(path);
+    model->plan = io::plan_for(config, (fs::path(path) / "config.json").string(), which);
+    safetensors.emplace(path);
+    ckpt = safetensors_checkpoint(*safetensors);
+  }
   io::HFPlan& plan = model->plan;
   model->weight_format = weight_format;
   model->loader_name = loader;
@@ -215,10 +276,9 @@ CausalLM CausalLM::load(const std::string& path, const std::string& weight_forma
                          ? "transformer"
                          : (plan.kind == io::HFKind::Mamba1 ? "mamba1" : "mamba2");
   const std::string mt = "samebits.models: model_type " + squote(plan.model_type) + ": ";
-  const io::SafetensorsCheckpoint ckpt(path);
   // Every planned name present (the first five missing named); the layer count is the config's, so the
   // names are counted and tested, never all listed.
-  const std::vector<std::string> names = ckpt.names();
+  const std::vector<std::string>& names = ckpt.names;
   const std::int64_t planned = plan.planned_count();
   std::int64_t present = 0;
   for (const std::string& name : names)

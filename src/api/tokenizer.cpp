@@ -1,7 +1,10 @@
 // samebits::Tokenizer and TokenStreamDecoder over the engine's byte-level BPE (docs/tokenizer.md).
+#include <filesystem>
+#include <samebits/file_kind.hpp>
 #include <samebits/tokenizer.hpp>
 #include <utility>
 
+#include "io/gguf_tokenizer.hpp"
 #include "io/tokenizer_files.hpp"
 #include "models/tokenizer/bpe.hpp"
 #include "models/tokenizer/text.hpp"
@@ -18,6 +21,9 @@ struct Tokenizer::Impl {
 Tokenizer::Tokenizer(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
 
 Tokenizer Tokenizer::from_pretrained(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_regular_file(path, error) && detect_file_kind(path) == FileKind::Gguf)
+    return Tokenizer(std::make_shared<const Impl>(io::read_gguf_tokenizer(path)));
   return Tokenizer(std::make_shared<const Impl>(io::read_tokenizer_files(path)));
 }
 
@@ -52,6 +58,7 @@ const std::vector<std::int32_t>& Tokenizer::bos_ids() const { return impl_->bpe.
 const std::vector<std::int32_t>& Tokenizer::eos_ids() const { return impl_->bpe.spec().eos_ids; }
 std::optional<std::int32_t> Tokenizer::bos_token_id() const { return impl_->bpe.spec().bos_token_id; }
 std::optional<std::int32_t> Tokenizer::eos_token_id() const { return impl_->bpe.spec().eos_token_id; }
+std::optional<std::string> Tokenizer::chat_template() const { return impl_->bpe.spec().chat_template; }
 const std::string& Tokenizer::source() const { return impl_->bpe.spec().source; }
 std::string Tokenizer::unicode_version() { return tk::nfc_unicode_version(); }
 

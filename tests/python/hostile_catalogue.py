@@ -1255,8 +1255,89 @@ def _gguf_rows(cat):
         cat.add("command line", "samebits info", text, call, guard=path, expect="cli")
 
 
+def _gguf_model_rows(cat):
+    """GGUF files as models and tokenizers (docs/gguf.md §10-§12): hostile hyper-parameters, tensor sets and
+    tokenizer metadata, each refused naming the file, the key or tensor, and the problem."""
+    import struct
+
+    from gguf_model_writer import gguf, write_gguf
+    from test_causal_lm import family
+    from test_gguf_tokenizer import write_vocab
+
+    config, tensors = family("llama_tied")
+    category = "file: GGUF model"
+
+    def model(text, name, edit=None, extra=None, **options):
+        c, t = dict(config), dict(tensors)
+        if edit:
+            edit(c, t)
+        path = cat.tmp / f"gguf_model_{name}.gguf"
+        write_gguf(path, c, t, extra=extra)
+        cat.add(category, "CausalLM.load", text, lambda: samebits.CausalLM.load(path, **options), guard=path)
+
+    def arch(text, name):
+        path = cat.tmp / f"gguf_model_{name}.gguf"
+        w = gguf.GGUFWriter(str(path), name)
+        w.add_tensor("token_embd.weight", np.ones((8, 32), np.float32))
+        w.write_header_to_file(), w.write_kv_data_to_file(), w.write_tensors_to_file(), w.close()
+        cat.add(category, "CausalLM.load", text, lambda: samebits.CausalLM.load(path), guard=path)
+
+    arch("architecture 'mamba' (refused by name: ssm_a holds A, not A_log)", "mamba")
+    arch("architecture 'mamba2' (refused by name)", "mamba2")
+    arch("architecture 'gemma' (not supported)", "gemma")
+    model("head_count_kv 3 (does not divide head_count 4)", "kv3", extra={"{A}.attention.head_count_kv": 3})
+    model("key_length 16 (head_count*key_length != embedding_length)", "key16",
+          extra={"{A}.attention.key_length": 16})
+    model("rope.dimension_count 4 on llama (half the head)", "rope-dim", extra={"{A}.rope.dimension_count": 4})
+    model("rope.scaling.type 'yarn'", "yarn", extra={"{A}.rope.scaling.type": "yarn"})
+    model("rope.scaling.factor 4.0", "rope-factor", extra={"{A}.rope.scaling.factor": 4.0})
+    model("expert_count 8 (mixture of experts)", "experts", extra={"{A}.expert_count": 8})
+    model("a tensor the architecture does not use", "extra-tensor",
+          lambda c, t: t.__setitem__("blk.0.attn_qkv.weight", np.ones((96, 32), np.float32)))
+    model("rope_freqs.weight (llama3 frequency factors)", "rope-freqs",
+          lambda c, t: t.__setitem__("rope_freqs.weight", np.ones(4, np.float32)))
+    model("a missing ffn_down tensor", "missing", lambda c, t: t.pop("model.layers.1.mlp.down_proj.weight"))
+    model("a layer-2 tensor in a 2-layer model", "layer-2",
+          lambda c, t: t.__setitem__("model.layers.2.input_layernorm.weight", np.ones(32, np.float32)))
+    model("a NaN in attn_q.weight", "nan",
+          lambda c, t: t.__setitem__("model.layers.0.self_attn.q_proj.weight",
+                                     np.full_like(t["model.layers.0.self_attn.q_proj.weight"], np.nan)))
+    model("loader 'mojolearn' on a GGUF file", "mojolearn", loader="mojolearn")
+
+    from samebits.models import Tokenizer
+    base = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "tokenizer" / "smollm2" /
+                       "tokenizer.json").read_bytes())
+    category = "file: GGUF tokenizer"
+
+    def vocab(text, name, pre="smollm", **options):
+        path = Path(write_vocab(cat.tmp / f"gguf_vocab_{name}.gguf", base, pre, **options))
+        cat.add(category, "models.Tokenizer.from_pretrained", text, lambda: Tokenizer.from_pretrained(path), guard=path)
+
+    vocab("tokenizer.ggml.model 'llama' (SentencePiece, refused by name)", "spm", model="llama")
+    vocab("tokenizer.ggml.model 'bert'", "bert", model="bert")
+    vocab("tokenizer.ggml.pre 'default' (llama.cpp's legacy split)", "default", pre="default")
+    vocab("tokenizer.ggml.pre absent", "no-pre", pre=None)
+    vocab("tokenizer.ggml.pre 'falcon' (not supported)", "falcon", pre="falcon")
+    vocab("a BYTE-type token in a gpt2 vocabulary", "byte-type", types_override={300: 6})
+    vocab("token type 0 (not a known type)", "type-0", types_override={300: 0})
+    vocab("a merge without a space", "merge", merges=["ab"])
+    vocab("a merge naming a part outside the byte table", "merge-part", merges=["a \u2581b"])
+    vocab("add_space_prefix true", "prefix", extra={"tokenizer.ggml.add_space_prefix": lambda w, k: w.add_bool(k, True)})
+    vocab("eot_token_id 49152 (outside the tokens)", "eot",
+          extra={"tokenizer.ggml.eot_token_id": lambda w, k: w.add_uint32(k, 49152)})
+    vocab("two tokens with the same text", "dup", edit=lambda tokens: tokens.__setitem__(300, tokens[301]))
+    vocab("an empty token", "empty", edit=lambda tokens: tokens.__setitem__(300, ""))
+    no_tok = cat.tmp / "gguf_vocab_none.gguf"
+    w = gguf.GGUFWriter(str(no_tok), "llama")
+    w.add_uint32("x", struct.unpack("<I", b"GGUF")[0])
+    w.write_header_to_file(), w.write_kv_data_to_file(), w.write_tensors_to_file(), w.close()
+    cat.add(category, "models.Tokenizer.from_pretrained", "a GGUF file without tokenizer keys",
+            lambda: Tokenizer.from_pretrained(no_tok), guard=no_tok)
+
+
 BUILDERS = (_samba_file_rows, _mlp_file_rows, _array_rows, _weight_rows, _state_buffer_rows, _ids_rows, _state_rows,
-            _lengths_rows, _argument_rows, _cli_rows, _tokenizer_rows, _causal_lm_rows, _gguf_rows)
+            _lengths_rows, _argument_rows, _cli_rows, _tokenizer_rows, _causal_lm_rows, _gguf_rows,
+            _gguf_model_rows)
 
 
 def build(tmp):

@@ -43,7 +43,8 @@ class Tokenizer:
 
     @classmethod
     def from_pretrained(cls, path):
-        """Loads a directory holding tokenizer.json, or a tokenizer.json path (docs/tokenizer.md §1)."""
+        """Loads a directory holding tokenizer.json, a tokenizer.json path (docs/tokenizer.md §1), or a GGUF
+        file's tokenizer metadata (docs/gguf.md §12)."""
         path = os.fspath(path)
         if os.path.isdir(path):
             if not os.path.exists(os.path.join(path, "tokenizer.json")) and not os.path.exists(

@@ -43,6 +43,7 @@ struct TokenizerSpec {
   bool fuse_unk = false;
   std::vector<std::int32_t> bos_ids, eos_ids;  // added around the ids by add_special_tokens
   std::optional<std::int32_t> bos_token_id, eos_token_id;
+  std::optional<std::string> chat_template;  // the Jinja text the tokenizer's files carry, verbatim
 };
 
 // A validated tokenizer; immutable after construction and safe to use from several threads at once.

