@@ -20,6 +20,7 @@
 namespace samebits {
 namespace {
 
+using testing::array_head;
 using testing::Builder;
 using testing::put;
 using testing::put_str;
