@@ -27,7 +27,7 @@ import tempfile
 from pathlib import Path
 
 LAYERS = ["vocabulary", "core", "numerics", "blocks", "models", "io", "api"]
-VOCABULARY = {"errors.hpp", "pin.hpp", "tensor.hpp", "lowbit.hpp", "json.hpp", "checkpoint_info.hpp", "mamba3_reports.hpp"}
+VOCABULARY = {"errors.hpp", "pin.hpp", "tensor.hpp", "lowbit.hpp", "json.hpp", "checkpoint_info.hpp", "mamba3_reports.hpp", "gguf_value.hpp"}
 RANK = {name: i for i, name in enumerate(LAYERS)}
 FRONTENDS = ["cli", "python/src", "examples"]
 FREE = ["tests", "bench", "fuzz"]

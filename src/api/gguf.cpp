@@ -16,15 +16,7 @@ struct GgufFile::Impl {
 
   explicit Impl(std::unique_ptr<io::GgufFile> f) : file(std::move(f)) {
     for (const std::string& key : file->keys()) {
-      const io::GgufValue& v = *file->find(key);
-      GgufValue out;
-      out.type = static_cast<GgufValueType>(v.type);
-      out.element = static_cast<GgufValueType>(v.element);
-      out.uints = v.uints;
-      out.ints = v.ints;
-      out.floats = v.floats;
-      out.strings = v.strings;
-      metadata.push_back({key, std::move(out)});
+      metadata.push_back({key, *file->find(key)});
     }
     for (const io::GgufTensor& t : file->tensors())
       tensors.push_back(
@@ -66,9 +58,7 @@ void GgufFile::check_finite() const {
   for (const io::GgufTensor& t : impl_->file->tensors()) impl_->file->check_finite(t);
 }
 
-std::string gguf_value_type_name(GgufValueType type) {
-  return io::gguf_type_name(static_cast<io::GgufType>(type));
-}
+std::string gguf_value_type_name(GgufValueType type) { return io::gguf_type_name(type); }
 
 std::string gguf_tensor_type_name(std::uint32_t type) { return numerics::ggml_type_info(type).name; }
 

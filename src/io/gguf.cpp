@@ -47,18 +47,18 @@ std::uint64_t align_up(std::uint64_t value, std::uint64_t alignment, bool& overf
 }
 
 // The smallest encoding of one item of a type (a string is at least its 8-byte length).
-std::uint64_t min_item_bytes(GgufType type) {
+std::uint64_t min_item_bytes(GgufValueType type) {
   switch (type) {
-    case GgufType::Uint8:
-    case GgufType::Int8:
-    case GgufType::Bool:
+    case GgufValueType::Uint8:
+    case GgufValueType::Int8:
+    case GgufValueType::Bool:
       return 1;
-    case GgufType::Uint16:
-    case GgufType::Int16:
+    case GgufValueType::Uint16:
+    case GgufValueType::Int16:
       return 2;
-    case GgufType::Uint32:
-    case GgufType::Int32:
-    case GgufType::Float32:
+    case GgufValueType::Uint32:
+    case GgufValueType::Int32:
+    case GgufValueType::Float32:
       return 4;
     default:
       return 8;
@@ -110,78 +110,76 @@ class Cursor {
   const std::string& where_;
 };
 
-GgufType value_type(Cursor& in, const std::string& field, bool element) {
+GgufValueType value_type(Cursor& in, const std::string& field, bool element) {
   const std::uint32_t code = in.u32(field);
   if (code > 12) in.refuse(field + " is " + std::to_string(code) + ", not a GGUF value type (0..12)");
   if (element && code == 9) in.refuse(field + " is ARRAY: nested arrays are refused (docs/gguf.md §4)");
-  return static_cast<GgufType>(code);
+  return static_cast<GgufValueType>(code);
 }
 
-void read_item(Cursor& in, GgufType type, GgufValue& value, const std::string& field) {
+void read_item(Cursor& in, GgufValueType type, GgufValue& value, const std::string& field) {
   switch (type) {
-    case GgufType::Uint8:
+    case GgufValueType::Uint8:
       value.uints.push_back(in.uint(1, field));
       break;
-    case GgufType::Uint16:
+    case GgufValueType::Uint16:
       value.uints.push_back(in.uint(2, field));
       break;
-    case GgufType::Uint32:
+    case GgufValueType::Uint32:
       value.uints.push_back(in.uint(4, field));
       break;
-    case GgufType::Uint64:
+    case GgufValueType::Uint64:
       value.uints.push_back(in.uint(8, field));
       break;
-    case GgufType::Int8:
+    case GgufValueType::Int8:
       value.ints.push_back(static_cast<std::int8_t>(in.uint(1, field)));
       break;
-    case GgufType::Int16:
+    case GgufValueType::Int16:
       value.ints.push_back(static_cast<std::int16_t>(in.uint(2, field)));
       break;
-    case GgufType::Int32:
+    case GgufValueType::Int32:
       value.ints.push_back(static_cast<std::int32_t>(in.uint(4, field)));
       break;
-    case GgufType::Int64:
+    case GgufValueType::Int64:
       value.ints.push_back(static_cast<std::int64_t>(in.uint(8, field)));
       break;
-    case GgufType::Float32: {
+    case GgufValueType::Float32: {
       const auto bits = static_cast<std::uint32_t>(in.uint(4, field));
       float f;
       std::memcpy(&f, &bits, 4);
       value.floats.push_back(static_cast<double>(f));
       break;
     }
-    case GgufType::Float64: {
+    case GgufValueType::Float64: {
       const std::uint64_t bits = in.uint(8, field);
       double f;
       std::memcpy(&f, &bits, 8);
       value.floats.push_back(f);
       break;
     }
-    case GgufType::Bool: {
+    case GgufValueType::Bool: {
       const std::uint64_t byte = in.uint(1, field);
       if (byte > 1) in.refuse(field + " is a BOOL byte " + std::to_string(byte) + ", not 0 or 1");
       value.uints.push_back(byte);
       break;
     }
-    case GgufType::String:
+    case GgufValueType::String:
       value.strings.push_back(in.string(field, kMaxItems));
       break;
-    case GgufType::Array:
+    case GgufValueType::Array:
       break;  // refused by value_type before any item is read
   }
 }
 
 }  // namespace
 
-const char* gguf_type_name(GgufType type) {
+const char* gguf_type_name(GgufValueType type) {
   static constexpr const char* kNames[] = {"UINT8",  "INT8",    "UINT16", "INT16",  "UINT32",
                                            "INT32",  "FLOAT32", "BOOL",   "STRING", "ARRAY",
                                            "UINT64", "INT64",   "FLOAT64"};
   const auto code = static_cast<std::uint32_t>(type);
   return code < 13 ? kNames[code] : "unknown";
 }
-
-std::uint64_t GgufValue::count() const { return uints.size() + ints.size() + floats.size() + strings.size(); }
 
 GgufFile::GgufFile(const std::string& path) : path_(path) {
   bytes_ = std::make_unique<FileBytes>(path, kPrefix + path, "a GGUF file", 24, [](std::uint64_t size) {
@@ -236,7 +234,7 @@ void GgufFile::parse(const unsigned char* bytes, std::uint64_t size) {
     GgufValue value;
     value.type = value_type(in, field + " value type", false);
     value.element = value.type;
-    if (value.type == GgufType::Array) {
+    if (value.type == GgufValueType::Array) {
       value.element = value_type(in, field + " array element type", true);
       const std::uint64_t count = in.u64(field + " array count");
       if (count > kMaxItems) in.refuse(field + " array count " + std::to_string(count) + " exceeds 2^30");
@@ -252,7 +250,7 @@ void GgufFile::parse(const unsigned char* bytes, std::uint64_t size) {
   }
   // 4. alignment
   if (const GgufValue* a = find("general.alignment")) {
-    if (a->type != GgufType::Uint32)
+    if (a->type != GgufValueType::Uint32)
       in.refuse("general.alignment is " + std::string(gguf_type_name(a->type)) + ", not UINT32");
     const std::uint64_t value = a->uints[0];
     if (value == 0 || (value & (value - 1)) != 0)
@@ -334,7 +332,7 @@ void GgufFile::parse(const unsigned char* bytes, std::uint64_t size) {
   data_ = bytes + data_offset_;
   // 9. container-level model checks
   if (const GgufValue* type = find("general.type")) {
-    if (type->type != GgufType::String) in.refuse("general.type is not a STRING");
+    if (type->type != GgufValueType::String) in.refuse("general.type is not a STRING");
     if (type->strings[0] != "model")
       in.refuse("general.type " + name_text(type->strings[0]) + " is refused: only 'model' files are read");
   }
@@ -345,7 +343,7 @@ void GgufFile::parse(const unsigned char* bytes, std::uint64_t size) {
       in.refuse("multi-file (split) GGUF is not supported (split.count)");
   }
   const GgufValue* qv = find("general.quantization_version");
-  if (qv != nullptr && (qv->type != GgufType::Uint32 || qv->uints[0] != 2))
+  if (qv != nullptr && (qv->type != GgufValueType::Uint32 || qv->uints[0] != 2))
     in.refuse("general.quantization_version must be UINT32 2");
   if (qv == nullptr && any_quantized) in.refuse("quantized tensors but no general.quantization_version");
 }

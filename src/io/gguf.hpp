@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <samebits/gguf_value.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,38 +16,8 @@ namespace samebits::io {
 
 class FileBytes;
 
-// The value type codes of GGUF metadata (docs/gguf.md §2.3).
-enum class GgufType : std::uint32_t {
-  Uint8 = 0,
-  Int8 = 1,
-  Uint16 = 2,
-  Int16 = 3,
-  Uint32 = 4,
-  Int32 = 5,
-  Float32 = 6,
-  Bool = 7,
-  String = 8,
-  Array = 9,
-  Uint64 = 10,
-  Int64 = 11,
-  Float64 = 12,
-};
-
 // "UINT32", "ARRAY", ... as the format names them.
-const char* gguf_type_name(GgufType type);
-
-// One metadata value: a scalar (count 1) or an array of `element` values. Items are widened exactly into
-// the vector of their family: unsigned integers and bools in `uints`, signed in `ints`, floats (f32 widened
-// exactly) in `floats`, strings in `strings`.
-struct GgufValue {
-  GgufType type = GgufType::Uint8;
-  GgufType element = GgufType::Uint8;  // the item type (equal to `type` for a scalar)
-  std::vector<std::uint64_t> uints;
-  std::vector<std::int64_t> ints;
-  std::vector<double> floats;
-  std::vector<std::string> strings;
-  std::uint64_t count() const;
-};
+const char* gguf_type_name(GgufValueType type);
 
 // One tensor-info record: `ne` as stored (ne[0] innermost), the ggml type id, and its byte range.
 struct GgufTensor {

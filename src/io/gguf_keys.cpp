@@ -9,7 +9,7 @@ namespace {
 const GgufValue* scalar(const GgufFile& file, std::string_view key, const char* wanted) {
   const GgufValue* v = file.find(key);
   if (v == nullptr) return nullptr;
-  if (v->type == GgufType::Array)
+  if (v->type == GgufValueType::Array)
     throw_value_error(gguf_where(file) + "key '" + std::string(key) + "' is an ARRAY of " +
                       gguf_type_name(v->element) + "; samebits reads one " + wanted +
                       " value (per-layer arrays are not supported)");
@@ -29,7 +29,7 @@ std::string gguf_where(const GgufFile& file) { return "samebits gguf: " + file.p
 std::optional<std::string> gguf_string(const GgufFile& file, std::string_view key) {
   const GgufValue* v = scalar(file, key, "STRING");
   if (v == nullptr) return std::nullopt;
-  if (v->type != GgufType::String) wrong_type(file, key, *v, "STRING");
+  if (v->type != GgufValueType::String) wrong_type(file, key, *v, "STRING");
   return v->strings.at(0);
 }
 
@@ -37,15 +37,15 @@ std::optional<std::uint64_t> gguf_uint(const GgufFile& file, std::string_view ke
   const GgufValue* v = scalar(file, key, "integer");
   if (v == nullptr) return std::nullopt;
   switch (v->type) {
-    case GgufType::Uint8:
-    case GgufType::Uint16:
-    case GgufType::Uint32:
-    case GgufType::Uint64:
+    case GgufValueType::Uint8:
+    case GgufValueType::Uint16:
+    case GgufValueType::Uint32:
+    case GgufValueType::Uint64:
       return v->uints.at(0);
-    case GgufType::Int8:
-    case GgufType::Int16:
-    case GgufType::Int32:
-    case GgufType::Int64:
+    case GgufValueType::Int8:
+    case GgufValueType::Int16:
+    case GgufValueType::Int32:
+    case GgufValueType::Int64:
       if (v->ints.at(0) < 0)
         throw_value_error(gguf_where(file) + "key '" + std::string(key) + "' is " +
                           std::to_string(v->ints.at(0)) + "; a count or id cannot be negative");
@@ -58,24 +58,26 @@ std::optional<std::uint64_t> gguf_uint(const GgufFile& file, std::string_view ke
 std::optional<double> gguf_float(const GgufFile& file, std::string_view key) {
   const GgufValue* v = scalar(file, key, "FLOAT32");
   if (v == nullptr) return std::nullopt;
-  if (v->type != GgufType::Float32 && v->type != GgufType::Float64) wrong_type(file, key, *v, "FLOAT32");
+  if (v->type != GgufValueType::Float32 && v->type != GgufValueType::Float64)
+    wrong_type(file, key, *v, "FLOAT32");
   return v->floats.at(0);
 }
 
 std::optional<bool> gguf_bool(const GgufFile& file, std::string_view key) {
   const GgufValue* v = scalar(file, key, "BOOL");
   if (v == nullptr) return std::nullopt;
-  if (v->type != GgufType::Bool) wrong_type(file, key, *v, "BOOL");
+  if (v->type != GgufValueType::Bool) wrong_type(file, key, *v, "BOOL");
   return v->uints.at(0) != 0;
 }
 
-const GgufValue* gguf_array(const GgufFile& file, std::string_view key, GgufType element) {
+const GgufValue* gguf_array(const GgufFile& file, std::string_view key, GgufValueType element) {
   const GgufValue* v = file.find(key);
   if (v == nullptr) return nullptr;
-  if (v->type != GgufType::Array || v->element != element)
-    throw_value_error(gguf_where(file) + "key '" + std::string(key) + "' is " + gguf_type_name(v->type) +
-                      (v->type == GgufType::Array ? std::string(" of ") + gguf_type_name(v->element) : "") +
-                      ", not an ARRAY of " + gguf_type_name(element));
+  if (v->type != GgufValueType::Array || v->element != element)
+    throw_value_error(
+        gguf_where(file) + "key '" + std::string(key) + "' is " + gguf_type_name(v->type) +
+        (v->type == GgufValueType::Array ? std::string(" of ") + gguf_type_name(v->element) : "") +
+        ", not an ARRAY of " + gguf_type_name(element));
   return v;
 }
 

@@ -26,6 +26,6 @@ std::optional<double> gguf_float(const GgufFile& file, std::string_view key);
 std::optional<bool> gguf_bool(const GgufFile& file, std::string_view key);
 // An array of `element`-family items (nullptr when absent): the value itself, its items in the vector of
 // their family (GgufValue).
-const GgufValue* gguf_array(const GgufFile& file, std::string_view key, GgufType element);
+const GgufValue* gguf_array(const GgufFile& file, std::string_view key, GgufValueType element);
 
 }  // namespace samebits::io

@@ -181,7 +181,7 @@ HFPlan plan_of(const GgufFile& file, const std::string& arch) {
                       std::to_string(plan.d_model) + ", n_vocab)");
   plan.vocab_size = static_cast<std::int64_t>(embed->ne[1]);
   const GgufValue* tokens = file.find("tokenizer.ggml.tokens");
-  if (tokens != nullptr && tokens->type == GgufType::Array &&
+  if (tokens != nullptr && tokens->type == GgufValueType::Array &&
       static_cast<std::int64_t>(tokens->count()) != plan.vocab_size)
     throw_value_error(gguf_where(file) + "tokenizer.ggml.tokens holds " + std::to_string(tokens->count()) +
                       " tokens but token_embd.weight " + std::to_string(plan.vocab_size) + " rows");

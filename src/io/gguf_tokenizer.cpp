@@ -115,14 +115,14 @@ tk::TokenizerSpec gguf_tokenizer_spec(const GgufFile& file) {
   const std::optional<std::string> pre = gguf_string(file, "tokenizer.ggml.pre");
   const bool add_bos_default = set_pre(where, pre.value_or("default"), spec);
 
-  const GgufValue* tokens = gguf_array(file, "tokenizer.ggml.tokens", GgufType::String);
+  const GgufValue* tokens = gguf_array(file, "tokenizer.ggml.tokens", GgufValueType::String);
   if (tokens == nullptr || tokens->strings.empty())
     throw_value_error(where + "tokenizer.ggml.tokens is absent or empty");
   const std::size_t n = tokens->strings.size();
   if (n > static_cast<std::size_t>(tk::kMaxTokenId) + 1)
     throw_value_error(where + "tokenizer.ggml.tokens holds " + std::to_string(n) +
                       " tokens, above the bound " + std::to_string(tk::kMaxTokenId + 1));
-  const GgufValue* types = gguf_array(file, "tokenizer.ggml.token_type", GgufType::Int32);
+  const GgufValue* types = gguf_array(file, "tokenizer.ggml.token_type", GgufValueType::Int32);
   if (types != nullptr && types->ints.size() != n)
     throw_value_error(where + "tokenizer.ggml.token_type holds " + std::to_string(types->ints.size()) +
                       " types for " + std::to_string(n) + " tokens");
@@ -156,7 +156,7 @@ tk::TokenizerSpec gguf_tokenizer_spec(const GgufFile& file) {
     spec.vocab.emplace_back(std::move(*bytes), id);
   }
 
-  const GgufValue* merges = gguf_array(file, "tokenizer.ggml.merges", GgufType::String);
+  const GgufValue* merges = gguf_array(file, "tokenizer.ggml.merges", GgufValueType::String);
   if (merges == nullptr) throw_value_error(where + "tokenizer.ggml.merges is absent (a gpt2 model needs it)");
   spec.merges.reserve(merges->strings.size());
   for (std::size_t k = 0; k < merges->strings.size(); ++k) {
