@@ -58,48 +58,51 @@ void scale_min_k4(int k, const unsigned char* s, int& sc, int& mn) {
   }
 }
 
-void q4_0(const unsigned char* b, float* y) {
+// Each quantized type's decomposition of one block into (code, scale, offset) per element, in the reference
+// order. The value of an element is fl(code) * scale, then + offset for the types with a minimum (a
+// subtracted minimum is added negated: x - m and x + (-m) are one IEEE operation).
+void q4_0(const unsigned char* b, GgmlElement* y) {
   const float d = h16(b);
   for (int j = 0; j < 16; ++j) {
-    y[j] = fl((b[2 + j] & 0xF) - 8) * d;
-    y[j + 16] = fl((b[2 + j] >> 4) - 8) * d;
+    y[j] = {(b[2 + j] & 0xF) - 8, d, 0.0f};
+    y[j + 16] = {(b[2 + j] >> 4) - 8, d, 0.0f};
   }
 }
 
-void q4_1(const unsigned char* b, float* y) {
+void q4_1(const unsigned char* b, GgmlElement* y) {
   const float d = h16(b), m = h16(b + 2);
   for (int j = 0; j < 16; ++j) {
-    y[j] = fl(b[4 + j] & 0xF) * d + m;
-    y[j + 16] = fl(b[4 + j] >> 4) * d + m;
+    y[j] = {b[4 + j] & 0xF, d, m};
+    y[j + 16] = {b[4 + j] >> 4, d, m};
   }
 }
 
-void q5_0(const unsigned char* b, float* y) {
+void q5_0(const unsigned char* b, GgmlElement* y) {
   const float d = h16(b);
   const std::uint32_t qh = u32(b + 2);
   for (int j = 0; j < 16; ++j) {
     const int h0 = static_cast<int>((qh >> j) & 1u) << 4, h1 = static_cast<int>((qh >> (j + 16)) & 1u) << 4;
-    y[j] = fl(((b[6 + j] & 0xF) | h0) - 16) * d;
-    y[j + 16] = fl(((b[6 + j] >> 4) | h1) - 16) * d;
+    y[j] = {((b[6 + j] & 0xF) | h0) - 16, d, 0.0f};
+    y[j + 16] = {((b[6 + j] >> 4) | h1) - 16, d, 0.0f};
   }
 }
 
-void q5_1(const unsigned char* b, float* y) {
+void q5_1(const unsigned char* b, GgmlElement* y) {
   const float d = h16(b), m = h16(b + 2);
   const std::uint32_t qh = u32(b + 4);
   for (int j = 0; j < 16; ++j) {
     const int h0 = static_cast<int>((qh >> j) & 1u) << 4, h1 = static_cast<int>((qh >> (j + 16)) & 1u) << 4;
-    y[j] = fl((b[8 + j] & 0xF) | h0) * d + m;
-    y[j + 16] = fl((b[8 + j] >> 4) | h1) * d + m;
+    y[j] = {(b[8 + j] & 0xF) | h0, d, m};
+    y[j + 16] = {(b[8 + j] >> 4) | h1, d, m};
   }
 }
 
-void q8_0(const unsigned char* b, float* y) {
+void q8_0(const unsigned char* b, GgmlElement* y) {
   const float d = h16(b);
-  for (int j = 0; j < 32; ++j) y[j] = fl(static_cast<std::int8_t>(b[2 + j])) * d;
+  for (int j = 0; j < 32; ++j) y[j] = {static_cast<std::int8_t>(b[2 + j]), d, 0.0f};
 }
 
-void q2_k(const unsigned char* b, float* y) {
+void q2_k(const unsigned char* b, GgmlElement* y) {
   const unsigned char* scales = b;
   const unsigned char* qs = b + 16;
   const float d = h16(b + 80), dmin = h16(b + 82);
@@ -107,11 +110,11 @@ void q2_k(const unsigned char* b, float* y) {
     const int n = e >> 7, j = (e >> 5) & 3, l = e & 31;
     const int sc = scales[e >> 4];
     const float dl = d * fl(sc & 0xF), ml = dmin * fl(sc >> 4);
-    y[e] = dl * fl((qs[32 * n + l] >> (2 * j)) & 3) - ml;
+    y[e] = {(qs[32 * n + l] >> (2 * j)) & 3, dl, -ml};
   }
 }
 
-void q3_k(const unsigned char* b, float* y) {
+void q3_k(const unsigned char* b, GgmlElement* y) {
   const unsigned char* hmask = b;
   const unsigned char* qs = b + 32;
   const unsigned char* s = b + 96;
@@ -123,11 +126,11 @@ void q3_k(const unsigned char* b, float* y) {
     const float dl = d * fl((low4 | (high2 << 4)) - 32);
     const int q2 = (qs[32 * n + l] >> (2 * j)) & 3;
     const int hbit = (hmask[l] >> (4 * n + j)) & 1;
-    y[e] = dl * fl(q2 - (hbit ? 0 : 4));
+    y[e] = {q2 - (hbit ? 0 : 4), dl, 0.0f};
   }
 }
 
-void q4_k(const unsigned char* b, float* y) {
+void q4_k(const unsigned char* b, GgmlElement* y) {
   const float d = h16(b), dmin = h16(b + 2);
   const unsigned char* s = b + 4;
   const unsigned char* qs = b + 16;
@@ -137,11 +140,11 @@ void q4_k(const unsigned char* b, float* y) {
     const float d1 = d * fl(sc), m1 = dmin * fl(mn);
     const int c = e >> 6, l = e & 63;
     const int q = l < 32 ? (qs[32 * c + l] & 0xF) : (qs[32 * c + l - 32] >> 4);
-    y[e] = d1 * fl(q) - m1;
+    y[e] = {q, d1, -m1};
   }
 }
 
-void q5_k(const unsigned char* b, float* y) {
+void q5_k(const unsigned char* b, GgmlElement* y) {
   const float d = h16(b), dmin = h16(b + 2);
   const unsigned char* s = b + 4;
   const unsigned char* qh = b + 16;
@@ -154,11 +157,11 @@ void q5_k(const unsigned char* b, float* y) {
     const int c = e >> 6, l = e & 63;
     const int low4 = l < 32 ? (qs[32 * c + l] & 0xF) : (qs[32 * c + l - 32] >> 4);
     const int hbit = (qh[l & 31] >> k) & 1;
-    y[e] = d1 * fl(low4 + 16 * hbit) - m1;
+    y[e] = {low4 + 16 * hbit, d1, -m1};
   }
 }
 
-void q6_k(const unsigned char* b, float* y) {
+void q6_k(const unsigned char* b, GgmlElement* y) {
   const unsigned char* ql = b;
   const unsigned char* qh = b + 128;
   const unsigned char* sc = b + 192;
@@ -169,7 +172,7 @@ void q6_k(const unsigned char* b, float* y) {
     const int low4 = g < 2 ? (byte & 0xF) : (byte >> 4);
     const int high2 = (qh[32 * n + l] >> (2 * g)) & 3;
     const float dl = d * fl(static_cast<std::int8_t>(sc[e >> 4]));
-    y[e] = dl * fl((low4 | (high2 << 4)) - 32);
+    y[e] = {(low4 | (high2 << 4)) - 32, dl, 0.0f};
   }
 }
 
@@ -251,10 +254,55 @@ bool ggml_block_nonfinite(std::uint32_t id, const unsigned char* b) noexcept {
   }
 }
 
+namespace {
+
+// A quantized type's code layout and its decomposition (docs/gguf.md §6).
+struct QuantizedType {
+  GgmlCodeLayout layout;
+  void (*codes)(const unsigned char* block, GgmlElement* out) = nullptr;
+};
+
+QuantizedType quantized_type(std::uint32_t id) noexcept {
+  switch (id) {
+    case kQ4_0:
+      return {{true, 32, false, -8, 7}, &q4_0};
+    case kQ4_1:
+      return {{true, 32, true, 0, 15}, &q4_1};
+    case kQ5_0:
+      return {{true, 32, false, -16, 15}, &q5_0};
+    case kQ5_1:
+      return {{true, 32, true, 0, 31}, &q5_1};
+    case kQ8_0:
+      return {{true, 32, false, -128, 127}, &q8_0};
+    case kQ2_K:
+      return {{true, 16, true, 0, 3}, &q2_k};
+    case kQ3_K:
+      return {{true, 16, false, -4, 3}, &q3_k};
+    case kQ4_K:
+      return {{true, 32, true, 0, 15}, &q4_k};
+    case kQ5_K:
+      return {{true, 32, true, 0, 31}, &q5_k};
+    case kQ6_K:
+      return {{true, 16, false, -32, 31}, &q6_k};
+    default:
+      return {};
+  }
+}
+
+}  // namespace
+
+GgmlCodeLayout ggml_code_layout(std::uint32_t id) noexcept { return quantized_type(id).layout; }
+
+void ggml_block_codes(std::uint32_t id, const unsigned char* block, GgmlElement* out) noexcept {
+  if (const QuantizedType type = quantized_type(id); type.codes != nullptr) type.codes(block, out);
+}
+
 std::int64_t ggml_dequantize_twin(std::uint32_t id, const unsigned char* in, std::uint64_t blocks,
                                   float* out) noexcept {
   const GgmlTypeInfo info = ggml_type_info(id);
   if (!info.supported) return 0;
+  const QuantizedType quantized = quantized_type(id);
+  GgmlElement elements[256];
   for (std::uint64_t i = 0; i < blocks; ++i) {
     const unsigned char* b = in + i * info.block_bytes;
     float* y = out + i * info.block_elements;
@@ -269,38 +317,13 @@ std::int64_t ggml_dequantize_twin(std::uint32_t id, const unsigned char* in, std
       case kBF16:
         *y = lowbit::f32_from_bf16(u16(b));
         break;
-      case kQ4_0:
-        q4_0(b, y);
-        break;
-      case kQ4_1:
-        q4_1(b, y);
-        break;
-      case kQ5_0:
-        q5_0(b, y);
-        break;
-      case kQ5_1:
-        q5_1(b, y);
-        break;
-      case kQ8_0:
-        q8_0(b, y);
-        break;
-      case kQ2_K:
-        q2_k(b, y);
-        break;
-      case kQ3_K:
-        q3_k(b, y);
-        break;
-      case kQ4_K:
-        q4_k(b, y);
-        break;
-      case kQ5_K:
-        q5_k(b, y);
-        break;
-      case kQ6_K:
-        q6_k(b, y);
-        break;
       default:
-        return 0;
+        quantized.codes(b, elements);
+        for (std::uint32_t e = 0; e < info.block_elements; ++e) {
+          const float product = fl(elements[e].code) * elements[e].scale;  // exact
+          y[e] = quantized.layout.has_offset ? product + elements[e].offset : product;
+        }
+        break;
     }
   }
   return -1;
