@@ -262,31 +262,23 @@ struct QuantizedType {
   void (*codes)(const unsigned char* block, GgmlElement* out) = nullptr;
 };
 
+struct QuantizedEntry {
+  std::uint32_t id;
+  QuantizedType type;
+};
+// Per type: (quantized, rows per scale, has offset, least code, greatest code), then its decomposition.
+const QuantizedEntry kQuantized[] = {
+    {kQ4_0, {{true, 32, false, -8, 7}, &q4_0}},     {kQ4_1, {{true, 32, true, 0, 15}, &q4_1}},
+    {kQ5_0, {{true, 32, false, -16, 15}, &q5_0}},   {kQ5_1, {{true, 32, true, 0, 31}, &q5_1}},
+    {kQ8_0, {{true, 32, false, -128, 127}, &q8_0}}, {kQ2_K, {{true, 16, true, 0, 3}, &q2_k}},
+    {kQ3_K, {{true, 16, false, -4, 3}, &q3_k}},     {kQ4_K, {{true, 32, true, 0, 15}, &q4_k}},
+    {kQ5_K, {{true, 32, true, 0, 31}, &q5_k}},      {kQ6_K, {{true, 16, false, -32, 31}, &q6_k}},
+};
+
 QuantizedType quantized_type(std::uint32_t id) noexcept {
-  switch (id) {
-    case kQ4_0:
-      return {{true, 32, false, -8, 7}, &q4_0};
-    case kQ4_1:
-      return {{true, 32, true, 0, 15}, &q4_1};
-    case kQ5_0:
-      return {{true, 32, false, -16, 15}, &q5_0};
-    case kQ5_1:
-      return {{true, 32, true, 0, 31}, &q5_1};
-    case kQ8_0:
-      return {{true, 32, false, -128, 127}, &q8_0};
-    case kQ2_K:
-      return {{true, 16, true, 0, 3}, &q2_k};
-    case kQ3_K:
-      return {{true, 16, false, -4, 3}, &q3_k};
-    case kQ4_K:
-      return {{true, 32, true, 0, 15}, &q4_k};
-    case kQ5_K:
-      return {{true, 32, true, 0, 31}, &q5_k};
-    case kQ6_K:
-      return {{true, 16, false, -32, 31}, &q6_k};
-    default:
-      return {};
-  }
+  for (const QuantizedEntry& entry : kQuantized)
+    if (entry.id == id) return entry.type;
+  return {};
 }
 
 }  // namespace
