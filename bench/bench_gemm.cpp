@@ -148,10 +148,14 @@ double dram_bandwidth(int threads) {
   return it->second;
 }
 
-void run_packed_decode(benchmark::State& state, DecodeFormat f, Shape s, int threads) {
-  static std::map<std::tuple<int, std::int64_t, std::int64_t>, std::vector<PackedRhs>> cache;
-  std::vector<PackedRhs>& weights = cache[{static_cast<int>(f), s.n, s.k}];
-  if (weights.empty()) {
+void run_packed_decode(benchmark::State& state, DecodeFormat f, Shape s, int threads, Target target) {
+  // Only the latest weight's copies are kept (rows of one weight are registered side by side): every
+  // format's 256 MiB at once would be gigabytes.
+  static std::tuple<int, std::int64_t, std::int64_t> held{-1, 0, 0};
+  static std::vector<PackedRhs> weights;
+  if (held != std::make_tuple(static_cast<int>(f), s.n, s.k)) {
+    weights.clear();
+    held = {static_cast<int>(f), s.n, s.k};
     weights.push_back(decode_weight(f, s.n, s.k));
     const auto copies =
         std::max<std::int64_t>(2, kColdFootprintBytes / static_cast<std::int64_t>(weights[0].bytes()));
@@ -159,7 +163,6 @@ void run_packed_decode(benchmark::State& state, DecodeFormat f, Shape s, int thr
   }
   AlignedBuffer<float> a(static_cast<std::size_t>(s.k)), c(static_cast<std::size_t>(s.n));
   fill_deterministic(a.data(), s.k, 1);
-  const Target target = samebits::simd::available_targets().back();
   samebits::simd::set_target(target);
   samebits::set_num_threads(threads);
   const double bandwidth = dram_bandwidth(threads);
@@ -258,12 +261,14 @@ void register_all() {
   for (const Shape& s : {Shape{1, 3072, 576}, Shape{1, 4096, 1024}})
     for (DecodeFormat f : {DecodeFormat::Float32, DecodeFormat::BFloat16, DecodeFormat::Int8,
                            DecodeFormat::Q8_0, DecodeFormat::Q4_1})
-      for (int threads : kThreadCounts)
-        benchmark::RegisterBenchmark(
-            (std::string("BM_GemmDecodePacked/") + decode_format_name(f) + shape_suffix(s, threads)).c_str(),
-            run_packed_decode, f, s, threads)
-            ->UseRealTime()
-            ->Unit(benchmark::kMicrosecond);
+      for (const auto& [prefix, target] : variants)  // prefix.substr(9): "" or "_avx2" after "BM_GemmNT"
+        for (int threads : kThreadCounts)
+          benchmark::RegisterBenchmark(("BM_GemmDecodePacked" + prefix.substr(9) + "/" +
+                                        decode_format_name(f) + shape_suffix(s, threads))
+                                           .c_str(),
+                                       run_packed_decode, f, s, threads, target)
+              ->UseRealTime()
+              ->Unit(benchmark::kMicrosecond);
   for (const Shape& s : kShapes) {
     if (s.m != 1) continue;
     const std::int64_t weight_bytes = s.n * s.k * static_cast<std::int64_t>(sizeof(float));
