@@ -2,9 +2,11 @@
 // streaming read bandwidth (bench/gemm_vs_numpy.py puts numpy's sgemm beside them).
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <map>
+#include <samebits/lowbit.hpp>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -64,9 +66,7 @@ Operands& operands_for(const Shape& s, int copies) {
   return ops;
 }
 
-std::int64_t packed_bytes(const PackedRhs& rhs) {
-  return rhs.panel_count() * samebits::gemm::kPanelWidth * rhs.k() * static_cast<std::int64_t>(sizeof(float));
-}
+std::int64_t packed_bytes(const PackedRhs& rhs) { return static_cast<std::int64_t>(rhs.bytes()); }
 
 void run_gemm(benchmark::State& state, Target target, Shape s, int threads, int copies) {
   Operands& ops = operands_for(s, copies);
@@ -88,6 +88,101 @@ void run_gemm(benchmark::State& state, Target target, Shape s, int threads, int 
     state.counters["GB/s"] =
         benchmark::Counter(1.0e-9 * static_cast<double>(packed_bytes(ops.weights.front())),
                            benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// ---- packed decode: one row times a weight held in each storage, streamed cold from DRAM ----
+
+enum class DecodeFormat { Float32, BFloat16, Int8, Q8_0, Q4_1 };
+const char* decode_format_name(DecodeFormat f) {
+  constexpr const char* kNames[] = {"f32", "bf16", "int8", "q8_0", "q4_1"};
+  return kNames[static_cast<int>(f)];
+}
+
+// SmolLM2-135M-Instruct's weights (embedding included): the tokens/s-equivalent column is the rate of
+// decode steps that read this many weights stored like the benchmark's one.
+constexpr double kModelWeights = 134.5e6;
+
+// Random GGUF blocks of Q8_0 (d, 32 int8) or Q4_1 (d, m, 16 nibble pairs) with small finite fp16 scales.
+std::vector<unsigned char> random_ggml_rows(DecodeFormat f, std::int64_t n, std::int64_t k) {
+  const std::int64_t block_bytes = f == DecodeFormat::Q8_0 ? 34 : 20;
+  std::vector<unsigned char> bytes(static_cast<std::size_t>(n * k / 32 * block_bytes));
+  std::uint64_t state = 7;
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    bytes[i] = static_cast<unsigned char>(state >> 56);
+  }
+  for (std::size_t b = 0; b < bytes.size(); b += static_cast<std::size_t>(block_bytes)) {
+    bytes[b + 1] = static_cast<unsigned char>(0x20 | (bytes[b + 1] & 0x03));  // d ~ 2^-7
+    if (f == DecodeFormat::Q4_1) bytes[b + 3] = static_cast<unsigned char>(0xA0 | (bytes[b + 3] & 0x03));
+  }
+  return bytes;
+}
+
+PackedRhs decode_weight(DecodeFormat f, std::int64_t n, std::int64_t k) {
+  if (f == DecodeFormat::Q8_0 || f == DecodeFormat::Q4_1) {
+    const auto bytes = random_ggml_rows(f, n, k);
+    return PackedRhs::from_ggml("bench", f == DecodeFormat::Q8_0 ? 8 : 3, bytes.data(), n, k,
+                                samebits::Placement::kHeap);
+  }
+  std::vector<float> w(static_cast<std::size_t>(n * k));
+  fill_deterministic(w.data(), n * k, 2);
+  if (f == DecodeFormat::Float32) return PackedRhs::from_transposed(w.data(), n, k);
+  const auto format = f == DecodeFormat::BFloat16 ? samebits::lowbit::WeightFormat::BFloat16
+                                                  : samebits::lowbit::WeightFormat::Int8;
+  const auto values = samebits::lowbit::materialize(samebits::lowbit::pack_matrix(
+      w.data(), static_cast<std::size_t>(n), static_cast<std::size_t>(k), format));
+  return *PackedRhs::from_transposed_as(
+      values.data(), n, k,
+      f == DecodeFormat::BFloat16 ? samebits::gemm::PanelStorage::BF16 : samebits::gemm::PanelStorage::Codes8,
+      samebits::Placement::kHeap);
+}
+
+double dram_bandwidth(int threads) {
+  static std::map<int, double> measured;
+  auto it = measured.find(threads);
+  if (it == measured.end())
+    it = measured
+             .emplace(threads, samebits::machine_probe::measure_read_bandwidth(kDramProbeBytes, kProbeSeconds,
+                                                                               threads))
+             .first;
+  return it->second;
+}
+
+void run_packed_decode(benchmark::State& state, DecodeFormat f, Shape s, int threads, Target target) {
+  // Only the latest weight's copies are kept (rows of one weight are registered side by side): every
+  // format's 256 MiB at once would be gigabytes.
+  static std::tuple<int, std::int64_t, std::int64_t> held{-1, 0, 0};
+  static std::vector<PackedRhs> weights;
+  if (held != std::make_tuple(static_cast<int>(f), s.n, s.k)) {
+    weights.clear();
+    held = {static_cast<int>(f), s.n, s.k};
+    weights.push_back(decode_weight(f, s.n, s.k));
+    const auto copies =
+        std::max<std::int64_t>(2, kColdFootprintBytes / static_cast<std::int64_t>(weights[0].bytes()));
+    for (std::int64_t i = 1; i < copies; ++i) weights.push_back(weights.front().clone());
+  }
+  AlignedBuffer<float> a(static_cast<std::size_t>(s.k)), c(static_cast<std::size_t>(s.n));
+  fill_deterministic(a.data(), s.k, 1);
+  samebits::simd::set_target(target);
+  samebits::set_num_threads(threads);
+  const double bandwidth = dram_bandwidth(threads);
+  std::size_t next = 0;
+  for (auto _ : state) {
+    samebits::gemm::gemm_packed(samebits::gemm::LhsView{a.data(), s.k, 1}, 1, weights[next], c.data());
+    next = next + 1 == weights.size() ? 0 : next + 1;
+    benchmark::DoNotOptimize(c.data());
+    benchmark::ClobberMemory();
+  }
+  samebits::simd::reset_target();
+  const double bytes = static_cast<double>(weights.front().bytes());
+  state.SetLabel(std::string(samebits::simd::target_name(target)) + " " + decode_format_name(f));
+  state.counters["GB/s"] = benchmark::Counter(1.0e-9 * bytes, benchmark::Counter::kIsIterationInvariantRate);
+  // Bytes actually read per call / measured DRAM read bandwidth at this thread count, over the call's time.
+  state.counters["roofline"] =
+      benchmark::Counter(bytes / bandwidth, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["tok/s_eq"] = benchmark::Counter(static_cast<double>(s.n * s.k) / kModelWeights,
+                                                  benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["bits/weight"] = 8.0 * bytes / static_cast<double>(s.n * s.k);
 }
 
 void run_fma_peak(benchmark::State& state, Target target) {
@@ -162,6 +257,18 @@ void register_all() {
                                      threads, 1)
             ->UseRealTime()
             ->Unit(benchmark::kMicrosecond);
+  // Packed decode rows: SmolLM2-135M's gate/up projection shape ([3072, 576]) and the M = 1 shape above.
+  for (const Shape& s : {Shape{1, 3072, 576}, Shape{1, 4096, 1024}})
+    for (DecodeFormat f : {DecodeFormat::Float32, DecodeFormat::BFloat16, DecodeFormat::Int8,
+                           DecodeFormat::Q8_0, DecodeFormat::Q4_1})
+      for (const auto& [prefix, target] : variants)  // prefix.substr(9): "" or "_avx2" after "BM_GemmNT"
+        for (int threads : kThreadCounts)
+          benchmark::RegisterBenchmark(("BM_GemmDecodePacked" + prefix.substr(9) + "/" +
+                                        decode_format_name(f) + shape_suffix(s, threads))
+                                           .c_str(),
+                                       run_packed_decode, f, s, threads, target)
+              ->UseRealTime()
+              ->Unit(benchmark::kMicrosecond);
   for (const Shape& s : kShapes) {
     if (s.m != 1) continue;
     const std::int64_t weight_bytes = s.n * s.k * static_cast<std::int64_t>(sizeof(float));

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <samebits/lowbit.hpp>
 
 #include "core/thread_pool.hpp"
 #include "numerics/fp.hpp"
@@ -38,15 +39,13 @@ struct PanelGroup {
 void run_leaves(const Problem& pb, const detail::LeafKernel* table, std::int64_t row0, int rows,
                 const PanelGroup& group, float* partials) {
   const std::int64_t k = pb.rhs->k();
-  const float* panel_data = pb.rhs->panel(group.first);
-  const std::int64_t panel_stride = k * kPanelWidth;
+  const detail::PanelSpan panels{pb.rhs->panel(group.first), pb.rhs->panel_bytes(), pb.rhs->block_depth()};
   const std::int64_t leaf_stride = group.count * detail::kLeafStride;
   for (std::int64_t t = 0; t < pb.leaves; ++t) {
     const std::int64_t p0 = t * pb.leaf;
     const std::int64_t len = std::min(pb.leaf, k - p0);
     table[rows](pb.a.data + row0 * pb.a.row_stride + p0 * pb.a.depth_stride, pb.a.row_stride,
-                pb.a.depth_stride, panel_data + p0 * kPanelWidth, panel_stride, len,
-                partials + t * leaf_stride);
+                pb.a.depth_stride, panels, p0, len, partials + t * leaf_stride);
   }
 }
 
@@ -98,14 +97,170 @@ bool sabotage_build() {
 #endif
 }
 
-PackedRhs::PackedRhs(std::int64_t n, std::int64_t k, Placement placement) : n_(n), k_(k) {
-  data_.assign_zero(static_cast<std::size_t>(panel_count() * k * kPanelWidth), placement);
+namespace {
+
+// Bytes of one depth block's per-column header (scales, and offsets where the storage has them) and of one
+// depth row of codes.
+std::int64_t header_bytes(PanelStorage storage) {
+  return storage == PanelStorage::Codes8Min || storage == PanelStorage::Codes4Min ? 2 * kPanelWidth * 4
+                                                                                  : kPanelWidth * 4;
+}
+bool nibble_codes(PanelStorage storage) {
+  return storage == PanelStorage::Codes4 || storage == PanelStorage::Codes4Min;
+}
+std::int64_t code_row_bytes(PanelStorage storage) {
+  return nibble_codes(storage) ? kPanelWidth / 2 : kPanelWidth;
+}
+
+float load_float(const unsigned char* at) {
+  float value;
+  std::memcpy(&value, at, sizeof value);
+  return value;
+}
+void store_float(unsigned char* at, float value) { std::memcpy(at, &value, sizeof value); }
+
+}  // namespace
+
+PackedRhs::PackedRhs(std::int64_t n, std::int64_t k, PanelStorage storage, std::int64_t block_depth,
+                     Placement placement)
+    : n_(n), k_(k), storage_(storage), block_depth_(block_depth) {
+  switch (storage) {
+    case PanelStorage::F32:
+      panel_bytes_ = k * kPanelWidth * 4;
+      break;
+    case PanelStorage::BF16:
+      panel_bytes_ = k * kPanelWidth * 2;
+      break;
+    default:  // whole blocks of block_depth rows, each led by its header
+      panel_bytes_ = k / block_depth * (header_bytes(storage) + block_depth * code_row_bytes(storage));
+      break;
+  }
+  data_.assign_zero(static_cast<std::size_t>(panel_count() * panel_bytes_), placement);
+}
+
+unsigned char* PackedRhs::block_at(std::int64_t panel, std::int64_t block) {
+  return data_.data() + panel * panel_bytes_ +
+         block * (header_bytes(storage_) + block_depth_ * code_row_bytes(storage_));
+}
+
+const unsigned char* PackedRhs::block_at(std::int64_t panel, std::int64_t block) const {
+  return data_.data() + panel * panel_bytes_ +
+         block * (header_bytes(storage_) + block_depth_ * code_row_bytes(storage_));
+}
+
+void PackedRhs::set_code(std::int64_t p, std::int64_t j, int code) {
+  unsigned char* row = block_at(j / kPanelWidth, p / block_depth_) + header_bytes(storage_) +
+                       (p % block_depth_) * code_row_bytes(storage_);
+  const std::int64_t c = j % kPanelWidth;
+  if (!nibble_codes(storage_)) {
+    row[c] = static_cast<unsigned char>(static_cast<std::int8_t>(code));
+    return;
+  }
+  // Columns c and c + 16 share byte c % 16: the low nibble, then the high one.
+  const int stored = storage_ == PanelStorage::Codes4 ? code + 8 : code;
+  unsigned char& byte = row[c % 16];
+  byte = static_cast<unsigned char>(c < 16 ? (byte & 0xF0) | stored : (byte & 0x0F) | (stored << 4));
+}
+
+void PackedRhs::set_scale(std::int64_t p, std::int64_t j, float scale, float offset) {
+  unsigned char* head = block_at(j / kPanelWidth, p / block_depth_);
+  store_float(head + (j % kPanelWidth) * 4, scale);
+  if (header_bytes(storage_) > kPanelWidth * 4)
+    store_float(head + (kPanelWidth + j % kPanelWidth) * 4, offset);
+}
+
+float PackedRhs::at(std::int64_t p, std::int64_t j) const {
+  const std::int64_t c = j % kPanelWidth;
+  const unsigned char* panel_data = panel(j / kPanelWidth);
+  switch (storage_) {
+    case PanelStorage::F32:
+      return load_float(panel_data + (p * kPanelWidth + c) * 4);
+    case PanelStorage::BF16: {
+      std::uint16_t half;
+      std::memcpy(&half, panel_data + (p * kPanelWidth + c) * 2, sizeof half);
+      return fp::from_bits(static_cast<std::uint32_t>(half) << 16);
+    }
+    default: {
+      // The kernels' widening, one lane: code * scale, then + offset where the storage has one.
+      const unsigned char* head = block_at(j / kPanelWidth, p / block_depth_);
+      const unsigned char* row =
+          head + header_bytes(storage_) + (p % block_depth_) * code_row_bytes(storage_);
+      int code = 0;
+      if (!nibble_codes(storage_))
+        code = static_cast<std::int8_t>(row[c]);
+      else
+        code = (c < 16 ? row[c % 16] & 0xF : row[c % 16] >> 4) - (storage_ == PanelStorage::Codes4 ? 8 : 0);
+      const float value = fp::MUL(static_cast<float>(code), load_float(head + c * 4));
+      return header_bytes(storage_) > kPanelWidth * 4 ? value + load_float(head + (kPanelWidth + c) * 4)
+                                                      : value;
+    }
+  }
 }
 
 PackedRhs PackedRhs::from_transposed(const float* W, std::int64_t n, std::int64_t k, Placement placement) {
-  PackedRhs packed(n, k, placement);
+  if (placement == Placement::kWeightPool) {
+    // A model weight: the narrowest storage that gives back every value (each try stops at its first
+    // miss, so a float32 weight costs little more than one pass).
+    for (PanelStorage storage : {PanelStorage::Codes8, PanelStorage::BF16})
+      if (std::optional<PackedRhs> packed = from_transposed_as(W, n, k, storage, placement))
+        return std::move(*packed);
+  }
+  return *from_transposed_as(W, n, k, PanelStorage::F32, placement);
+}
+
+std::optional<PackedRhs> PackedRhs::from_transposed_as(const float* W, std::int64_t n, std::int64_t k,
+                                                       PanelStorage storage, Placement placement) {
+  // Each narrow storage is checked over the whole matrix before its panels are allocated (a weight-pool
+  // block given back would leave a hole in its chunk): a float32 weight costs a look at its first values.
+  if (storage == PanelStorage::Codes8) {
+    // samebits' lowbit int8 rows (docs/formats.md §5): one power-of-two scale per row, found again from the
+    // values; kept only if code * scale gives back F of every value, bit for bit.
+    if (k <= 0 || n <= 0) return std::nullopt;
+    std::vector<std::int8_t> codes(static_cast<std::size_t>(k));
+    auto quantize_row = [&](std::int64_t j) {
+      std::int32_t exponent = 0;
+      lowbit::quantize_int8_row(W + j * k, static_cast<std::size_t>(k), codes.data(), &exponent);
+      return lowbit::pow2(exponent);
+    };
+    for (std::int64_t j = 0; j < n; ++j) {
+      const float scale = quantize_row(j);
+      for (std::int64_t p = 0; p < k; ++p)
+        if (fp::bits(fp::MUL(static_cast<float>(codes[p]), scale)) != fp::bits(fp::F(W[j * k + p])))
+          return std::nullopt;
+    }
+    PackedRhs packed(n, k, storage, k, placement);
+    for (std::int64_t j = 0; j < n; ++j) {
+      packed.set_scale(0, j, quantize_row(j), 0.0f);
+      for (std::int64_t p = 0; p < k; ++p) {
+        packed.set_code(p, j, codes[p]);
+        const float original = W[j * k + p];
+        if (fp::bits(fp::F(original)) != fp::bits(original)) packed.remember_flushed(p, j, original);
+      }
+    }
+    return packed;
+  }
+  if (storage == PanelStorage::BF16) {
+    if (n <= 0) return std::nullopt;
+    for (std::int64_t i = 0; i < n * k; ++i)
+      if ((fp::bits(fp::F(W[i])) & 0xFFFFu) != 0) return std::nullopt;
+    PackedRhs packed(n, k, storage, 0, placement);
+    auto* halves = reinterpret_cast<std::uint16_t*>(packed.data_.data());
+    for (std::int64_t j = 0; j < n; ++j) {
+      std::uint16_t* column = halves + (j / kPanelWidth) * k * kPanelWidth + j % kPanelWidth;
+      const float* row = W + j * k;
+      for (std::int64_t p = 0; p < k; ++p) {
+        const std::uint32_t flushed = fp::bits(fp::F(row[p]));
+        column[p * kPanelWidth] = static_cast<std::uint16_t>(flushed >> 16);
+        if (flushed != fp::bits(row[p])) packed.remember_flushed(p, j, row[p]);
+      }
+    }
+    return packed;
+  }
+  if (storage != PanelStorage::F32) return std::nullopt;  // the code formats come from GGUF bytes only
+  PackedRhs packed(n, k, PanelStorage::F32, 0, placement);
+  auto* floats = reinterpret_cast<float*>(packed.data_.data());
   for (std::int64_t j = 0; j < n; ++j) {
-    float* column = packed.data_.data() + (j / kPanelWidth) * k * kPanelWidth + j % kPanelWidth;
+    float* column = floats + (j / kPanelWidth) * k * kPanelWidth + j % kPanelWidth;
     const float* row = W + j * k;
     for (std::int64_t p = 0; p < k; ++p) {
       column[p * kPanelWidth] = fp::F(row[p]);
@@ -116,13 +271,14 @@ PackedRhs PackedRhs::from_transposed(const float* W, std::int64_t n, std::int64_
 }
 
 PackedRhs PackedRhs::from_row_major(const float* B, std::int64_t k, std::int64_t n, Placement placement) {
-  PackedRhs packed(n, k, placement);
+  PackedRhs packed(n, k, PanelStorage::F32, 0, placement);
+  auto* floats = reinterpret_cast<float*>(packed.data_.data());
   // Each row's run of a panel is contiguous on both sides: a plain loop the compiler vectorizes, with the
   // (rare) flushed cells recorded in a second pass only where the run had one.
   for (std::int64_t p = 0; p < k; ++p) {
     const float* row = B + p * n;
     for (std::int64_t j0 = 0; j0 < n; j0 += kPanelWidth) {
-      float* cells = packed.data_.data() + (j0 / kPanelWidth) * k * kPanelWidth + p * kPanelWidth;
+      float* cells = floats + (j0 / kPanelWidth) * k * kPanelWidth + p * kPanelWidth;
       const std::int64_t width = std::min<std::int64_t>(kPanelWidth, n - j0);
       std::uint32_t changed = 0;
       for (std::int64_t j = 0; j < width; ++j) {
@@ -142,6 +298,9 @@ PackedRhs PackedRhs::clone() const {
   PackedRhs copy;
   copy.n_ = n_;
   copy.k_ = k_;
+  copy.storage_ = storage_;
+  copy.block_depth_ = block_depth_;
+  copy.panel_bytes_ = panel_bytes_;
   copy.data_ = data_.clone();
   copy.flushed_ = flushed_;
   return copy;
@@ -169,26 +328,28 @@ void PackedRhs::restore_flushed(std::int64_t first, std::int64_t count, float* W
   }
 }
 
-void PackedRhs::unpack_transposed(std::int64_t first, std::int64_t count, float* W_out) const {
+void PackedRhs::widen_rows(std::int64_t first, std::int64_t count, float* W_out) const {
   for (std::int64_t j = first; j < first + count; ++j) {
-    const float* column = data_.data() + (j / kPanelWidth) * k_ * kPanelWidth + j % kPanelWidth;
     float* row = W_out + (j - first) * k_;
-    for (std::int64_t p = 0; p < k_; ++p) row[p] = column[p * kPanelWidth];
+    if (storage_ == PanelStorage::F32) {  // the common case, without the per-value dispatch
+      const float* column = reinterpret_cast<const float*>(panel(j / kPanelWidth)) + j % kPanelWidth;
+      for (std::int64_t p = 0; p < k_; ++p) row[p] = column[p * kPanelWidth];
+    } else {
+      for (std::int64_t p = 0; p < k_; ++p) row[p] = at(p, j);
+    }
   }
+}
+
+void PackedRhs::unpack_transposed(std::int64_t first, std::int64_t count, float* W_out) const {
+  widen_rows(first, count, W_out);
   restore_flushed(first, count, W_out);
 }
 
 void PackedRhs::gather_rows_flushed(const std::int32_t* ids, std::int64_t count, float* out) const {
-  const std::int64_t k = k_;
-  // Row j is column j of the packing: panel j / kPanelWidth, slot j % kPanelWidth, stride kPanelWidth.
   parallel_for(
       count,
       [&](std::int64_t begin, std::int64_t end) {
-        for (std::int64_t t = begin; t < end; ++t) {
-          const std::int64_t j = ids[t];
-          const float* column = panel(j / kPanelWidth) + j % kPanelWidth;
-          for (std::int64_t p = 0; p < k; ++p) out[t * k + p] = column[p * kPanelWidth];
-        }
+        for (std::int64_t t = begin; t < end; ++t) widen_rows(ids[t], 1, out + t * k_);
       },
       16);
 }
@@ -209,9 +370,7 @@ void PackedRhs::unpack_row_major(float* B_out) const {
   }
 }
 
-std::size_t PackedRhs::bytes() const {
-  return data_.size() * sizeof(float) + flushed_.size() * sizeof(std::uint64_t);
-}
+std::size_t PackedRhs::bytes() const { return data_.size() + flushed_.size() * sizeof(std::uint64_t); }
 
 void gemm_packed(LhsView A, std::int64_t m, const PackedRhs& rhs, float* C) {
   const std::int64_t n = rhs.n();
@@ -224,6 +383,7 @@ void gemm_packed(LhsView A, std::int64_t m, const PackedRhs& rhs, float* C) {
   Problem pb{A, m, &rhs, C, leaf_length(k), 0, simd::kernels().gemm};
   pb.leaves = (k + pb.leaf - 1) / pb.leaf;
   const KernelSet& ks = *pb.kernels;
+  const detail::LeafKernels& lk = ks.storage[static_cast<int>(rhs.storage())];
   const std::int64_t panels = rhs.panel_count();
 
   // Decode-sized problems (a row or two) run skinny tiles over several panels at once; any panels left
@@ -235,8 +395,8 @@ void gemm_packed(LhsView A, std::int64_t m, const PackedRhs& rhs, float* C) {
       for (std::int64_t task = begin; task < end; ++task) {
         const PanelGroup group =
             task < wide
-                ? PanelGroup{task * ks.skinny_panels, ks.skinny_panels, ks.skinny_fast, ks.skinny_exact}
-                : PanelGroup{wide * ks.skinny_panels + (task - wide), 1, ks.fast, ks.exact};
+                ? PanelGroup{task * ks.skinny_panels, ks.skinny_panels, lk.skinny_fast, lk.skinny_exact}
+                : PanelGroup{wide * ks.skinny_panels + (task - wide), 1, lk.fast, lk.exact};
         run_task(pb, group, static_cast<int>(m), 0, 1);
       }
     });
@@ -251,7 +411,7 @@ void gemm_packed(LhsView A, std::int64_t m, const PackedRhs& rhs, float* C) {
   const std::int64_t groups = (tiles + tiles_per_task - 1) / tiles_per_task;
   parallel_for(panels * groups, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t task = begin; task < end; ++task) {
-      const PanelGroup group{task / groups, 1, ks.fast, ks.exact};
+      const PanelGroup group{task / groups, 1, lk.fast, lk.exact};
       const std::int64_t first = (task % groups) * tiles_per_task;
       run_task(pb, group, static_cast<int>(tile_rows), first, std::min(tiles, first + tiles_per_task));
     }
@@ -272,9 +432,10 @@ void gemm_packed_panels(LhsView A, std::int64_t m, const PackedRhs& rhs, std::in
   Problem pb{A, m, &rhs, C, leaf_length(k), 0, simd::kernels().gemm};
   pb.leaves = (k + pb.leaf - 1) / pb.leaf;
   const KernelSet& ks = *pb.kernels;
+  const detail::LeafKernels& lk = ks.storage[static_cast<int>(rhs.storage())];
   const std::int64_t tiles = (m + ks.tile_rows - 1) / ks.tile_rows;
   for (std::int64_t panel = first_panel; panel * kPanelWidth < col1; ++panel)
-    run_task(pb, PanelGroup{panel, 1, ks.fast, ks.exact}, ks.tile_rows, 0, tiles);
+    run_task(pb, PanelGroup{panel, 1, lk.fast, lk.exact}, ks.tile_rows, 0, tiles);
 }
 
 void gemm(Orientation orientation, const float* A, const float* B, float* C, std::int64_t m, std::int64_t n,

@@ -1,20 +1,93 @@
-// Leaf kernel template shared by the AVX2 and AVX-512 translation units. Include it inside a
-// TU-unique namespace after defining `struct Isa` (vector type, lane count, load/store/fma/flush).
-// Each output cell is its own serial FMA chain in ascending depth: SIMD runs across columns only.
+// Leaf kernel template shared by the scalar, AVX2 and AVX-512 translation units. Include it inside a
+// TU-unique namespace after defining `struct Isa` (vector type, lane count, load/store/fma/flush and the
+// widening loads load_bf16 / load_i8 / load_nibbles).
+// Each output cell is its own serial FMA chain in ascending depth: SIMD runs across columns only. The
+// right operand's values come from a panel source, which widens the stored form (float32, bfloat16, int8 or
+// 4-bit codes with per-block scales) to exact float32 lanes in registers (docs/numerics.md §3.6).
 
-// Rows x (Panels * 32) cells: panel q starts at panel + q * panel_stride; its partials go to
-// out + q * kLeafStride + r * 32. Several panels side by side give skinny tiles (few rows) enough
+// Float32 panels: [k][32], already flushed.
+struct SourceF32 {
+  struct Cursor {
+    const float* row;
+  };
+  static Cursor seek(const unsigned char* panel, std::int64_t, std::int64_t q) {
+    return {reinterpret_cast<const float*>(panel) + q * 32};
+  }
+  static typename Isa::V widen(const Cursor& c, int lane0) { return Isa::load(c.row + lane0); }
+  static void advance(Cursor& c, std::int64_t) { c.row += 32; }
+};
+
+// bfloat16 panels: [k][32] upper halves of flushed float32 values; widening appends 16 zero bits.
+struct SourceBF16 {
+  struct Cursor {
+    const std::uint16_t* row;
+  };
+  static Cursor seek(const unsigned char* panel, std::int64_t, std::int64_t q) {
+    return {reinterpret_cast<const std::uint16_t*>(panel) + q * 32};
+  }
+  static typename Isa::V widen(const Cursor& c, int lane0) { return Isa::load_bf16(c.row + lane0); }
+  static void advance(Cursor& c, std::int64_t) { c.row += 32; }
+};
+
+// Integer codes with per-(depth block, column) float32 scales and, with kHasOffset, offsets: each block is
+// [32 scales][32 offsets][block_depth rows of codes]. A value is code * scale (+ offset): the product is
+// exact for every producer of these panels, and the one rounding of the offset's addition is the
+// reference's own (docs/numerics.md §3.6).
+template <bool kNibbles, bool kHasOffset>
+struct SourceCodes {
+  static constexpr std::int64_t kHeaderBytes = (kHasOffset ? 2 : 1) * 32 * 4;
+  static constexpr std::int64_t kRowBytes = kNibbles ? 16 : 32;
+  // Nibble codes without an offset are stored with a bias of 8 (GGUF's Q4_0).
+  static constexpr int kNibbleBias = kHasOffset ? 0 : 8;
+  struct Cursor {
+    const unsigned char* codes;
+    const float* scale;
+    std::int64_t rows_left;
+  };
+  static Cursor seek(const unsigned char* panel, std::int64_t block_depth, std::int64_t q) {
+    const std::int64_t block = q / block_depth, row = q % block_depth;
+    const unsigned char* head = panel + block * (kHeaderBytes + block_depth * kRowBytes);
+    return {head + kHeaderBytes + row * kRowBytes, reinterpret_cast<const float*>(head), block_depth - row};
+  }
+  static typename Isa::V widen(const Cursor& c, int lane0) {
+    typename Isa::V code;
+    if constexpr (kNibbles)
+      code = Isa::load_nibbles(c.codes + lane0 % 16, lane0 >= 16, kNibbleBias);
+    else
+      code = Isa::load_i8(reinterpret_cast<const std::int8_t*>(c.codes) + lane0);
+    typename Isa::V value = Isa::mul(code, Isa::load(c.scale + lane0));
+    if constexpr (kHasOffset) value = Isa::add(value, Isa::load(c.scale + 32 + lane0));
+    return value;
+  }
+  static void advance(Cursor& c, std::int64_t block_depth) {
+    c.codes += kRowBytes;
+    if (--c.rows_left == 0) {  // the next block's header follows this block's last row
+      c.scale = reinterpret_cast<const float*>(c.codes);
+      c.codes += kHeaderBytes;
+      c.rows_left = block_depth;
+    }
+  }
+};
+
+// Rows x (Panels * 32) cells: panel q of the group at panels.first + q * panels.panel_bytes; its partials
+// go to out + q * kLeafStride + r * 32. Several panels side by side give skinny tiles (few rows) enough
 // independent chains to hide the FMA latency; every cell's chain is unchanged.
-template <int Rows, int Panels, bool Exact>
-void leaf_kernel(const float* a, std::int64_t a_row, std::int64_t a_depth, const float* panel,
-                 std::int64_t panel_stride, std::int64_t len, float* out) {
+template <int Rows, int Panels, bool Exact, class Source>
+void leaf_kernel(const float* a, std::int64_t a_row, std::int64_t a_depth,
+                 const samebits::gemm::detail::PanelSpan& panels, std::int64_t p0, std::int64_t len,
+                 float* out) {
   constexpr int kVecs = 32 / Isa::kLanes;
   typename Isa::V acc[Rows][Panels * kVecs];
   for (int r = 0; r < Rows; ++r)
     for (int v = 0; v < Panels * kVecs; ++v) acc[r][v] = Isa::zero();
+  typename Source::Cursor cursor[Panels];
+  for (int c = 0; c < Panels; ++c)
+    cursor[c] = Source::seek(panels.first + c * panels.panel_bytes, panels.block_depth, p0);
   for (std::int64_t step = 0; step < len; ++step) {
 #if defined(SAMEBITS_SABOTAGE_REVERSED_LEAF)
     const std::int64_t q = len - 1 - step;  // test-only sabotage: the suite must catch this
+    for (int c = 0; c < Panels; ++c)
+      cursor[c] = Source::seek(panels.first + c * panels.panel_bytes, panels.block_depth, p0 + q);
 #else
     const std::int64_t q = step;
 #endif
@@ -25,13 +98,15 @@ void leaf_kernel(const float* a, std::int64_t a_row, std::int64_t a_depth, const
       a_lane[r] = Isa::set1(value);
     }
     for (int v = 0; v < Panels * kVecs; ++v) {
-      const float* b_row = panel + (v / kVecs) * panel_stride + q * 32;
-      const typename Isa::V b = Isa::load(b_row + (v % kVecs) * Isa::kLanes);
+      const typename Isa::V b = Source::widen(cursor[v / kVecs], (v % kVecs) * Isa::kLanes);
       for (int r = 0; r < Rows; ++r) {
         acc[r][v] = Isa::fma(a_lane[r], b, acc[r][v]);
         if constexpr (Exact) acc[r][v] = Isa::flush(acc[r][v]);
       }
     }
+#if !defined(SAMEBITS_SABOTAGE_REVERSED_LEAF)
+    for (int c = 0; c < Panels; ++c) Source::advance(cursor[c], panels.block_depth);
+#endif
   }
   constexpr std::int64_t kStride = samebits::gemm::detail::kLeafStride;
   for (int r = 0; r < Rows; ++r)
@@ -69,12 +144,36 @@ void fold_tile(float* partials, std::int64_t leaves, std::int64_t leaf_stride, i
   }
 }
 
+// The panel source of each PanelStorage (by its index in the enum).
+template <int StorageIndex>
+auto source_of() {
+  using samebits::gemm::PanelStorage;
+  constexpr auto storage = static_cast<PanelStorage>(StorageIndex);
+  if constexpr (storage == PanelStorage::F32)
+    return SourceF32{};
+  else if constexpr (storage == PanelStorage::BF16)
+    return SourceBF16{};
+  else
+    return SourceCodes < storage == PanelStorage::Codes4 || storage == PanelStorage::Codes4Min,
+           storage == PanelStorage::Codes8Min || storage == PanelStorage::Codes4Min > {};
+}
+
+template <int Rows, int Panels, int StorageIndex = 0>
+void fill_storages(samebits::gemm::detail::KernelSet& set, bool skinny) {
+  if constexpr (StorageIndex < samebits::gemm::kPanelStorageCount) {
+    using Source = decltype(source_of<StorageIndex>());
+    samebits::gemm::detail::LeafKernels& k = set.storage[StorageIndex];
+    (skinny ? k.skinny_fast : k.fast)[Rows] = &leaf_kernel<Rows, Panels, false, Source>;
+    (skinny ? k.skinny_exact : k.exact)[Rows] = &leaf_kernel<Rows, Panels, true, Source>;
+    fill_storages<Rows, Panels, StorageIndex + 1>(set, skinny);
+  }
+}
+
 template <int Rows>
 void fill_kernels(samebits::gemm::detail::KernelSet& set) {
   set.fold = &fold_tile;
   if constexpr (Rows >= 1) {
-    set.fast[Rows] = &leaf_kernel<Rows, 1, false>;
-    set.exact[Rows] = &leaf_kernel<Rows, 1, true>;
+    fill_storages<Rows, 1>(set, false);
     fill_kernels<Rows - 1>(set);
   }
 }
@@ -84,8 +183,7 @@ void fill_skinny_kernels(samebits::gemm::detail::KernelSet& set) {
   set.skinny_panels = Panels;
   if constexpr (Rows >= 1) {
     set.skinny_rows = set.skinny_rows > Rows ? set.skinny_rows : Rows;
-    set.skinny_fast[Rows] = &leaf_kernel<Rows, Panels, false>;
-    set.skinny_exact[Rows] = &leaf_kernel<Rows, Panels, true>;
+    fill_storages<Rows, Panels>(set, true);
     fill_skinny_kernels<Rows - 1, Panels>(set);
   }
 }

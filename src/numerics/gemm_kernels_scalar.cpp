@@ -17,6 +17,12 @@ struct Isa {
   static V load(const float* p) { return *p; }
   static void store(float* p, V v) { *p = v; }
   static V add(V a, V b) { return a + b; }
+  static V mul(V a, V b) { return a * b; }
+  static V load_bf16(const std::uint16_t* p) { return fp::from_bits(static_cast<std::uint32_t>(*p) << 16); }
+  static V load_i8(const std::int8_t* p) { return static_cast<float>(*p); }
+  static V load_nibbles(const unsigned char* p, bool high, int bias) {
+    return static_cast<float>((high ? *p >> 4 : *p & 15) - bias);
+  }
   static V fma(V a, V b, V c) { return fp::FMA(a, b, c); }
   static V flush(V x) { return fp::F(x); }
 };
@@ -30,7 +36,8 @@ const KernelSet& scalar_kernels() {
     KernelSet s{};
     s.tile_rows = 2;
     fill_kernels<2>(s);
-    for (int r = 1; r <= 2; ++r) s.fast[r] = s.exact[r];  // no flag trick without SIMD
+    for (LeafKernels& storage : s.storage)  // no flag trick without SIMD
+      for (int r = 1; r <= 2; ++r) storage.fast[r] = storage.exact[r];
     return s;
   }();
   return set;

@@ -58,48 +58,51 @@ void scale_min_k4(int k, const unsigned char* s, int& sc, int& mn) {
   }
 }
 
-void q4_0(const unsigned char* b, float* y) {
+// Each quantized type's decomposition of one block into (code, scale, offset) per element, in the reference
+// order. The value of an element is fl(code) * scale, then + offset for the types with a minimum (a
+// subtracted minimum is added negated: x - m and x + (-m) are one IEEE operation).
+void q4_0(const unsigned char* b, GgmlElement* y) {
   const float d = h16(b);
   for (int j = 0; j < 16; ++j) {
-    y[j] = fl((b[2 + j] & 0xF) - 8) * d;
-    y[j + 16] = fl((b[2 + j] >> 4) - 8) * d;
+    y[j] = {(b[2 + j] & 0xF) - 8, d, 0.0f};
+    y[j + 16] = {(b[2 + j] >> 4) - 8, d, 0.0f};
   }
 }
 
-void q4_1(const unsigned char* b, float* y) {
+void q4_1(const unsigned char* b, GgmlElement* y) {
   const float d = h16(b), m = h16(b + 2);
   for (int j = 0; j < 16; ++j) {
-    y[j] = fl(b[4 + j] & 0xF) * d + m;
-    y[j + 16] = fl(b[4 + j] >> 4) * d + m;
+    y[j] = {b[4 + j] & 0xF, d, m};
+    y[j + 16] = {b[4 + j] >> 4, d, m};
   }
 }
 
-void q5_0(const unsigned char* b, float* y) {
+void q5_0(const unsigned char* b, GgmlElement* y) {
   const float d = h16(b);
   const std::uint32_t qh = u32(b + 2);
   for (int j = 0; j < 16; ++j) {
     const int h0 = static_cast<int>((qh >> j) & 1u) << 4, h1 = static_cast<int>((qh >> (j + 16)) & 1u) << 4;
-    y[j] = fl(((b[6 + j] & 0xF) | h0) - 16) * d;
-    y[j + 16] = fl(((b[6 + j] >> 4) | h1) - 16) * d;
+    y[j] = {((b[6 + j] & 0xF) | h0) - 16, d, 0.0f};
+    y[j + 16] = {((b[6 + j] >> 4) | h1) - 16, d, 0.0f};
   }
 }
 
-void q5_1(const unsigned char* b, float* y) {
+void q5_1(const unsigned char* b, GgmlElement* y) {
   const float d = h16(b), m = h16(b + 2);
   const std::uint32_t qh = u32(b + 4);
   for (int j = 0; j < 16; ++j) {
     const int h0 = static_cast<int>((qh >> j) & 1u) << 4, h1 = static_cast<int>((qh >> (j + 16)) & 1u) << 4;
-    y[j] = fl((b[8 + j] & 0xF) | h0) * d + m;
-    y[j + 16] = fl((b[8 + j] >> 4) | h1) * d + m;
+    y[j] = {(b[8 + j] & 0xF) | h0, d, m};
+    y[j + 16] = {(b[8 + j] >> 4) | h1, d, m};
   }
 }
 
-void q8_0(const unsigned char* b, float* y) {
+void q8_0(const unsigned char* b, GgmlElement* y) {
   const float d = h16(b);
-  for (int j = 0; j < 32; ++j) y[j] = fl(static_cast<std::int8_t>(b[2 + j])) * d;
+  for (int j = 0; j < 32; ++j) y[j] = {static_cast<std::int8_t>(b[2 + j]), d, 0.0f};
 }
 
-void q2_k(const unsigned char* b, float* y) {
+void q2_k(const unsigned char* b, GgmlElement* y) {
   const unsigned char* scales = b;
   const unsigned char* qs = b + 16;
   const float d = h16(b + 80), dmin = h16(b + 82);
@@ -107,11 +110,11 @@ void q2_k(const unsigned char* b, float* y) {
     const int n = e >> 7, j = (e >> 5) & 3, l = e & 31;
     const int sc = scales[e >> 4];
     const float dl = d * fl(sc & 0xF), ml = dmin * fl(sc >> 4);
-    y[e] = dl * fl((qs[32 * n + l] >> (2 * j)) & 3) - ml;
+    y[e] = {(qs[32 * n + l] >> (2 * j)) & 3, dl, -ml};
   }
 }
 
-void q3_k(const unsigned char* b, float* y) {
+void q3_k(const unsigned char* b, GgmlElement* y) {
   const unsigned char* hmask = b;
   const unsigned char* qs = b + 32;
   const unsigned char* s = b + 96;
@@ -123,11 +126,11 @@ void q3_k(const unsigned char* b, float* y) {
     const float dl = d * fl((low4 | (high2 << 4)) - 32);
     const int q2 = (qs[32 * n + l] >> (2 * j)) & 3;
     const int hbit = (hmask[l] >> (4 * n + j)) & 1;
-    y[e] = dl * fl(q2 - (hbit ? 0 : 4));
+    y[e] = {q2 - (hbit ? 0 : 4), dl, 0.0f};
   }
 }
 
-void q4_k(const unsigned char* b, float* y) {
+void q4_k(const unsigned char* b, GgmlElement* y) {
   const float d = h16(b), dmin = h16(b + 2);
   const unsigned char* s = b + 4;
   const unsigned char* qs = b + 16;
@@ -137,11 +140,11 @@ void q4_k(const unsigned char* b, float* y) {
     const float d1 = d * fl(sc), m1 = dmin * fl(mn);
     const int c = e >> 6, l = e & 63;
     const int q = l < 32 ? (qs[32 * c + l] & 0xF) : (qs[32 * c + l - 32] >> 4);
-    y[e] = d1 * fl(q) - m1;
+    y[e] = {q, d1, -m1};
   }
 }
 
-void q5_k(const unsigned char* b, float* y) {
+void q5_k(const unsigned char* b, GgmlElement* y) {
   const float d = h16(b), dmin = h16(b + 2);
   const unsigned char* s = b + 4;
   const unsigned char* qh = b + 16;
@@ -154,11 +157,11 @@ void q5_k(const unsigned char* b, float* y) {
     const int c = e >> 6, l = e & 63;
     const int low4 = l < 32 ? (qs[32 * c + l] & 0xF) : (qs[32 * c + l - 32] >> 4);
     const int hbit = (qh[l & 31] >> k) & 1;
-    y[e] = d1 * fl(low4 + 16 * hbit) - m1;
+    y[e] = {low4 + 16 * hbit, d1, -m1};
   }
 }
 
-void q6_k(const unsigned char* b, float* y) {
+void q6_k(const unsigned char* b, GgmlElement* y) {
   const unsigned char* ql = b;
   const unsigned char* qh = b + 128;
   const unsigned char* sc = b + 192;
@@ -169,45 +172,11 @@ void q6_k(const unsigned char* b, float* y) {
     const int low4 = g < 2 ? (byte & 0xF) : (byte >> 4);
     const int high2 = (qh[32 * n + l] >> (2 * g)) & 3;
     const float dl = d * fl(static_cast<std::int8_t>(sc[e >> 4]));
-    y[e] = dl * fl((low4 | (high2 << 4)) - 32);
+    y[e] = {(low4 | (high2 << 4)) - 32, dl, 0.0f};
   }
 }
 
-// The plain types, one element a block: F32 keeps the bits as stored (subnormals included).
-void f32(const unsigned char* b, float* y) { std::memcpy(y, b, 4); }
-void f16(const unsigned char* b, float* y) { *y = lowbit::f32_from_f16(u16(b)); }
-void bf16(const unsigned char* b, float* y) { *y = lowbit::f32_from_bf16(u16(b)); }
-
-// Each supported type once: the elements and bytes of one block and the twin that decodes it.
-struct SupportedType {
-  std::uint32_t id;
-  std::uint32_t block_elements;
-  std::uint32_t block_bytes;
-  void (*twin)(const unsigned char* block, float* out);
-};
-constexpr SupportedType kSupported[] = {
-    {kF32, 1, 4, f32},       {kF16, 1, 2, f16},       {kBF16, 1, 2, bf16},     {kQ4_0, 32, 18, q4_0},
-    {kQ4_1, 32, 20, q4_1},   {kQ5_0, 32, 22, q5_0},   {kQ5_1, 32, 24, q5_1},   {kQ8_0, 32, 34, q8_0},
-    {kQ2_K, 256, 84, q2_k},  {kQ3_K, 256, 110, q3_k}, {kQ4_K, 256, 144, q4_k}, {kQ5_K, 256, 176, q5_k},
-    {kQ6_K, 256, 210, q6_k},
-};
-
-const SupportedType* supported_type(std::uint32_t id) {
-  for (const SupportedType& type : kSupported)
-    if (type.id == id) return &type;
-  return nullptr;
-}
-
 }  // namespace
-
-GgmlTypeInfo ggml_type_info(std::uint32_t id) noexcept {
-  GgmlTypeInfo info;
-  if (id >= kTypeCount) return info;
-  info.name = kNames[id];
-  if (const SupportedType* type = supported_type(id))
-    info = {info.name, type->block_elements, type->block_bytes, true};
-  return info;
-}
 
 bool ggml_block_nonfinite(std::uint32_t id, const unsigned char* b) noexcept {
   switch (id) {
@@ -237,14 +206,94 @@ bool ggml_block_nonfinite(std::uint32_t id, const unsigned char* b) noexcept {
   }
 }
 
+namespace {
+
+// A quantized type's code layout and its decomposition (docs/gguf.md §6).
+struct QuantizedType {
+  GgmlCodeLayout layout;
+  void (*codes)(const unsigned char* block, GgmlElement* out) = nullptr;
+};
+
+// Each supported type once: the elements and bytes of one block, then (quantized types only) the code
+// layout (quantized, rows per scale, has offset, least code, greatest code) and the decomposition.
+struct SupportedType {
+  std::uint32_t id;
+  std::uint32_t block_elements;
+  std::uint32_t block_bytes;
+  QuantizedType quantized;
+};
+const SupportedType kSupported[] = {
+    {kF32, 1, 4, {}},
+    {kF16, 1, 2, {}},
+    {kBF16, 1, 2, {}},
+    {kQ4_0, 32, 18, {{true, 32, false, -8, 7}, &q4_0}},
+    {kQ4_1, 32, 20, {{true, 32, true, 0, 15}, &q4_1}},
+    {kQ5_0, 32, 22, {{true, 32, false, -16, 15}, &q5_0}},
+    {kQ5_1, 32, 24, {{true, 32, true, 0, 31}, &q5_1}},
+    {kQ8_0, 32, 34, {{true, 32, false, -128, 127}, &q8_0}},
+    {kQ2_K, 256, 84, {{true, 16, true, 0, 3}, &q2_k}},
+    {kQ3_K, 256, 110, {{true, 16, false, -4, 3}, &q3_k}},
+    {kQ4_K, 256, 144, {{true, 32, true, 0, 15}, &q4_k}},
+    {kQ5_K, 256, 176, {{true, 32, true, 0, 31}, &q5_k}},
+    {kQ6_K, 256, 210, {{true, 16, false, -32, 31}, &q6_k}},
+};
+
+const SupportedType* supported_type(std::uint32_t id) noexcept {
+  for (const SupportedType& type : kSupported)
+    if (type.id == id) return &type;
+  return nullptr;
+}
+
+QuantizedType quantized_type(std::uint32_t id) noexcept {
+  const SupportedType* type = supported_type(id);
+  return type != nullptr ? type->quantized : QuantizedType{};
+}
+
+}  // namespace
+
+GgmlTypeInfo ggml_type_info(std::uint32_t id) noexcept {
+  GgmlTypeInfo info;
+  if (id >= kTypeCount) return info;
+  info.name = kNames[id];
+  if (const SupportedType* type = supported_type(id))
+    info = {info.name, type->block_elements, type->block_bytes, true};
+  return info;
+}
+
+GgmlCodeLayout ggml_code_layout(std::uint32_t id) noexcept { return quantized_type(id).layout; }
+
+void ggml_block_codes(std::uint32_t id, const unsigned char* block, GgmlElement* out) noexcept {
+  if (const QuantizedType type = quantized_type(id); type.codes != nullptr) type.codes(block, out);
+}
+
 std::int64_t ggml_dequantize_twin(std::uint32_t id, const unsigned char* in, std::uint64_t blocks,
                                   float* out) noexcept {
-  const SupportedType* type = supported_type(id);
-  if (type == nullptr) return 0;
+  const GgmlTypeInfo info = ggml_type_info(id);
+  if (!info.supported) return 0;
+  const QuantizedType quantized = quantized_type(id);
+  GgmlElement elements[256];
   for (std::uint64_t i = 0; i < blocks; ++i) {
-    const unsigned char* b = in + i * type->block_bytes;
+    const unsigned char* b = in + i * info.block_bytes;
+    float* y = out + i * info.block_elements;
     if (ggml_block_nonfinite(id, b)) return static_cast<std::int64_t>(i);
-    type->twin(b, out + i * type->block_elements);
+    switch (id) {
+      case kF32:
+        std::memcpy(y, b, 4);
+        break;  // the bits as stored, subnormals included
+      case kF16:
+        *y = lowbit::f32_from_f16(u16(b));
+        break;
+      case kBF16:
+        *y = lowbit::f32_from_bf16(u16(b));
+        break;
+      default:
+        quantized.codes(b, elements);
+        for (std::uint32_t e = 0; e < info.block_elements; ++e) {
+          const float product = fl(elements[e].code) * elements[e].scale;  // exact
+          y[e] = quantized.layout.has_offset ? product + elements[e].offset : product;
+        }
+        break;
+    }
   }
   return -1;
 }

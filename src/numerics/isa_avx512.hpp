@@ -84,6 +84,21 @@ struct Isa {
     return _mm512_mask_and_ps(x, denormal, x,
                               _mm512_castsi512_ps(_mm512_set1_epi32(static_cast<int>(0x80000000u))));
   }
+  // The GEMM's widening loads (docs/numerics.md §3.6), each exact: kLanes bfloat16 patterns as the float32
+  // values they are the upper halves of; kLanes int8 codes as floats; kLanes 4-bit codes (the low nibbles
+  // of p[0..kLanes), or the high ones) minus `bias`, as floats.
+  static V load_bf16(const std::uint16_t* p) {
+    const I wide = _mm512_maskz_cvtepu16_epi32(kAll, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    return cast_f(slli<16>(wide));
+  }
+  static V load_i8(const std::int8_t* p) {
+    return cvt_f(_mm512_maskz_cvtepi8_epi32(kAll, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  }
+  static V load_nibbles(const unsigned char* p, bool high, int bias) {
+    const I bytes = _mm512_maskz_cvtepu8_epi32(kAll, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    const I codes = high ? srli<4>(bytes) : and_i(bytes, set1i(15));
+    return cvt_f(sub_i(codes, set1i(bias)));
+  }
   // Lane i reads base[i * stride] (stride * (kLanes - 1) must fit in int32).
   static I lane_offsets(std::int64_t stride) {
     return _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
