@@ -3,6 +3,7 @@ phi3, mamba, mamba2), its decode state and greedy generation (docs/models.md §1
 
 import numpy as np
 
+from . import _state_file
 from ._native import native
 
 _LOAD = "samebits.models.CausalLM.load"
@@ -75,6 +76,16 @@ class CausalLMState:
     def clone(self):
         """An independent copy; continuing it gives the bits the original would."""
         return CausalLMState(self._engine.clone(), self._owner)
+
+    def save(self, path, model):
+        """Writes this state to `path`, bound to `model` by its fingerprint (docs/formats.md §9)."""
+        _state_file.save(self, path, model)
+
+    @classmethod
+    def load(cls, path, model):
+        """A new state read from a file `save` wrote for `model`: refused (ValueError naming the file, the
+        field and the problem) for another model, another kind, or a truncated or altered file."""
+        return _state_file.load(cls, path, model)
 
     def __repr__(self):
         return (

@@ -3,7 +3,7 @@ blocks on the CPU, bit-exact with mojolearn's identical fp32 profiles."""
 
 import numpy as np
 
-from . import _checks
+from . import _checks, _state_file
 from ._blocks import PACKAGE, float32_strict, ordered_weights, ragged_forward, state_piece
 from ._native import native
 
@@ -122,6 +122,16 @@ class Mamba1State:
         """An independent state with the same bits."""
         return Mamba1State._adopt(self._native.clone())
 
+    def save(self, path, model):
+        """Writes this state to `path`, bound to `model` by its fingerprint (docs/formats.md §9)."""
+        _state_file.save(self, path, model)
+
+    @classmethod
+    def load(cls, path, model):
+        """A new state read from a file `save` wrote for `model`: refused (ValueError naming the file, the
+        field and the problem) for another model, another kind, or a truncated or altered file."""
+        return _state_file.load(cls, path, model)
+
     def __repr__(self):
         return f"Mamba1State(batch_size={self.batch_size}, d_inner={self._native.d_inner})"
 
@@ -217,6 +227,16 @@ class Mamba2State:
     def copy(self):
         """An independent state with the same bits."""
         return Mamba2State._adopt(self._native.clone())
+
+    def save(self, path, model):
+        """Writes this state to `path`, bound to `model` by its fingerprint (docs/formats.md §9)."""
+        _state_file.save(self, path, model)
+
+    @classmethod
+    def load(cls, path, model):
+        """A new state read from a file `save` wrote for `model`: refused (ValueError naming the file, the
+        field and the problem) for another model, another kind, or a truncated or altered file."""
+        return _state_file.load(cls, path, model)
 
     def __repr__(self):
         return (f"Mamba2State(batch_size={self.batch_size}, nheads={self._native.nheads}, "

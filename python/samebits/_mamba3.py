@@ -11,7 +11,7 @@ import weakref
 
 import numpy as np
 
-from . import _checks
+from . import _checks, _state_file
 from ._blocks import PACKAGE, float32_strict, ordered_weights, ragged_forward, state_piece
 from ._native import native
 
@@ -152,6 +152,16 @@ class Mamba3State:
     def __repr__(self):
         return (f"Mamba3State(batch_size={self.batch_size}, nheads={self.nheads}, "
                 f"buffered_tokens={self.buffered_tokens}, pending={self.pending})")
+
+    def save(self, path, model):
+        """Writes this state to `path`, bound to `model` by its fingerprint (docs/formats.md §9)."""
+        _state_file.save(self, path, model)
+
+    @classmethod
+    def load(cls, path, model):
+        """A new state read from a file `save` wrote for `model`: refused (ValueError naming the file, the
+        field and the problem) for another model, another kind, or a truncated or altered file."""
+        return _state_file.load(cls, path, model)
 
 
 def _piece_property(index, name):

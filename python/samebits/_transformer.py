@@ -10,7 +10,7 @@ import struct
 
 import numpy as np
 
-from . import _blocks, _buffers, _checks
+from . import _blocks, _buffers, _checks, _state_file
 from . import lowbit as _lowbit
 from ._native import native
 
@@ -300,6 +300,16 @@ class TransformerState:
     def values(self):
         """The cached values, shaped like keys()."""
         return self._used("values")
+
+    def save(self, path, model):
+        """Writes this state to `path`, bound to `model` by its fingerprint (docs/formats.md §9)."""
+        _state_file.save(self, path, model)
+
+    @classmethod
+    def load(cls, path, model):
+        """A new state read from a file `save` wrote for `model`: refused (ValueError naming the file, the
+        field and the problem) for another model, another kind, or a truncated or altered file."""
+        return _state_file.load(cls, path, model)
 
     def __repr__(self):
         return (
