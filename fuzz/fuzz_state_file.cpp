@@ -2,12 +2,14 @@
 // kind, the rest is the file. Refused or accepted, never a crash; an accepted file is exactly what saving
 // the loaded state writes again. Each input is retried with an honest fingerprint and checksum, so
 // mutations reach the entry table behind them.
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <optional>
 #include <samebits/state_file.hpp>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "fuzz_support.hpp"
@@ -23,58 +25,37 @@ constexpr std::size_t kFingerprintAt = 16;
 constexpr std::size_t kFingerprintBytes = 64;
 constexpr std::size_t kChecksumBytes = 32;
 
-enum Pick : std::uint8_t { kFull, kWindowed, kMamba1, kMamba2, kMamba3, kSamba, kPicks };
+// The tiny models a seed's first byte picks from (docs/formats.md §9.2 kinds, the transformer twice: full
+// causal and windowed).
+using AnyModel =
+    std::variant<const TransformerBlockInference*, const Mamba1BlockInference*, const Mamba2BlockInference*,
+                 const Mamba3BlockInference*, const SambaInference*>;
+const std::array<AnyModel, 6>& picks() {
+  static const std::array<AnyModel, 6> models = [] {
+    const fuzz::Models& m = tiny_models();
+    return std::array<AnyModel, 6>{&*m.full, &*m.windowed, &*m.m1, &*m.m2, &*m.m3, &*m.samba};
+  }();
+  return models;
+}
 
-std::string fingerprint_of(Pick pick) {
-  const fuzz::Models& m = tiny_models();
-  switch (pick) {
-    case kFull:
-      return model_fingerprint(*m.full);
-    case kWindowed:
-      return model_fingerprint(*m.windowed);
-    case kMamba1:
-      return model_fingerprint(*m.m1);
-    case kMamba2:
-      return model_fingerprint(*m.m2);
-    case kMamba3:
-      return model_fingerprint(*m.m3);
-    default:
-      return model_fingerprint(*m.samba);
-  }
+std::string fingerprint_of(std::size_t pick) {
+  return std::visit([](const auto* model) { return model_fingerprint(*model); }, picks()[pick]);
 }
 
 // Loads the file for the picked model; when accepted, saving the state must give the same bytes.
-void load(Pick pick, std::string_view file) {
+void load(std::size_t pick, std::string_view file) {
   const std::vector<std::uint8_t> bytes(file.begin(), file.end());
-  const fuzz::Models& m = tiny_models();
   std::vector<std::uint8_t> again;
   const bool accepted = fuzz::accepted([&] {
-    switch (pick) {
-      case kFull:
-        again = state_bytes(*m.full, transformer_state_from_bytes(bytes, *m.full, "fuzz"));
-        break;
-      case kWindowed:
-        again = state_bytes(*m.windowed, transformer_state_from_bytes(bytes, *m.windowed, "fuzz"));
-        break;
-      case kMamba1:
-        again = state_bytes(*m.m1, mamba1_state_from_bytes(bytes, *m.m1, "fuzz"));
-        break;
-      case kMamba2:
-        again = state_bytes(*m.m2, mamba2_state_from_bytes(bytes, *m.m2, "fuzz"));
-        break;
-      case kMamba3:
-        again = state_bytes(*m.m3, mamba3_state_from_bytes(bytes, *m.m3, "fuzz"));
-        break;
-      default:
-        again = state_bytes(*m.samba, samba_state_from_bytes(bytes, *m.samba, "fuzz"));
-        break;
-    }
+    std::visit(
+        [&](const auto* model) { again = state_bytes(*model, state_from_bytes(bytes, *model, "fuzz")); },
+        picks()[pick]);
   });
   if (accepted) fuzz::require(again == bytes, "a loaded state saves to other bytes than it was read from");
 }
 
 // The file with the picked model's fingerprint and a checksum that matches its bytes.
-std::optional<std::string> honest(Pick pick, std::string_view file) {
+std::optional<std::string> honest(std::size_t pick, std::string_view file) {
   if (file.size() < kFingerprintAt + kFingerprintBytes + kChecksumBytes) return std::nullopt;
   std::string out(file);
   out.replace(kFingerprintAt, kFingerprintBytes, fingerprint_of(pick));
@@ -87,13 +68,13 @@ std::optional<std::string> honest(Pick pick, std::string_view file) {
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   fuzz::single_threaded();
-  tiny_models();
+  picks();
   return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size < 1) return 0;
-  const auto pick = static_cast<Pick>(data[0] % kPicks);
+  const std::size_t pick = data[0] % picks().size();
   const std::string_view file(reinterpret_cast<const char*>(data + 1), size - 1);
   fuzz::with_honest_retry(
       file, [&](std::string_view bytes) { load(pick, bytes); },

@@ -25,6 +25,7 @@ max_len() {
     json) echo 65536 ;;
     lowbit) echo 20000 ;;
     tokenizer) echo 16384 ;;
+    state_file) echo 131072 ;;
     *) echo 4096 ;;
   esac
 }

@@ -89,12 +89,10 @@ async def run(args):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--concurrency", type=int, default=64)
-    parser.add_argument("--max-tokens", type=int, default=64)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--cache-mib", type=int, default=0)
-    parser.add_argument("--timeout", type=float, default=300.0)
+    for name, default in (("concurrency", 64), ("max-tokens", 64), ("threads", 2), ("cache-mib", 0)):
+        parser.add_argument("--" + name, type=int, default=default)
     args = parser.parse_args()
+    args.timeout = 300.0
     if not 1 <= args.concurrency <= 256 or not 1 <= args.max_tokens <= 512:
         parser.error("--concurrency must be in [1, 256] and --max-tokens in [1, 512]")
     return asyncio.run(run(args))

@@ -43,7 +43,7 @@ def _int32(array, vocab, what):
     return np.ascontiguousarray(array, dtype=np.int32)
 
 
-class CausalLMState:
+class CausalLMState(_state_file.SavedState):
     """One batch's decode state: one block state per layer and the positions consumed; it belongs to the
     model whose `allocate_state` made it."""
 
@@ -76,16 +76,6 @@ class CausalLMState:
     def clone(self):
         """An independent copy; continuing it gives the bits the original would."""
         return CausalLMState(self._engine.clone(), self._owner)
-
-    def save(self, path, model):
-        """Writes this state to `path`, bound to `model` by its fingerprint (docs/formats.md §9)."""
-        _state_file.save(self, path, model)
-
-    @classmethod
-    def load(cls, path, model):
-        """A new state read from a file `save` wrote for `model`: refused (ValueError naming the file, the
-        field and the problem) for another model, another kind, or a truncated or altered file."""
-        return _state_file.load(cls, path, model)
 
     def __repr__(self):
         return (

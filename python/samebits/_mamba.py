@@ -87,7 +87,7 @@ class _MambaInference:
         return call(x, engine_state, True)
 
 
-class Mamba1State:
+class Mamba1State(_state_file.SavedState):
     """The carried Mamba-1 state in the engine's memory: `conv_window` (B, d_inner, 4), the last four
     pre-conv inputs per channel, oldest first; `h` (B, d_inner, 16), the SSM state. Zeros before the
     first token.
@@ -121,16 +121,6 @@ class Mamba1State:
     def copy(self):
         """An independent state with the same bits."""
         return Mamba1State._adopt(self._native.clone())
-
-    def save(self, path, model):
-        """Writes this state to `path`, bound to `model` by its fingerprint (docs/formats.md §9)."""
-        _state_file.save(self, path, model)
-
-    @classmethod
-    def load(cls, path, model):
-        """A new state read from a file `save` wrote for `model`: refused (ValueError naming the file, the
-        field and the problem) for another model, another kind, or a truncated or altered file."""
-        return _state_file.load(cls, path, model)
 
     def __repr__(self):
         return f"Mamba1State(batch_size={self.batch_size}, d_inner={self._native.d_inner})"
@@ -176,7 +166,7 @@ class Mamba1BlockInference(_MambaInference):
         return f"Mamba1BlockInference(d_model={self.d_model}, weight_format={self.weight_format!r})"
 
 
-class Mamba2State:
+class Mamba2State(_state_file.SavedState):
     """The carried Mamba-2 state in the engine's memory. With H = 2 * d_model / 64 heads and
     CD = 2 * d_model + 256 conv channels: `conv_window` (B, CD, 4), the last four pre-conv xBC inputs,
     oldest first; `h` (B, H, 64, 128), the SSM state at the last COMPLETED chunk boundary (a non-zero h
@@ -227,16 +217,6 @@ class Mamba2State:
     def copy(self):
         """An independent state with the same bits."""
         return Mamba2State._adopt(self._native.clone())
-
-    def save(self, path, model):
-        """Writes this state to `path`, bound to `model` by its fingerprint (docs/formats.md §9)."""
-        _state_file.save(self, path, model)
-
-    @classmethod
-    def load(cls, path, model):
-        """A new state read from a file `save` wrote for `model`: refused (ValueError naming the file, the
-        field and the problem) for another model, another kind, or a truncated or altered file."""
-        return _state_file.load(cls, path, model)
 
     def __repr__(self):
         return (f"Mamba2State(batch_size={self.batch_size}, nheads={self._native.nheads}, "

@@ -44,7 +44,7 @@ def _piece_shapes(batch, heads):
     }
 
 
-class Mamba3State:
+class Mamba3State(_state_file.SavedState):
     """The carried Mamba-3 state (ten float32 pieces, `buffered_tokens`, `pending`), in the engine's memory.
 
     With H = 2 * d_model / 64 heads: `theta` (B, H, 32) the angles; `h` (B, H, 64, 128) the sealed
@@ -152,16 +152,6 @@ class Mamba3State:
     def __repr__(self):
         return (f"Mamba3State(batch_size={self.batch_size}, nheads={self.nheads}, "
                 f"buffered_tokens={self.buffered_tokens}, pending={self.pending})")
-
-    def save(self, path, model):
-        """Writes this state to `path`, bound to `model` by its fingerprint (docs/formats.md §9)."""
-        _state_file.save(self, path, model)
-
-    @classmethod
-    def load(cls, path, model):
-        """A new state read from a file `save` wrote for `model`: refused (ValueError naming the file, the
-        field and the problem) for another model, another kind, or a truncated or altered file."""
-        return _state_file.load(cls, path, model)
 
 
 def _piece_property(index, name):

@@ -27,7 +27,7 @@ _DTYPE_SENTENCE = (
 _FEW_IDS = 64
 
 
-class SambaState:
+class SambaState(_state_file.SavedState):
     """A decode state: `batch_size`, `max_tokens` and one block state per layer in stack order
     (`Mamba3State` for a mamba3 layer, `TransformerState` for an attention layer)."""
 
@@ -39,16 +39,6 @@ class SambaState:
     def copy(self):
         """An independent copy: every layer's state copied, so both continue bit-identically from here."""
         return SambaState(self.batch_size, self.max_tokens, [layer.copy() for layer in self.layers])
-
-    def save(self, path, model):
-        """Writes this state to `path`, bound to `model` by its fingerprint (docs/formats.md §9)."""
-        _state_file.save(self, path, model)
-
-    @classmethod
-    def load(cls, path, model):
-        """A new state read from a file `save` wrote for `model`: refused (ValueError naming the file, the
-        field and the problem) for another model, another kind, or a truncated or altered file."""
-        return _state_file.load(cls, path, model)
 
     def __repr__(self):
         return f"SambaState(batch_size={self.batch_size}, max_tokens={self.max_tokens}, layers={len(self.layers)})"

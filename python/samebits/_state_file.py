@@ -81,3 +81,19 @@ def load(cls, path, model):
     if name == "CausalLMState":
         return cls(engine_state, model)
     return cls._adopt(engine_state)
+
+
+class SavedState:
+    """What every decode-state class inherits: `save` and `load` in the saved-state format."""
+
+    __slots__ = ()
+
+    def save(self, path, model):
+        """Writes this state to `path`, bound to `model` by its fingerprint (docs/formats.md §9)."""
+        save(self, path, model)
+
+    @classmethod
+    def load(cls, path, model):
+        """A new state read from a file `save` wrote for `model`: refused (ValueError naming the file, the
+        field and the problem) for another model, another kind, or a truncated or altered file."""
+        return load(cls, path, model)

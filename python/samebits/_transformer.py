@@ -171,7 +171,7 @@ def _state_buffer(value, what, name, shape):
     return np.asarray(value)
 
 
-class TransformerState:
+class TransformerState(_state_file.SavedState):
     """The block's decode state, the KV cache (docs/blocks.md §4.2), updated in place by forward and step.
 
     With B = batch_size, KV = n_kv_heads, HD = head_dim and capacity = window if window > 0 else
@@ -300,16 +300,6 @@ class TransformerState:
     def values(self):
         """The cached values, shaped like keys()."""
         return self._used("values")
-
-    def save(self, path, model):
-        """Writes this state to `path`, bound to `model` by its fingerprint (docs/formats.md §9)."""
-        _state_file.save(self, path, model)
-
-    @classmethod
-    def load(cls, path, model):
-        """A new state read from a file `save` wrote for `model`: refused (ValueError naming the file, the
-        field and the problem) for another model, another kind, or a truncated or altered file."""
-        return _state_file.load(cls, path, model)
 
     def __repr__(self):
         return (

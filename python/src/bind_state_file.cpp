@@ -12,22 +12,24 @@
 #include <samebits/state_file.hpp>
 #include <samebits/transformer.hpp>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "bindings.hpp"
+#include "samba_convert.hpp"
 
 namespace nb = nanobind;
 
 namespace samebits::python {
 namespace {
 
-// A block model and its state kind: fingerprint, save, load.
-template <typename Model, typename State>
-void bind_block(nb::module_& m) {
+// A model and its state kind: fingerprint, save, load.
+template <typename Model>
+void bind_model(nb::module_& m) {
   m.def("model_fingerprint", [](const Model& model) { return model_fingerprint(model); });
   m.def(
       "save_state",
-      [](const std::string& path, const Model& model, const State& state) {
+      [](const std::string& path, const Model& model, const SavedStateOf<Model>& state) {
         nb::gil_scoped_release release;
         save_state(path, model, state);
       },
@@ -41,8 +43,13 @@ void bind_block(nb::module_& m) {
       nb::arg("path"), nb::arg("model"));
 }
 
-// A Samba stack's state travels as Python's per-layer list (a Mamba3StateEngine or TransformerStateEngine
-// per layer, what SambaInference.allocate_layers gives): saved from copies of them, loaded into new ones.
+template <typename... Models>
+void bind_models(nb::module_& m, std::tuple<Models...>*) {
+  (bind_model<Models>(m), ...);
+}
+
+// A Samba stack's state travels as Python's per-layer list (what SambaInference.allocate_layers gives): saved
+// from copies of the layers, loaded into new ones.
 void save_samba(const std::string& path, const SambaInference& model, std::int64_t batch_size,
                 std::int64_t max_tokens, const nb::list& layers) {
   SambaState state(batch_size, max_tokens);
@@ -64,22 +71,14 @@ nb::tuple load_samba(const std::string& path, const SambaInference& model) {
     nb::gil_scoped_release release;
     return load_state(path, model);
   }();
-  nb::list layers;
-  for (std::int64_t i = 0; i < state.layer_count(); ++i) {
-    if (Mamba3State* mamba3 = state.mamba3(i))
-      layers.append(nb::cast(std::move(*mamba3), nb::rv_policy::move));
-    else
-      layers.append(nb::cast(std::move(*state.attention(i)), nb::rv_policy::move));
-  }
-  return nb::make_tuple(state.batch_size(), state.max_tokens(), layers);
+  const std::int64_t batch_size = state.batch_size(), max_tokens = state.max_tokens();
+  return nb::make_tuple(batch_size, max_tokens, layer_list(state));
 }
 
 void bind_state_file(nb::module_& m) {
-  bind_block<TransformerBlockInference, TransformerState>(m);
-  bind_block<Mamba1BlockInference, Mamba1State>(m);
-  bind_block<Mamba2BlockInference, Mamba2State>(m);
-  bind_block<Mamba3BlockInference, Mamba3State>(m);
-  bind_block<CausalLM, CausalLMState>(m);
+  // Every model but the Samba stack, whose Python state is a list of layers (below).
+  bind_models(m, static_cast<std::tuple<TransformerBlockInference, Mamba1BlockInference, Mamba2BlockInference,
+                                        Mamba3BlockInference, CausalLM>*>(nullptr));
   m.def("model_fingerprint", [](const SambaInference& model) { return model_fingerprint(model); });
   m.def("save_samba_state", &save_samba, nb::arg("path"), nb::arg("model"), nb::arg("batch_size"),
         nb::arg("max_tokens"), nb::arg("layers"));

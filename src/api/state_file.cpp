@@ -6,6 +6,7 @@
 #include <samebits/errors.hpp>
 #include <samebits/state_file.hpp>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -17,7 +18,6 @@ namespace samebits {
 
 namespace {
 
-using state_file::Kind;
 using state_file::Reader;
 using state_file::Writer;
 
@@ -136,8 +136,8 @@ std::vector<std::string> expect_rows(const Reader& r, const std::string& p, cons
   return names;
 }
 
-void fill(const Reader& r, const std::string& p, const std::vector<std::string>& order,
-          std::vector<BufferPin> list) {
+void copy_pieces(const Reader& r, const std::string& p, const std::vector<std::string>& order,
+                 std::vector<BufferPin> list) {
   for (std::size_t i = 0; i < list.size(); ++i) r.copy_into(p + order[i], list[i]);
 }
 
@@ -175,38 +175,38 @@ std::vector<std::string> expect_kv(const Reader& r, const std::string& p, std::i
 }
 
 void fill_kv(const Reader& r, const std::string& p, TransformerState& s) {
-  fill(r, p, transformer_names(), pins(s));
+  copy_pieces(r, p, transformer_names(), pins(s));
   s.set_cached_tokens(r.counter(p + "cached_tokens", 0, kMaxCount));
 }
 
-std::vector<std::string> expect_mamba1(const Reader& r, const std::string& p, const Mamba1State& one_row,
-                                       std::int64_t batch) {
+std::vector<std::string> expect(const Reader& r, const std::string& p, const Mamba1State& one_row,
+                                std::int64_t batch) {
   r.counter(p + "batch", batch, batch);
   return expect_rows(r, p, one_row, batch, {p + "batch"});
 }
-std::vector<std::string> expect_mamba2(const Reader& r, const std::string& p, const Mamba2State& one_row,
-                                       std::int64_t batch) {
+std::vector<std::string> expect(const Reader& r, const std::string& p, const Mamba2State& one_row,
+                                std::int64_t batch) {
   r.counter(p + "batch", batch, batch);
   r.counter(p + "buffered_tokens", 0, 255);
   return expect_rows(r, p, one_row, batch, {p + "batch", p + "buffered_tokens"});
 }
-std::vector<std::string> expect_mamba3(const Reader& r, const std::string& p, const Mamba3State& one_row,
-                                       std::int64_t batch) {
+std::vector<std::string> expect(const Reader& r, const std::string& p, const Mamba3State& one_row,
+                                std::int64_t batch) {
   r.counter(p + "batch", batch, batch);
   r.counter(p + "buffered_tokens", 0, 64);
   r.counter(p + "pending", 0, 1);
   return expect_rows(r, p, one_row, batch, {p + "batch", p + "buffered_tokens", p + "pending"});
 }
 
-void fill_mamba1(const Reader& r, const std::string& p, Mamba1State& s) {
-  fill(r, p, piece_names(pieces(s)), pins(s));
+void fill(const Reader& r, const std::string& p, Mamba1State& s) {
+  copy_pieces(r, p, piece_names(pieces(s)), pins(s));
 }
-void fill_mamba2(const Reader& r, const std::string& p, Mamba2State& s) {
-  fill(r, p, piece_names(pieces(s)), pins(s));
+void fill(const Reader& r, const std::string& p, Mamba2State& s) {
+  copy_pieces(r, p, piece_names(pieces(s)), pins(s));
   s.set_buffered_tokens(r.counter(p + "buffered_tokens", 0, 255));
 }
-void fill_mamba3(const Reader& r, const std::string& p, Mamba3State& s) {
-  fill(r, p, piece_names(pieces(s)), pins(s));
+void fill(const Reader& r, const std::string& p, Mamba3State& s) {
+  copy_pieces(r, p, piece_names(pieces(s)), pins(s));
   s.set_buffered_tokens(r.counter(p + "buffered_tokens", 0, 64));
   s.set_pending(r.counter(p + "pending", 0, 1) != 0);
 }
@@ -236,42 +236,18 @@ void write_file(const std::string& path, const std::vector<std::uint8_t>& bytes)
   }
 }
 
-Reader open(const std::vector<std::uint8_t>& bytes, const std::string& source, Kind kind,
-            const std::string& fingerprint) {
-  return Reader(bytes.data(), bytes.size(), source, kind, fingerprint);
-}
-
 std::int64_t rows(const Reader& r) { return r.counter("batch", 1, kMaxRows); }
 
-}  // namespace
+// ---------------------------------------------------------------- each kind: write its entries, read a new
+// state
 
-// ---------------------------------------------------------------- single blocks
-
-std::vector<std::uint8_t> state_bytes(const TransformerBlockInference& model, const TransformerState& state) {
-  Writer w;
+// A single block: its state's counters and pieces at the top level.
+template <typename Model, typename State>
+void write(Writer& w, const Model&, const State& state) {
   put(w, "", state);
-  return w.finish(Kind::kTransformer, model_fingerprint(model));
-}
-std::vector<std::uint8_t> state_bytes(const Mamba1BlockInference& model, const Mamba1State& state) {
-  Writer w;
-  put(w, "", state);
-  return w.finish(Kind::kMamba1, model_fingerprint(model));
-}
-std::vector<std::uint8_t> state_bytes(const Mamba2BlockInference& model, const Mamba2State& state) {
-  Writer w;
-  put(w, "", state);
-  return w.finish(Kind::kMamba2, model_fingerprint(model));
-}
-std::vector<std::uint8_t> state_bytes(const Mamba3BlockInference& model, const Mamba3State& state) {
-  Writer w;
-  put(w, "", state);
-  return w.finish(Kind::kMamba3, model_fingerprint(model));
 }
 
-TransformerState transformer_state_from_bytes(const std::vector<std::uint8_t>& bytes,
-                                              const TransformerBlockInference& model,
-                                              const std::string& source) {
-  const Reader r = open(bytes, source, Kind::kTransformer, model_fingerprint(model));
+TransformerState read(const Reader& r, const TransformerBlockInference& model) {
   const std::int64_t batch = rows(r);
   const std::int64_t ceiling = ApiAccess::block(model)->options().max_positions;
   const std::int64_t max_tokens = r.counter("max_tokens", 1, ceiling);
@@ -280,174 +256,155 @@ TransformerState transformer_state_from_bytes(const std::vector<std::uint8_t>& b
   fill_kv(r, "", state);
   return state;
 }
-Mamba1State mamba1_state_from_bytes(const std::vector<std::uint8_t>& bytes, const Mamba1BlockInference& model,
-                                    const std::string& source) {
-  const Reader r = open(bytes, source, Kind::kMamba1, model_fingerprint(model));
+
+// A Mamba block: shapes from a one-row state of the model's own.
+template <typename Model>
+auto read(const Reader& r, const Model& model) -> decltype(model.allocate_state(1)) {
   const std::int64_t batch = rows(r);
-  r.expect_only(expect_mamba1(r, "", model.allocate_state(1), batch));
-  Mamba1State state = model.allocate_state(batch);
-  fill_mamba1(r, "", state);
-  return state;
-}
-Mamba2State mamba2_state_from_bytes(const std::vector<std::uint8_t>& bytes, const Mamba2BlockInference& model,
-                                    const std::string& source) {
-  const Reader r = open(bytes, source, Kind::kMamba2, model_fingerprint(model));
-  const std::int64_t batch = rows(r);
-  r.expect_only(expect_mamba2(r, "", model.allocate_state(1), batch));
-  Mamba2State state = model.allocate_state(batch);
-  fill_mamba2(r, "", state);
-  return state;
-}
-Mamba3State mamba3_state_from_bytes(const std::vector<std::uint8_t>& bytes, const Mamba3BlockInference& model,
-                                    const std::string& source) {
-  const Reader r = open(bytes, source, Kind::kMamba3, model_fingerprint(model));
-  const std::int64_t batch = rows(r);
-  r.expect_only(expect_mamba3(r, "", model.allocate_state(1), batch));
-  Mamba3State state = model.allocate_state(batch);
-  fill_mamba3(r, "", state);
+  r.expect_only(expect(r, "", model.allocate_state(1), batch));
+  auto state = model.allocate_state(batch);
+  fill(r, "", state);
   return state;
 }
 
-// ---------------------------------------------------------------- stacks
+// The stacks: f(layer i's state), whichever kind it is (const or not, as the stack is).
+template <typename Stack, typename F>
+requires std::is_same_v<std::remove_const_t<Stack>, SambaState>
+void with_layer(Stack& stack, std::int64_t i, F&& f) {
+  if (auto* m3 = stack.mamba3(i))
+    f(*m3);
+  else
+    f(*stack.attention(i));
+}
+template <typename Stack, typename F>
+requires std::is_same_v<std::remove_const_t<Stack>, CausalLMState>
+void with_layer(Stack& stack, std::int64_t i, F&& f) {
+  if (auto* kv = stack.transformer(i))
+    f(*kv);
+  else if (auto* m1 = stack.mamba1(i))
+    f(*m1);
+  else
+    f(*stack.mamba2(i));
+}
+std::int64_t layer_count(const SambaState& stack) { return stack.layer_count(); }
+std::int64_t layer_count(const CausalLMState& stack) { return stack.layers(); }
 
-std::vector<std::uint8_t> state_bytes(const SambaInference& model, const SambaState& state) {
-  Writer w;
-  w.counter("batch", state.batch_size());
-  w.counter("max_tokens", state.max_tokens());
-  w.counter("layers", state.layer_count());
-  for (std::int64_t i = 0; i < state.layer_count(); ++i) {
-    if (const Mamba3State* m3 = state.mamba3(i))
-      put(w, layer_prefix(i), *m3);
-    else
-      put(w, layer_prefix(i), *state.attention(i));
-  }
-  return w.finish(Kind::kSamba, model_fingerprint(model));
+std::vector<std::string> expect_layer(const Reader& r, const std::string& p, const TransformerState& one_row,
+                                      std::int64_t batch, std::int64_t max_tokens) {
+  return expect_kv(r, p, batch, one_row.n_kv_heads(), one_row.head_dim(), one_row.window(), max_tokens);
+}
+template <typename Mamba>
+std::vector<std::string> expect_layer(const Reader& r, const std::string& p, const Mamba& one_row,
+                                      std::int64_t batch, std::int64_t) {
+  return expect(r, p, one_row, batch);
+}
+void fill_layer(const Reader& r, const std::string& p, TransformerState& s) { fill_kv(r, p, s); }
+template <typename Mamba>
+void fill_layer(const Reader& r, const std::string& p, Mamba& s) {
+  fill(r, p, s);
 }
 
-SambaState samba_state_from_bytes(const std::vector<std::uint8_t>& bytes, const SambaInference& model,
-                                  const std::string& source) {
-  const Reader r = open(bytes, source, Kind::kSamba, model_fingerprint(model));
-  const std::int64_t batch = rows(r);
-  const std::int64_t max_tokens = r.counter("max_tokens", 1, kMaxCount);
-  const SambaState one_row = model.allocate_state(1, 1);
-  r.counter("layers", one_row.layer_count(), one_row.layer_count());
-  std::vector<std::string> known{"batch", "max_tokens", "layers"};
-  for (std::int64_t i = 0; i < one_row.layer_count(); ++i) {
-    const std::string p = layer_prefix(i);
-    std::vector<std::string> names;
-    if (const Mamba3State* m3 = one_row.mamba3(i)) {
-      names = expect_mamba3(r, p, *m3, batch);
-    } else {
-      const TransformerState& kv = *one_row.attention(i);
-      names = expect_kv(r, p, batch, kv.n_kv_heads(), kv.head_dim(), kv.window(), max_tokens);
-    }
-    known.insert(known.end(), names.begin(), names.end());
+void write_layers(Writer& w, const auto& stack) {
+  w.counter("batch", stack.batch_size());
+  w.counter("max_tokens", stack.max_tokens());
+  w.counter("layers", layer_count(stack));
+  for (std::int64_t i = 0; i < layer_count(stack); ++i)
+    with_layer(stack, i, [&](const auto& layer) { put(w, layer_prefix(i), layer); });
+}
+
+// Every layer's fields against a one-row stack of the model's own, then the new stack from `allocate`,
+// filled.
+template <typename Stack, typename Allocate>
+Stack read_layers(const Reader& r, const Stack& one_row, std::int64_t batch, std::int64_t max_tokens,
+                  std::vector<std::string> known, Allocate allocate) {
+  r.counter("layers", layer_count(one_row), layer_count(one_row));
+  for (std::int64_t i = 0; i < layer_count(one_row); ++i) {
+    with_layer(one_row, i, [&](const auto& layer) {
+      const std::vector<std::string> names = expect_layer(r, layer_prefix(i), layer, batch, max_tokens);
+      known.insert(known.end(), names.begin(), names.end());
+    });
   }
   r.expect_only(known);
-  SambaState state = model.allocate_state(batch, max_tokens);
-  for (std::int64_t i = 0; i < state.layer_count(); ++i) {
-    if (Mamba3State* m3 = state.mamba3(i))
-      fill_mamba3(r, layer_prefix(i), *m3);
-    else
-      fill_kv(r, layer_prefix(i), *state.attention(i));
-  }
+  Stack state = allocate();
+  for (std::int64_t i = 0; i < layer_count(state); ++i)
+    with_layer(state, i, [&](auto& layer) { fill_layer(r, layer_prefix(i), layer); });
   return state;
 }
 
-std::vector<std::uint8_t> state_bytes(const CausalLM& model, const CausalLMState& state) {
-  if (!state.belongs_to(model))
-    throw_value_error("samebits saved state: the CausalLMState was allocated by another model");
-  Writer w;
-  w.counter("batch", state.batch_size());
-  w.counter("max_tokens", state.max_tokens());
-  w.counter("positions", state.positions());
-  w.counter("layers", state.layers());
-  for (std::int64_t i = 0; i < state.layers(); ++i) {
-    if (const TransformerState* kv = state.transformer(i))
-      put(w, layer_prefix(i), *kv);
-    else if (const Mamba1State* m1 = state.mamba1(i))
-      put(w, layer_prefix(i), *m1);
-    else
-      put(w, layer_prefix(i), *state.mamba2(i));
-  }
-  return w.finish(Kind::kCausalLM, model_fingerprint(model));
+void write(Writer& w, const SambaInference&, const SambaState& state) { write_layers(w, state); }
+
+SambaState read(const Reader& r, const SambaInference& model) {
+  const std::int64_t batch = rows(r);
+  const std::int64_t max_tokens = r.counter("max_tokens", 1, kMaxCount);
+  return read_layers(r, model.allocate_state(1, 1), batch, max_tokens, {"batch", "max_tokens", "layers"},
+                     [&] { return model.allocate_state(batch, max_tokens); });
 }
 
-CausalLMState causal_lm_state_from_bytes(const std::vector<std::uint8_t>& bytes, const CausalLM& model,
-                                         const std::string& source) {
-  const Reader r = open(bytes, source, Kind::kCausalLM, model_fingerprint(model));
+void write(Writer& w, const CausalLM& model, const CausalLMState& state) {
+  if (!state.belongs_to(model))
+    throw_value_error("samebits saved state: the CausalLMState was allocated by another model");
+  w.counter("positions", state.positions());
+  write_layers(w, state);
+}
+
+CausalLMState read(const Reader& r, const CausalLM& model) {
   const std::int64_t batch = rows(r);
   const std::int64_t max_tokens = r.counter("max_tokens", 1, model.max_positions().value_or(kMaxCount));
   const std::int64_t positions = r.counter("positions", 0, max_tokens);
   const CausalLMState one_row = model.allocate_state(1, 1);
-  r.counter("layers", one_row.layers(), one_row.layers());
-  std::vector<std::string> known{"batch", "max_tokens", "positions", "layers"};
-  for (std::int64_t i = 0; i < one_row.layers(); ++i) {
-    const std::string p = layer_prefix(i);
-    std::vector<std::string> names;
-    if (const TransformerState* kv = one_row.transformer(i)) {
-      names = expect_kv(r, p, batch, kv->n_kv_heads(), kv->head_dim(), kv->window(), max_tokens);
-      r.counter(p + "cached_tokens", positions, positions);  // a layer's cache holds the stack's positions
-    } else if (const Mamba1State* m1 = one_row.mamba1(i)) {
-      names = expect_mamba1(r, p, *m1, batch);
-    } else {
-      names = expect_mamba2(r, p, *one_row.mamba2(i), batch);
-    }
-    known.insert(known.end(), names.begin(), names.end());
-  }
-  r.expect_only(known);
-  CausalLMState state = model.allocate_state(batch, max_tokens);
-  for (std::int64_t i = 0; i < state.layers(); ++i) {
-    if (TransformerState* kv = state.transformer(i))
-      fill_kv(r, layer_prefix(i), *kv);
-    else if (Mamba1State* m1 = state.mamba1(i))
-      fill_mamba1(r, layer_prefix(i), *m1);
-    else
-      fill_mamba2(r, layer_prefix(i), *state.mamba2(i));
-  }
+  for (std::int64_t i = 0; i < one_row.layers(); ++i)  // a layer's cache holds the stack's positions
+    if (one_row.transformer(i) != nullptr) r.counter(layer_prefix(i) + "cached_tokens", positions, positions);
+  CausalLMState state =
+      read_layers(r, one_row, batch, max_tokens, {"batch", "max_tokens", "positions", "layers"},
+                  [&] { return model.allocate_state(batch, max_tokens); });
   state.set_positions(positions);
   return state;
 }
 
-// ---------------------------------------------------------------- files
+static_assert(std::tuple_size_v<SavedStateModels> == 6,
+              "SAMEBITS_FOR_EACH_SAVED_STATE_MODEL lists every model");
 
-void save_state(const std::string& path, const TransformerBlockInference& model,
-                const TransformerState& state) {
-  write_file(path, state_bytes(model, state));
-}
-void save_state(const std::string& path, const Mamba1BlockInference& model, const Mamba1State& state) {
-  write_file(path, state_bytes(model, state));
-}
-void save_state(const std::string& path, const Mamba2BlockInference& model, const Mamba2State& state) {
-  write_file(path, state_bytes(model, state));
-}
-void save_state(const std::string& path, const Mamba3BlockInference& model, const Mamba3State& state) {
-  write_file(path, state_bytes(model, state));
-}
-void save_state(const std::string& path, const SambaInference& model, const SambaState& state) {
-  write_file(path, state_bytes(model, state));
-}
-void save_state(const std::string& path, const CausalLM& model, const CausalLMState& state) {
-  write_file(path, state_bytes(model, state));
+template <typename Model>
+constexpr state_file::Kind kind_of() {
+  return static_cast<state_file::Kind>(state_file_detail::IndexIn<Model, SavedStateModels>::value + 1);
 }
 
-TransformerState load_state(const std::string& path, const TransformerBlockInference& model) {
-  return transformer_state_from_bytes(read_file(path), model, path);
+}  // namespace
+
+// ---------------------------------------------------------------- the public templates, one per operation
+
+template <typename Model>
+std::vector<std::uint8_t> state_bytes(const Model& model, const SavedStateOf<Model>& state) {
+  Writer w;
+  write(w, model, state);
+  return w.finish(kind_of<Model>(), model_fingerprint(model));
 }
-Mamba1State load_state(const std::string& path, const Mamba1BlockInference& model) {
-  return mamba1_state_from_bytes(read_file(path), model, path);
+
+template <typename Model>
+SavedStateOf<Model> state_from_bytes(const std::vector<std::uint8_t>& bytes, const Model& model,
+                                     const std::string& source) {
+  const Reader r(bytes.data(), bytes.size(), source, kind_of<Model>(), model_fingerprint(model));
+  return read(r, model);
 }
-Mamba2State load_state(const std::string& path, const Mamba2BlockInference& model) {
-  return mamba2_state_from_bytes(read_file(path), model, path);
+
+template <typename Model>
+void save_state(const std::string& path, const Model& model, const SavedStateOf<Model>& state) {
+  write_file(path, state_bytes(model, state));
 }
-Mamba3State load_state(const std::string& path, const Mamba3BlockInference& model) {
-  return mamba3_state_from_bytes(read_file(path), model, path);
+
+template <typename Model>
+SavedStateOf<Model> load_state(const std::string& path, const Model& model) {
+  return state_from_bytes(read_file(path), model, path);
 }
-SambaState load_state(const std::string& path, const SambaInference& model) {
-  return samba_state_from_bytes(read_file(path), model, path);
-}
-CausalLMState load_state(const std::string& path, const CausalLM& model) {
-  return causal_lm_state_from_bytes(read_file(path), model, path);
-}
+
+// Every operation for every model of SavedStateModels.
+#define SAMEBITS_SAVED_STATE_OPERATIONS(Model)                                                         \
+  template std::vector<std::uint8_t> state_bytes<Model>(const Model&, const SavedStateOf<Model>&);     \
+  template SavedStateOf<Model> state_from_bytes<Model>(const std::vector<std::uint8_t>&, const Model&, \
+                                                       const std::string&);                            \
+  template void save_state<Model>(const std::string&, const Model&, const SavedStateOf<Model>&);       \
+  template SavedStateOf<Model> load_state<Model>(const std::string&, const Model&);
+SAMEBITS_FOR_EACH_SAVED_STATE_MODEL(SAMEBITS_SAVED_STATE_OPERATIONS)
+#undef SAMEBITS_SAVED_STATE_OPERATIONS
 
 }  // namespace samebits

@@ -6,10 +6,12 @@
 #include <mutex>
 #include <samebits/state_file.hpp>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "api/api_access.hpp"
+#include "api/state_file_format.hpp"
 #include "io/sha256.hpp"
 
 namespace samebits {
@@ -85,84 +87,70 @@ void transformer_options(Digest& d, const TransformerBlockInference& model) {
   d.real(o.attn_softcap);
 }
 
+// A block: its widths, its options, its weights.
+template <typename Block>
+void describe(Digest& d, const Block& model) {
+  d.integer(model.d_model());
+  if constexpr (std::is_same_v<Block, TransformerBlockInference>) transformer_options(d, model);
+  if constexpr (std::is_same_v<Block, Mamba1BlockInference>) d.integer(model.d_inner());
+  if constexpr (std::is_same_v<Block, Mamba2BlockInference>) d.real(model.dt_limit().first);
+  if constexpr (std::is_same_v<Block, Mamba2BlockInference>) d.real(model.dt_limit().second);
+  d.weights(model);
+}
+
+void describe(Digest& d, const SambaInference& model) {
+  const SambaConfig& c = model.config();
+  d.integer(c.vocab());
+  d.integer(c.d_model());
+  for (const std::string& layer : c.layers()) d.text(layer);
+  for (const std::optional<std::int64_t>& v : {c.n_heads(), c.n_kv_heads(), c.head_dim(), c.intermediate()})
+    d.integer(v.value_or(-1));
+  d.integer(c.tie_embeddings() ? 1 : 0);
+  d.real(c.norm_eps());
+  for (const SambaTensorEntry& entry : c.registry()) {
+    d.text(entry.name);
+    d.shape(entry.shape);
+    d.floats(model.parameter(entry.name));
+  }
+}
+
+void describe(Digest& d, const CausalLM& model) {
+  for (const std::string* s : {&model.model_type(), &model.kind(), &model.loader()}) d.text(*s);
+  for (std::int64_t v : {model.d_model(), model.vocab_size(), model.n_layers(),
+                         std::int64_t{model.tie_embeddings()}, model.max_positions().value_or(-1)})
+    d.integer(v);
+  d.real(model.norm_eps());
+  for (std::int64_t i = 0; i < model.n_layers(); ++i)
+    if (const TransformerBlockInference* block = model.transformer_block(i)) transformer_options(d, *block);
+  for (const NamedTensorCopy& tensor : model.parameters()) {
+    d.text(tensor.name);
+    d.shape(tensor.shape);
+    d.floats(tensor.values);
+  }
+}
+
+// The engine object a model shares with its copies (its identity in the cache).
+template <typename Model>
+std::shared_ptr<const void> identity(const Model& model) {
+  if constexpr (requires { ApiAccess::block(model); })
+    return ApiAccess::block(model);
+  else
+    return ApiAccess::shared_model(model);
+}
+
 }  // namespace
 
-std::string model_fingerprint(const TransformerBlockInference& model) {
-  return cached(ApiAccess::block(model), [&](Digest& d) {
-    d.text("samebits.TransformerBlockInference");
+template <typename Model>
+std::string model_fingerprint(const Model& model) {
+  return cached(identity(model), [&](Digest& d) {
+    d.integer(static_cast<std::int64_t>(state_file_detail::IndexIn<Model, SavedStateModels>::value));
     d.text(model.weight_format());
-    transformer_options(d, model);
-    d.weights(model);
+    describe(d, model);
   });
 }
 
-std::string model_fingerprint(const Mamba1BlockInference& model) {
-  return cached(ApiAccess::block(model), [&](Digest& d) {
-    d.text("samebits.Mamba1BlockInference");
-    d.text(model.weight_format());
-    d.integer(model.d_model());
-    d.integer(model.d_inner());
-    d.weights(model);
-  });
-}
-
-std::string model_fingerprint(const Mamba2BlockInference& model) {
-  return cached(ApiAccess::block(model), [&](Digest& d) {
-    d.text("samebits.Mamba2BlockInference");
-    d.text(model.weight_format());
-    d.integer(model.d_model());
-    d.real(model.dt_limit().first);
-    d.real(model.dt_limit().second);
-    d.weights(model);
-  });
-}
-
-std::string model_fingerprint(const Mamba3BlockInference& model) {
-  return cached(ApiAccess::block(model), [&](Digest& d) {
-    d.text("samebits.Mamba3BlockInference");
-    d.text(model.weight_format());
-    d.integer(model.d_model());
-    d.weights(model);
-  });
-}
-
-std::string model_fingerprint(const SambaInference& model) {
-  return cached(ApiAccess::shared_model(model), [&](Digest& d) {
-    const SambaConfig& c = model.config();
-    d.text("samebits.SambaInference");
-    d.text(model.weight_format());
-    d.integer(c.vocab());
-    d.integer(c.d_model());
-    for (const std::string& layer : c.layers()) d.text(layer);
-    for (const std::optional<std::int64_t>& v : {c.n_heads(), c.n_kv_heads(), c.head_dim(), c.intermediate()})
-      d.integer(v.value_or(-1));
-    d.integer(c.tie_embeddings() ? 1 : 0);
-    d.real(c.norm_eps());
-    for (const SambaTensorEntry& entry : c.registry()) {
-      d.text(entry.name);
-      d.shape(entry.shape);
-      d.floats(model.parameter(entry.name));
-    }
-  });
-}
-
-std::string model_fingerprint(const CausalLM& model) {
-  return cached(ApiAccess::shared_model(model), [&](Digest& d) {
-    d.text("samebits.CausalLM");
-    for (const std::string* s : {&model.model_type(), &model.kind(), &model.weight_format(), &model.loader()})
-      d.text(*s);
-    for (std::int64_t v : {model.d_model(), model.vocab_size(), model.n_layers(),
-                           std::int64_t{model.tie_embeddings()}, model.max_positions().value_or(-1)})
-      d.integer(v);
-    d.real(model.norm_eps());
-    for (std::int64_t i = 0; i < model.n_layers(); ++i)
-      if (const TransformerBlockInference* block = model.transformer_block(i)) transformer_options(d, *block);
-    for (const NamedTensorCopy& tensor : model.parameters()) {
-      d.text(tensor.name);
-      d.shape(tensor.shape);
-      d.floats(tensor.values);
-    }
-  });
-}
+#define SAMEBITS_MODEL_FINGERPRINT(Model) template std::string model_fingerprint<Model>(const Model&);
+SAMEBITS_FOR_EACH_SAVED_STATE_MODEL(SAMEBITS_MODEL_FINGERPRINT)
+#undef SAMEBITS_MODEL_FINGERPRINT
 
 }  // namespace samebits

@@ -3,6 +3,7 @@
 
 #include <bit>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <samebits/errors.hpp>
 #include <string_view>
@@ -74,23 +75,12 @@ class Cursor {
 
 }  // namespace
 
-std::string kind_name(std::uint32_t kind) {
-  switch (kind) {
-    case 1:
-      return "TransformerState";
-    case 2:
-      return "Mamba1State";
-    case 3:
-      return "Mamba2State";
-    case 4:
-      return "Mamba3State";
-    case 5:
-      return "SambaState";
-    case 6:
-      return "CausalLMState";
-    default:
-      return "unknown kind " + std::to_string(kind);
-  }
+std::string kind_name(Kind kind) {
+  // In the order of SavedStates (samebits/state_file.hpp).
+  static const char* const names[] = {"TransformerState", "Mamba1State", "Mamba2State",
+                                      "Mamba3State",      "SambaState",  "CausalLMState"};
+  if (kind >= 1 && kind <= std::size(names)) return names[kind - 1];
+  return "unknown kind " + std::to_string(kind);
 }
 
 void Writer::counter(const std::string& name, std::int64_t value) {
@@ -118,7 +108,7 @@ void Writer::array(const std::string& name, const std::vector<std::int64_t>& sha
 std::vector<std::uint8_t> Writer::finish(Kind kind, const std::string& fingerprint) const {
   std::string out(kMagic, sizeof kMagic);
   put<std::uint32_t>(out, kVersion);
-  put<std::uint32_t>(out, static_cast<std::uint32_t>(kind));
+  put<std::uint32_t>(out, kind);
   out += fingerprint;
   put<std::uint64_t>(out, 4 + body_.size());
   put<std::uint32_t>(out, entries_);
@@ -154,9 +144,7 @@ Reader::Reader(const unsigned char* data, std::uint64_t size, std::string source
   const io::Sha256Digest digest = io::sha256(data, static_cast<std::size_t>(size - kChecksumBytes));
   if (std::memcmp(digest.data(), data + size - kChecksumBytes, kChecksumBytes) != 0)
     refuse("checksum", "SHA-256 mismatch: the file was altered or damaged");
-  if (stored_kind != static_cast<std::uint32_t>(kind))
-    refuse("kind",
-           "holds a " + kind_name(stored_kind) + ", not a " + kind_name(static_cast<std::uint32_t>(kind)));
+  if (stored_kind != kind) refuse("kind", "holds a " + kind_name(stored_kind) + ", not a " + kind_name(kind));
   const std::string stored(reinterpret_cast<const char*>(data + 16), kFingerprintBytes);
   if (stored != fingerprint)
     refuse("fingerprint", "saved from another model (" + stored.substr(0, 16) + "..., this model is " +

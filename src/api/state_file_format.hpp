@@ -12,16 +12,16 @@
 
 namespace samebits::state_file {
 
-enum class Kind : std::uint32_t {
-  kTransformer = 1,
-  kMamba1 = 2,
-  kMamba2 = 3,
-  kMamba3 = 4,
-  kSamba = 5,
-  kCausalLM = 6,
-};
+// A file's kind: the position of its state in SavedStates (samebits/state_file.hpp) plus one.
+using Kind = std::uint32_t;
 // "TransformerState", ..., or "unknown kind N".
-std::string kind_name(std::uint32_t kind);
+std::string kind_name(Kind kind);
+
+// Applies X to every model of SavedStateModels (samebits/state_file.hpp), where the api layer instantiates
+// the saved-state templates.
+#define SAMEBITS_FOR_EACH_SAVED_STATE_MODEL(X) \
+  X(TransformerBlockInference)                 \
+  X(Mamba1BlockInference) X(Mamba2BlockInference) X(Mamba3BlockInference) X(SambaInference) X(CausalLM)
 
 inline constexpr std::uint32_t kVersion = 1;
 inline constexpr std::size_t kMaxNameBytes = 64;

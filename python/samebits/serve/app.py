@@ -38,6 +38,12 @@ def _refuse(message, param=None, status=400):
     raise ServeError(status, message, param=param)
 
 
+def _only(body, fields):
+    unknown = sorted(set(body) - fields)
+    if unknown:
+        _refuse(f"unknown field {unknown[0]!r}", unknown[0])
+
+
 def _reject_constant(name):
     raise ValueError(f"{name} is not JSON")
 
@@ -235,10 +241,7 @@ class Server:
 
     def job(self, body, chat, emit):
         """A validated job (not yet queued) and the seeds of its choices."""
-        fields = CHAT_FIELDS if chat else COMPLETION_FIELDS
-        unknown = sorted(set(body) - fields)
-        if unknown:
-            _refuse(f"unknown field {unknown[0]!r}", unknown[0])
+        _only(body, CHAT_FIELDS if chat else COMPLETION_FIELDS)
         params = self.sampling(body, chat)
         ids = self.prompt_ids(body, chat)
         session_name = body.get("session_id")
@@ -335,21 +338,22 @@ def create_app(server):
                                             "owned_by": "samebits", "max_model_len": backend.context,
                                             "fingerprint": backend.fingerprint}]}
 
-    @app.post("/tokenize")
-    async def tokenize(request: Request):
+    async def small_request(request, fields):
+        """The backend and the JSON body of a request that may hold only `fields`."""
         backend = server.require_ready()
         body = await read_json(request, server.max_body)
-        if set(body) - {"prompt", "model"}:
-            _refuse(f"unknown field {sorted(set(body) - {'prompt', 'model'})[0]!r}")
+        _only(body, fields)
+        return backend, body
+
+    @app.post("/tokenize")
+    async def tokenize(request: Request):
+        backend, body = await small_request(request, {"prompt", "model"})
         ids = backend.encode(_text(body.get("prompt"), "prompt"))
         return {"tokens": ids, "count": len(ids), "max_model_len": backend.context}
 
     @app.post("/detokenize")
     async def detokenize(request: Request):
-        backend = server.require_ready()
-        body = await read_json(request, server.max_body)
-        if set(body) - {"tokens", "model"}:
-            _refuse(f"unknown field {sorted(set(body) - {'tokens', 'model'})[0]!r}")
+        backend, body = await small_request(request, {"tokens", "model"})
         ids = body.get("tokens")
         if not isinstance(ids, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in ids):
             _refuse("tokens must be a list of integers", "tokens")

@@ -2,26 +2,28 @@
 
 import threading
 
-_HELP = {
-    "samebits_requests_total": ("counter", "HTTP requests answered, by route and status code"),
-    "samebits_rejected_total": ("counter", "requests refused because the queue was full (503)"),
-    "samebits_prompt_tokens_total": ("counter", "prompt tokens received"),
-    "samebits_prefill_tokens_total": ("counter", "prompt tokens actually computed (cache hits excluded)"),
-    "samebits_completion_tokens_total": ("counter", "tokens generated"),
-    "samebits_prefix_cache_hits_total": ("counter", "requests that resumed from a cached prefix"),
-    "samebits_prefix_cache_saved_tokens_total": ("counter", "prompt tokens not computed thanks to the cache"),
-    "samebits_prefix_cache_bytes": ("gauge", "bytes of state snapshots held by the prefix cache"),
-    "samebits_queue_depth": ("gauge", "sequences waiting to join the running batch"),
-    "samebits_running": ("gauge", "sequences in the running batch"),
-    "samebits_batch_size": ("histogram", "running sequences per engine tick"),
-    "samebits_time_to_first_token_seconds": ("histogram", "seconds from arrival to the first generated token"),
-    "samebits_request_seconds": ("histogram", "seconds from arrival to the last token"),
-}
-_BUCKETS = {
-    "samebits_batch_size": (1, 2, 4, 8, 16, 32, 64, 128),
-    "samebits_time_to_first_token_seconds": (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
-    "samebits_request_seconds": (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
-}
+# name, kind, help; one metric a line.
+_DEFINITIONS = """
+samebits_requests_total counter HTTP requests answered, by route and status code
+samebits_rejected_total counter requests refused because the queue was full (503)
+samebits_prompt_tokens_total counter prompt tokens received
+samebits_prefill_tokens_total counter prompt tokens actually computed (cache hits excluded)
+samebits_completion_tokens_total counter tokens generated
+samebits_prefix_cache_hits_total counter requests that resumed from a cached prefix
+samebits_prefix_cache_saved_tokens_total counter prompt tokens not computed thanks to the cache
+samebits_prefix_cache_bytes gauge bytes of state snapshots held by the prefix cache
+samebits_queue_depth gauge sequences waiting to join the running batch
+samebits_running gauge sequences in the running batch
+samebits_batch_size histogram running sequences per engine tick
+samebits_time_to_first_token_seconds histogram seconds from arrival to the first generated token
+samebits_request_seconds histogram seconds from arrival to the last token
+"""
+_HELP = {name: (kind, text) for name, kind, text in
+         (line.split(" ", 2) for line in _DEFINITIONS.strip().splitlines())}
+_BUCKETS = dict(
+    samebits_batch_size=(1, 2, 4, 8, 16, 32, 64, 128),
+    samebits_time_to_first_token_seconds=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+    samebits_request_seconds=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60))
 
 
 class Metrics:
