@@ -192,6 +192,8 @@ Reader::Reader(const unsigned char* data, std::uint64_t size, std::string source
 std::int64_t Reader::counter(const std::string& name, std::int64_t lo, std::int64_t hi) const {
   const auto found = counters_.find(name);
   if (found == counters_.end()) refuse(name, "missing");
+  if (lo == hi && found->second != lo)  // a value the rest of the file or the model fixes
+    refuse(name, std::to_string(found->second) + ", where this state needs " + std::to_string(lo));
   if (found->second < lo || found->second > hi)
     refuse(name, std::to_string(found->second) + " is not in [" + std::to_string(lo) + ", " +
                      std::to_string(hi) + "]");
