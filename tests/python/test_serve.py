@@ -307,7 +307,8 @@ def test_a_full_queue_answers_503_with_retry_after():
         async def flood():
             async with httpx.AsyncClient(timeout=120) as client:
                 return await asyncio.gather(*[
-                    client.post(server.url + "/v1/completions", json={"prompt": "In the", "max_tokens": 60, "seed": i})
+                    client.post(server.url + "/v1/completions",
+                                json={"prompt": "In the", "max_tokens": 200, "seed": i})
                     for i in range(8)])
 
         responses = asyncio.run(flood())

@@ -29,9 +29,12 @@ COMPLETION_FIELDS = _COMMON | {"prompt", "logprobs", "echo"}
 CHAT_FIELDS = _COMMON | {"messages", "logprobs", "top_logprobs", "max_completion_tokens"}
 
 
+def error_body(error):
+    return {"error": {"message": error.message, "type": error.kind, "param": error.param, "code": error.status}}
+
+
 def error_response(error):
-    body = {"error": {"message": error.message, "type": error.kind, "param": error.param, "code": error.status}}
-    return JSONResponse(body, status_code=error.status, headers=error.headers)
+    return JSONResponse(error_body(error), status_code=error.status, headers=error.headers)
 
 
 def _refuse(message, param=None, status=400):
@@ -521,7 +524,7 @@ class Answer:
                 if event[0] == "error":
                     error = event[1]
                     self.server.scheduler.cancel(self.job)
-                    yield f"data: {json.dumps({'error': {'message': error.message, 'type': error.kind, 'param': error.param, 'code': error.status}})}\n\n"
+                    yield f"data: {json.dumps(error_body(error))}\n\n"
                     break
                 if event[0] == "prompt_logprobs":
                     continue
