@@ -5,9 +5,13 @@ serving; a full queue answers 503 with Retry-After; a client that leaves stops i
 
 import asyncio
 import json
+import os
 import random
 import socket
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -360,3 +364,15 @@ def test_surface_models_tokenize_metrics_and_chat_refusal(cold):
                      "samebits_queue_depth", "samebits_batch_size_bucket", "samebits_prefix_cache_hits_total",
                      "samebits_time_to_first_token_seconds_count", "samebits_request_seconds_count"):
             assert name in metrics, name
+
+
+def test_the_command_line_hands_serve_to_the_python_server():
+    binary = Path(samebits.__file__).parent / "bin" / "samebits"
+    if not binary.exists():
+        pytest.skip("this install has no command-line binary")
+    ok = subprocess.run([str(binary), "serve", "--help"], capture_output=True, text=True, timeout=60,
+                        env=dict(os.environ, SAMEBITS_PYTHON=sys.executable))
+    assert ok.returncode == 0 and "--state-dir" in ok.stdout and "--cache-mib" in ok.stdout, ok.stderr
+    missing = subprocess.run([str(binary), "serve"], capture_output=True, text=True, timeout=60,
+                             env=dict(os.environ, SAMEBITS_PYTHON="/nonexistent/python3"))
+    assert missing.returncode == 1 and "could not start" in missing.stderr
