@@ -376,3 +376,16 @@ def test_the_command_line_hands_serve_to_the_python_server():
     missing = subprocess.run([str(binary), "serve"], capture_output=True, text=True, timeout=60,
                              env=dict(os.environ, SAMEBITS_PYTHON="/nonexistent/python3"))
     assert missing.returncode == 1 and "could not start" in missing.stderr
+
+
+def test_health_and_requests_answer_503_while_the_model_loads():
+    from fastapi.testclient import TestClient
+
+    from samebits.serve import Server, create_app
+
+    client = TestClient(create_app(Server()))  # outside `with`: the startup that loads the model never runs
+    health = client.get("/health")
+    assert health.status_code == 503 and health.json() == {"status": "loading"}
+    assert health.headers["retry-after"] == "1"
+    busy = client.post("/v1/completions", json={"prompt": "x"})
+    assert busy.status_code == 503 and busy.json()["error"]["type"] == "server_overloaded"

@@ -7,6 +7,7 @@ import secrets
 import threading
 import time
 import uuid
+from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
@@ -289,17 +290,16 @@ def _logprobs_completion(infos, pieces, offset0):
 
 
 def create_app(server):
-    app = FastAPI(title="samebits", docs_url=None, redoc_url=None, openapi_url=None)
-    app.state.server = server
-
-    @app.on_event("startup")
-    async def start_loading():
+    @asynccontextmanager
+    async def lifespan(_app):
+        # The model loads in the background: /health answers 503 until it is ready.
         threading.Thread(target=server.load, name="samebits-load", daemon=True).start()
-
-    @app.on_event("shutdown")
-    async def stop_engine():
+        yield
         if server.scheduler is not None:
             server.scheduler.stop()
+
+    app = FastAPI(title="samebits", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
+    app.state.server = server
 
     @app.exception_handler(ServeError)
     async def serve_error(_request, error):
