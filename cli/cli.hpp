@@ -99,5 +99,7 @@ int command_mlp_predict(const Args& args);
 int command_generate(const Args& args);
 int command_verify(const Args& args);
 int command_eval(const Args& args);
+// `serve` hands its raw arguments (and the global options given before it) to python3 -m samebits.serve.
+int command_serve(const std::vector<std::string>& args, const std::vector<std::string>& global_options);
 
 }  // namespace samebits::cli

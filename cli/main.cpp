@@ -129,6 +129,7 @@ int main(int argc, char** argv) {
     }
     command = args[0];
     args.erase(args.begin());
+    if (command == "serve") return command_serve(args, lead);  // cli/serve.cpp: the Python server
     if (command == "--version" || command == "version") {
       apply_globals(parse_args(CommandSpec{command, "", "", {}, ""}, args, globals));
       std::printf("samebits %s (numeric mode %s, profile %s)\n", samebits::version(),

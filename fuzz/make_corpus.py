@@ -361,6 +361,62 @@ def file_kind_seeds():
             ("mlp", b'{"payload":{"architecture":[8,16,3]}}'), ("almost_gguf", b"GGU")]
 
 
+def state_file(kind, entries, fingerprint=b"0" * 64):
+    """A saved state (docs/formats.md §9): header, entries (name, counter int or (shape, float list)), SHA-256."""
+    body = struct.pack("<I", len(entries))
+    for name, value in entries:
+        body += struct.pack("<H", len(name)) + name.encode()
+        if isinstance(value, int):
+            body += struct.pack("<Bq", 0, value)
+        else:
+            shape, floats = value
+            body += struct.pack("<BB", 1, len(shape)) + struct.pack("<%dq" % len(shape), *shape)
+            body += struct.pack("<%df" % len(floats), *floats)
+    head = b"SBSTATE\n" + struct.pack("<II", 1, kind) + fingerprint + struct.pack("<Q", len(body))
+    return head + body + hashlib.sha256(head + body).digest()
+
+
+def _zeros(shape):
+    count = 1
+    for extent in shape:
+        count *= extent
+    return (shape, [0.0] * count)
+
+
+def _kv(prefix, batch, n_kv, head_dim, max_tokens, window, cached):
+    shape = [batch, n_kv, window or max_tokens, head_dim]
+    ramp = [0.25 * (i % 7) for i in range(batch * n_kv * (window or max_tokens) * head_dim)]
+    return [(prefix + "batch", batch), (prefix + "n_kv_heads", n_kv), (prefix + "head_dim", head_dim),
+            (prefix + "max_tokens", max_tokens), (prefix + "window", window), (prefix + "cached_tokens", cached),
+            (prefix + "k_cache", (shape, ramp)), (prefix + "v_cache", (shape, ramp))]
+
+
+def _mamba3(prefix, batch, heads, buffered):
+    shapes = [("theta", [batch, heads, 32]), ("h", [batch, heads, 64, 128]), ("buffer_qrot", [batch, 64, heads, 128]),
+              ("buffer_krot", [batch, 64, heads, 128]), ("buffer_v", [batch, 64, heads, 64]),
+              ("buffer_dt", [batch, 64, heads]), ("buffer_sig", [batch, 64, heads]), ("buffer_adt", [batch, 64, heads]),
+              ("pending_k", [batch, heads, 128]), ("pending_v", [batch, heads, 64])]
+    return ([(prefix + "batch", batch), (prefix + "buffered_tokens", buffered), (prefix + "pending", 0)]
+            + [(prefix + name, _zeros(shape)) for name, shape in shapes])
+
+
+def state_file_seeds():
+    """fuzz_state_file: a selector byte (0 full KV, 1 windowed KV, 2 Mamba-1, 3 Mamba-2, 4 Mamba-3, 5 Samba)
+    and a file for that tiny model, its fingerprint zeros (the harness retries with the honest one). No
+    Mamba-2 seed: its open-chunk buffers alone are 330 KB; the other seeds' containers reach its reader."""
+    mamba1 = [("batch", 1), ("conv_window", _zeros([1, 4, 4])), ("h", _zeros([1, 4, 16]))]
+    samba_stack = ([("batch", 1), ("max_tokens", 3), ("layers", 2)] + _mamba3("layer.0.", 1, 1, 2)
+                   + _kv("layer.1.", 1, 2, 16, 3, 0, 2))
+    return [("full", b"\x00" + state_file(1, _kv("", 2, 1, 2, 4, 0, 3))),
+            ("windowed", b"\x01" + state_file(1, _kv("", 1, 1, 2, 9, 2, 5))),
+            ("mamba1", b"\x02" + state_file(2, mamba1)),
+            ("mamba3", b"\x04" + state_file(4, _mamba3("", 1, 1, 1))),
+            ("samba", b"\x05" + state_file(5, samba_stack)),
+            ("wrong_kind", b"\x00" + state_file(2, mamba1)),
+            ("truncated", b"\x02" + state_file(2, mamba1)[:-40]),
+            ("short", b"\x00SBSTATE\n")]
+
+
 def write(name, seeds):
     # Generated seeds are rewritten; reproducers of fixed bugs (regression_*) are committed by hand and kept.
     target = CORPUS / name
@@ -388,7 +444,8 @@ def main():
             ("hf_config", hf_config_seeds()),
             ("gguf", gguf_seeds()),
             ("gguf_model", gguf_model_seeds()),
-            ("file_kind", file_kind_seeds())):
+            ("file_kind", file_kind_seeds()),
+            ("state_file", state_file_seeds())):
         size, count = write(name, seeds)
         total += size
         print("%-15s %3d seeds %9d bytes" % (name, count, size))

@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 SECONDS_EACH=${1:-30}
 shift $(( $# > 0 ? 1 : 0 ))
-ALL=(samba_stream samba_legacy mlp_checkpoint json lowbit weights state safetensors tokenizer hf_config gguf gguf_model file_kind)
+ALL=(samba_stream samba_legacy mlp_checkpoint json lowbit weights state safetensors tokenizer hf_config gguf gguf_model file_kind state_file)
 HARNESSES=("$@")
 [ ${#HARNESSES[@]} -eq 0 ] && HARNESSES=("${ALL[@]}")
 BUILD=$ROOT/build-fuzz
@@ -26,6 +26,7 @@ max_len() {
     lowbit) echo 20000 ;;
     tokenizer) echo 16384 ;;
     gguf_model) echo 8192 ;;
+    state_file) echo 131072 ;;
     *) echo 4096 ;;
   esac
 }

@@ -33,6 +33,10 @@ need_pip=()
 "$PYTHON" -c "import scikit_build_core" 2>/dev/null || need_pip+=("scikit-build-core>=0.10")
 "$PYTHON" -c "import mypy" 2>/dev/null || need_pip+=("mypy>=1.0")  # tests/python/test_typing.py
 "$PYTHON" -c "import gguf" 2>/dev/null || need_pip+=("gguf==0.19.0")  # tests/python/test_gguf*.py writers
+# The OpenAI-compatible server (python -m samebits.serve, docs/serving.md) and its tests.
+"$PYTHON" -c "import fastapi" 2>/dev/null || need_pip+=("fastapi>=0.100")
+"$PYTHON" -c "import uvicorn" 2>/dev/null || need_pip+=("uvicorn>=0.20")
+"$PYTHON" -c "import httpx" 2>/dev/null || need_pip+=("httpx>=0.24")
 if [ ${#need_pip[@]} -gt 0 ]; then
   echo "install_deps: pip install ${need_pip[*]}"
   "$PYTHON" -m pip install -q "${need_pip[@]}"

@@ -17,6 +17,7 @@ namespace samebits {
 
 class CausalLM;
 struct CausalLMModel;  // what a CausalLM holds (opaque here)
+struct ApiAccess;
 
 // One sequence batch's decode state (docs/models.md §18): one block state per layer, in stack order, and the
 // positions consumed. It belongs to the model that allocated it.
@@ -38,6 +39,12 @@ class CausalLMState {
   const Mamba2State* mamba2(std::int64_t i) const;
   // Whether `model` allocated this state.
   bool belongs_to(const CausalLM& model) const;
+  // Writable layer states and the position count, for restoring a saved state (docs/formats.md §9); the
+  // next call checks whatever was written.
+  TransformerState* transformer(std::int64_t i);
+  Mamba1State* mamba1(std::int64_t i);
+  Mamba2State* mamba2(std::int64_t i);
+  void set_positions(std::int64_t positions);
 
  private:
   friend class CausalLM;
@@ -104,6 +111,7 @@ class CausalLM {
 
  private:
   friend class CausalLMState;
+  friend struct ApiAccess;
   explicit CausalLM(std::shared_ptr<const CausalLMModel> model);
   std::vector<float> run(const IdsView& ids, CausalLMState* state, bool step, const std::string& what) const;
   void check_state(const CausalLMState& state, std::int64_t batch, std::int64_t length,

@@ -19,6 +19,7 @@
 #include <samebits/samba.hpp>
 #include <samebits/sampler.hpp>
 #include <samebits/scoring.hpp>
+#include <samebits/state_file.hpp>
 #include <samebits/tensor.hpp>
 #include <samebits/tokenizer.hpp>
 #include <samebits/transformer.hpp>

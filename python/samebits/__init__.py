@@ -13,6 +13,7 @@ from ._mlp import MLPInference
 from ._native import native as _native
 from ._samba import SambaInference, SambaState
 from ._samba_config import SambaConfig
+from ._state_file import model_fingerprint
 from ._transformer import TransformerBlockInference, TransformerState
 
 try:
@@ -38,6 +39,7 @@ __all__ = [
     "default_model",
     "default_model_path",
     "lowbit",
+    "model_fingerprint",
     "set_num_threads",
     "get_num_threads",
     "__version__",

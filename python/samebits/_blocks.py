@@ -8,6 +8,7 @@ import numpy as np
 
 from . import _buffers
 from . import lowbit as _lowbit
+from ._state_file import SavedState
 
 PACKAGE = "samebits"
 
@@ -136,9 +137,9 @@ def state_piece(value, what, name, shape):
     return array
 
 
-class NativeState:
+class NativeState(SavedState):
     """What the Python faces of the engine's own states share: `_native` is the C++ state object, which owns
-    the buffers and their layout; this class only names it."""
+    the buffers and their layout; this class only names it (and inherits save / load)."""
 
     @classmethod
     def _adopt(cls, engine_state):

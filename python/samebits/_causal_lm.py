@@ -3,6 +3,7 @@ phi3, mamba, mamba2), its decode state and greedy generation (docs/models.md §1
 
 import numpy as np
 
+from . import _state_file
 from ._native import native
 
 _LOAD = "samebits.models.CausalLM.load"
@@ -42,7 +43,7 @@ def _int32(array, vocab, what):
     return np.ascontiguousarray(array, dtype=np.int32)
 
 
-class CausalLMState:
+class CausalLMState(_state_file.SavedState):
     """One batch's decode state: one block state per layer and the positions consumed; it belongs to the
     model whose `allocate_state` made it."""
 

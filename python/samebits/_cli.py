@@ -10,6 +10,7 @@ def main():
     if not binary.exists():
         sys.stderr.write("samebits: the command-line binary is missing from this install\n")
         return 2
+    os.environ.setdefault("SAMEBITS_PYTHON", sys.executable)  # `samebits serve` runs this interpreter's server
     os.execv(str(binary), [str(binary), *sys.argv[1:]])
 
 

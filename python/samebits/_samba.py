@@ -7,7 +7,7 @@ import secrets
 
 import numpy as np
 
-from . import _blocks, _checks
+from . import _blocks, _checks, _state_file
 from . import lowbit as _lowbit
 from ._mamba3 import Mamba3State
 from ._native import native
@@ -27,7 +27,7 @@ _DTYPE_SENTENCE = (
 _FEW_IDS = 64
 
 
-class SambaState:
+class SambaState(_state_file.SavedState):
     """A decode state: `batch_size`, `max_tokens` and one block state per layer in stack order
     (`Mamba3State` for a mamba3 layer, `TransformerState` for an attention layer)."""
 

@@ -10,7 +10,7 @@ import struct
 
 import numpy as np
 
-from . import _blocks, _buffers, _checks
+from . import _blocks, _buffers, _checks, _state_file
 from . import lowbit as _lowbit
 from ._native import native
 
@@ -178,7 +178,7 @@ def _state_buffer(value, what, name, shape):
     return np.asarray(value)
 
 
-class TransformerState:
+class TransformerState(_state_file.SavedState):
     """The block's decode state, the KV cache (docs/blocks.md §4.2), updated in place by forward and step.
 
     With B = batch_size, KV = n_kv_heads, HD = head_dim and capacity = window if window > 0 else

@@ -70,14 +70,7 @@ FloatArrayOut run(const SambaInference& self, const IdsArrayIn& ids, const nb::o
 // A zero state per layer, in stack order (the Python SambaState holds them).
 nb::list allocate_layers(const SambaInference& self, std::int64_t batch_size, std::int64_t max_tokens) {
   SambaState state = self.allocate_state(batch_size, max_tokens);
-  nb::list layers;
-  for (std::int64_t i = 0; i < state.layer_count(); ++i) {
-    if (Mamba3State* mamba3 = state.mamba3(i))
-      layers.append(nb::cast(std::move(*mamba3), nb::rv_policy::move));
-    else
-      layers.append(nb::cast(std::move(*state.attention(i)), nb::rv_policy::move));
-  }
-  return layers;
+  return layer_list(state);
 }
 
 void bind_samba(nb::module_& m) {

@@ -168,6 +168,17 @@ SambaConfig samba_config_of(const nb::dict& fields) { return SambaConfig::from_j
 
 nb::object samba_config_dict(const SambaConfig& config) { return to_python(config.to_json()); }
 
+nb::list layer_list(SambaState& state) {
+  nb::list layers;
+  for (std::int64_t i = 0; i < state.layer_count(); ++i) {
+    if (Mamba3State* mamba3 = state.mamba3(i))
+      layers.append(nb::cast(std::move(*mamba3), nb::rv_policy::move));
+    else
+      layers.append(nb::cast(std::move(*state.attention(i)), nb::rv_policy::move));
+  }
+  return layers;
+}
+
 void bind_samba_io(nb::module_& m) {
   // The SambaConfig rules. `fields` holds the constructor's ten values after Python's int()/str()/bool()
   // /float() (samebits/_samba_config.py does those); the result is to_dict() of the validated config.

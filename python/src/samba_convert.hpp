@@ -11,5 +11,8 @@ namespace samebits::python {
 SambaConfig samba_config_of(const nanobind::dict& fields);
 // config.to_dict(): the ten keys as Python values.
 nanobind::object samba_config_dict(const SambaConfig& config);
+// The state's layers moved into a list, in stack order: a Mamba3StateEngine or a TransformerStateEngine each
+// (what a Python SambaState holds); `state` keeps empty layers.
+nanobind::list layer_list(SambaState& state);
 
 }  // namespace samebits::python

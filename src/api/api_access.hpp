@@ -59,6 +59,11 @@ struct ApiAccess {
     return m.block_;
   }
   static const models::SambaModel& model(const SambaInference& m) { return *m.model_; }
+  // The shared objects behind a model (their identity keys the fingerprint cache, src/api/state_file.cpp).
+  static const std::shared_ptr<const models::SambaModel>& shared_model(const SambaInference& m) {
+    return m.model_;
+  }
+  static const std::shared_ptr<const CausalLMModel>& shared_model(const CausalLM& m) { return m.model_; }
   static const models::SambaConfig& engine(const SambaConfig& c) { return *c.impl_; }
 };
 

@@ -134,6 +134,16 @@ const Mamba2State* CausalLMState::mamba2(std::int64_t i) const {
   return layer_as<Mamba2State>(impl_->layers, i);
 }
 bool CausalLMState::belongs_to(const CausalLM& model) const { return impl_->owner == model.model_.get(); }
+TransformerState* CausalLMState::transformer(std::int64_t i) {
+  return const_cast<TransformerState*>(layer_as<TransformerState>(impl_->layers, i));
+}
+Mamba1State* CausalLMState::mamba1(std::int64_t i) {
+  return const_cast<Mamba1State*>(layer_as<Mamba1State>(impl_->layers, i));
+}
+Mamba2State* CausalLMState::mamba2(std::int64_t i) {
+  return const_cast<Mamba2State*>(layer_as<Mamba2State>(impl_->layers, i));
+}
+void CausalLMState::set_positions(std::int64_t positions) { impl_->positions = positions; }
 
 // ------------------------------------------------------------------ loading
 

@@ -31,6 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import mlp_checkpoint_writer as mlp_writer  # noqa: E402
 import samba_checkpoint_writer as samba_writer  # noqa: E402
+import state_file_edits as state_edits  # noqa: E402
 from block_weights import mamba1_weights, mamba2_weights, normal_weights, transformer_weights  # noqa: E402
 from block_weights import normal_x as tokens  # noqa: E402
 import samebits  # noqa: E402
@@ -1335,9 +1336,58 @@ def _gguf_model_rows(cat):
             lambda: Tokenizer.from_pretrained(no_tok), guard=no_tok)
 
 
+def _state_file_rows(cat):
+    """Saved decode states (docs/formats.md §9): each file refused by name; the file itself is the guard (a
+    load makes a new state, so nothing else exists to change)."""
+    model = samba_model(samba_writer.config_dict(256, D, ["mamba3", "attention"], n_heads=2, intermediate=64))
+    state = model.allocate_state(1, 8)
+    model.forward(ids((1, 3)), state)
+    good = cat.tmp / "good.state"
+    state.save(good, model)
+    data = good.read_bytes()
+    load = samebits.SambaState.load
+    surface, category = "SambaState.load", "file: saved state"
+
+    def row(text, path, target=model, allowed=REFUSALS):
+        cat.add(category, surface, text, lambda: load(path, target), guard=path, allowed=allowed)
+
+    row("a path that does not exist", cat.tmp / "missing.state", allowed=REFUSALS + (FileNotFoundError,))
+    row("a directory", cat.tmp, allowed=REFUSALS + (IsADirectoryError,))
+    row("/dev/zero (not a regular file)", Path("/dev/zero"))
+    row("an empty file", cat.file("empty.state", b""))
+    row("a Samba checkpoint (another kind of file)", cat.file("kind.state", samba_writer.stream_bytes()))
+    row("truncated inside the header", cat.file("short.state", data[:40]))
+    row("truncated by 9 bytes", cat.file("cut.state", data[:-9]))
+    row("one trailing byte", cat.file("trailing.state", data + b"\0"))
+    flipped = bytearray(data)
+    flipped[len(data) // 2] ^= 0x10
+    row("one payload bit flipped (checksum)", cat.file("flipped.state", bytes(flipped)))
+    for text, name, edit in (
+            ("version 2", "version", state_edits.header(8, (2).to_bytes(4, "little"))),
+            ("kind Mamba3State for a SambaState", "kind", state_edits.header(12, (4).to_bytes(4, "little"))),
+            ("another model's fingerprint", "fingerprint", state_edits.header(16, b"0" * 64)),
+            ("batch 0", "batch0", state_edits.counter("batch", 0)),
+            ("batch 2^40 (rows the arrays do not hold)", "batch_huge", state_edits.counter("batch", 2**40)),
+            ("max_tokens beyond the KV arrays", "max_tokens", state_edits.counter("max_tokens", 9)),
+            ("cached_tokens past max_tokens", "cached", state_edits.counter("layer.1.cached_tokens", 9)),
+            ("buffered_tokens 65 (Mamba-3 chunk is 64)", "buffered", state_edits.counter("layer.0.buffered_tokens", 65)),
+            ("pending 2", "pending", state_edits.counter("layer.0.pending", 2)),
+            ("a NaN in layer.0.theta", "nan", state_edits.array_value("layer.0.theta", 3, 0, float("nan"))),
+            ("an extent of 2^62 (size past the file)", "extent", state_edits.array_extent("layer.0.h", 2**62)),
+            ("an entry this kind does not define", "extra", state_edits.extra_counter("surprise", 1))):
+        row(text + " (honest checksum)", cat.file(name + ".state", state_edits.rewrite(data, edit)))
+    cat.add(category, surface, "a valid file's path with an embedded NUL byte", lambda: load(str(good) + "\0x", model),
+            guard=good)
+    other = samba_model(samba_writer.config_dict(256, D, ["mamba3", "attention"], n_heads=2, intermediate=64,
+                                                 tie_embeddings=False))
+    row("a valid file loaded into another model", good, target=other)
+    row("a valid file loaded into a Mamba-1 block (wrong model class)", good,
+        target=samebits.Mamba1BlockInference(mamba1_weights()))
+
+
 BUILDERS = (_samba_file_rows, _mlp_file_rows, _array_rows, _weight_rows, _state_buffer_rows, _ids_rows, _state_rows,
             _lengths_rows, _argument_rows, _cli_rows, _tokenizer_rows, _causal_lm_rows, _gguf_rows,
-            _gguf_model_rows)
+            _gguf_model_rows, _state_file_rows)
 
 
 def build(tmp):
