@@ -53,6 +53,10 @@ class Tokenizer {
   std::optional<std::int32_t> bos_token_id() const;
   std::optional<std::int32_t> eos_token_id() const;
 
+  // The model's Jinja chat template as its files give it (tokenizer_config.json's chat_template, its
+  // "default" entry when it is a list, or chat_template.jinja), nullopt when there is none.
+  std::optional<std::string> chat_template() const;
+
   // The tokenizer.json this tokenizer was read from.
   const std::string& source() const;
 

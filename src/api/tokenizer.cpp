@@ -52,6 +52,7 @@ const std::vector<std::int32_t>& Tokenizer::bos_ids() const { return impl_->bpe.
 const std::vector<std::int32_t>& Tokenizer::eos_ids() const { return impl_->bpe.spec().eos_ids; }
 std::optional<std::int32_t> Tokenizer::bos_token_id() const { return impl_->bpe.spec().bos_token_id; }
 std::optional<std::int32_t> Tokenizer::eos_token_id() const { return impl_->bpe.spec().eos_token_id; }
+std::optional<std::string> Tokenizer::chat_template() const { return impl_->bpe.spec().chat_template; }
 const std::string& Tokenizer::source() const { return impl_->bpe.spec().source; }
 std::string Tokenizer::unicode_version() { return tk::nfc_unicode_version(); }
 
