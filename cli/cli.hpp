@@ -93,11 +93,13 @@ const CommandSpec& generate_spec();
 const CommandSpec& verify_spec();
 const CommandSpec& eval_spec();
 const CommandSpec& mlp_predict_spec();
+const CommandSpec& chat_spec();
 
 int command_info(const Args& args);
 int command_mlp_predict(const Args& args);
 int command_generate(const Args& args);
 int command_verify(const Args& args);
 int command_eval(const Args& args);
+int command_chat(const Args& args);
 
 }  // namespace samebits::cli
