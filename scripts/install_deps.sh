@@ -32,6 +32,7 @@ need_pip=()
 "$PYTHON" -c "import nanobind" 2>/dev/null || need_pip+=("nanobind>=2.0")
 "$PYTHON" -c "import scikit_build_core" 2>/dev/null || need_pip+=("scikit-build-core>=0.10")
 "$PYTHON" -c "import mypy" 2>/dev/null || need_pip+=("mypy>=1.0")  # tests/python/test_typing.py
+"$PYTHON" -c "import jinja2" 2>/dev/null || need_pip+=("jinja2>=3.1")  # chat templates (test_chat.py)
 if [ ${#need_pip[@]} -gt 0 ]; then
   echo "install_deps: pip install ${need_pip[*]}"
   "$PYTHON" -m pip install -q "${need_pip[@]}"
