@@ -135,12 +135,11 @@ const CommandSpec& chat_spec() {
 }
 
 int command_chat(const Args& args) {
-  if (args.positional.size() != 1) throw UsageError{"chat takes exactly one MODEL"};
-  const std::int64_t max_new = parse_int(args.get("--max-tokens").value_or("512"), "--max-tokens", 1, 8000);
+  const std::string& path = args.single("MODEL");
+  const std::int64_t max_new = args.integer("--max-tokens", "512", 1, 8000);
   const SamplerOptions sampling = parse_sampling(args);
-  const auto given_context = args.get("--context");
-  const std::int64_t asked = given_context ? parse_int(*given_context, "--context", 16, 8192) : 4096;
-  const LanguageModel model = LanguageModel::open(args.positional[0], "chat", true);
+  const std::int64_t asked = args.integer("--context", "4096", 16, 8192);
+  const LanguageModel model = LanguageModel::open(path, "chat", true);
   const ChatSetup setup = chat_setup(model.tokenizer(), model.path());
   const std::int64_t context = std::min(asked, model.position_limit().value_or(asked));
   std::vector<ChatMessage> opening;

@@ -137,8 +137,8 @@ const CommandSpec& eval_spec() {
 }
 
 int command_eval(const Args& args) {
-  const std::int64_t context = parse_int(args.get("--context").value_or("512"), "--context", 1, 8192);
-  const std::int64_t batch = parse_int(args.get("--batch").value_or("8"), "--batch", 1, 256);
+  const std::int64_t context = args.integer("--context", "512", 1, 8192);
+  const std::int64_t batch = args.integer("--batch", "8", 1, 256);
   const bool carry = args.flag("--carry");
   const bool json = args.flag("--json");
   // One forward holds batch x context x vocab logits; keep the positions within 2^20.

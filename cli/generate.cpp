@@ -62,7 +62,7 @@ const CommandSpec& generate_spec() {
 }
 
 int command_generate(const Args& args) {
-  const std::int64_t max_new = parse_int(args.get("--max-tokens").value_or("200"), "--max-tokens", 1, 8000);
+  const std::int64_t max_new = args.integer("--max-tokens", "200", 1, 8000);
   const SamplerOptions sampling = parse_sampling(args);
   if (args.positional.size() > 1) throw UsageError{"generate takes at most one MODEL"};
   const auto chat = args.get("--chat");

@@ -16,16 +16,6 @@
 namespace samebits::cli {
 namespace {
 
-// "(16, 8)" / "(16,)", as Python prints a shape.
-std::string shape_text(const std::vector<std::int64_t>& shape) {
-  std::string text = "(";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    if (i > 0) text += ", ";
-    text += std::to_string(shape[i]);
-  }
-  return text + (shape.size() == 1 ? ",)" : ")");
-}
-
 // ['mamba3', 'attention'], as Python prints a list of names.
 std::string name_list_text(const std::vector<std::string>& names) {
   std::string text = "[";
@@ -44,7 +34,7 @@ void print_tensor_row(const std::string& name, const std::vector<std::int64_t>& 
     hi = data[i] > hi ? data[i] : hi;
   }
   std::printf("  %-*s %-12s <f4 %9lld  min %-+14.7g max %-+14.7g\n", name_width, name.c_str(),
-              shape_text(shape).c_str(), static_cast<long long>(count), lo, hi);
+              shape_repr(shape).c_str(), static_cast<long long>(count), lo, hi);
 }
 
 std::string number(double value) {
@@ -305,17 +295,16 @@ const CommandSpec& info_spec() {
       "info",
       "CHECKPOINT [--json]",
       "format, config, tensor table and integrity verdict of a checkpoint\n"
-      "A Samba checkpoint (v2 archive or legacy JSON), an MLP checkpoint, a GGUF file or a Hugging Face "
-      "model\n"
-      "directory. Every integrity check runs; the verdict line says OK or REFUSED with the reason (exit 1).",
+      "A Samba checkpoint (v2 archive or legacy JSON), an MLP checkpoint, a GGUF file or a Hugging Face\n"
+      "model directory. Every integrity check runs; the verdict line says OK or REFUSED with the reason\n"
+      "(exit 1).",
       {{"--json", "", "", "", "print one JSON object instead of text"}},
       "samebits info assets/default-model/samba-kjv.ckpt --json"};
   return spec;
 }
 
 int command_info(const Args& args) {
-  if (args.positional.size() != 1) throw UsageError{"info takes exactly one CHECKPOINT"};
-  const std::string& path = args.positional[0];
+  const std::string& path = args.single("CHECKPOINT");
   if (is_model_directory(path)) return info_model_directory(path, args.flag("--json"));
   // An unreadable path or a file of another kind is refused before any output.
   const FileKind kind = require_file_kind(

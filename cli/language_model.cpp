@@ -115,11 +115,11 @@ SamplerOptions parse_sampling(const Args& args) {
     return parse_double(args.get(name).value_or(fallback), name, lo, hi);
   };
   s.temperature = real("--temperature", "0.8", 0.0, 100.0);
-  s.top_k = parse_int(args.get("--top-k").value_or("0"), "--top-k", 0, 1 << 20);
+  s.top_k = args.integer("--top-k", "0", 0, 1 << 20);
   s.top_p = real("--top-p", "1.0", 1e-9, 1.0);
   s.min_p = real("--min-p", "0", 0.0, 1.0);
   s.repetition_penalty = real("--repeat-penalty", "1.0", 1e-3, 1e3);
-  s.penalty_last_n = parse_int(args.get("--repeat-last-n").value_or("64"), "--repeat-last-n", 0, 8192);
+  s.penalty_last_n = args.integer("--repeat-last-n", "64", 0, 8192);
   s.presence_penalty = real("--presence-penalty", "0", -100.0, 100.0);
   s.frequency_penalty = real("--frequency-penalty", "0", -100.0, 100.0);
   if (const auto seed = args.get("--seed")) {

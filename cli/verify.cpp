@@ -119,15 +119,13 @@ const CommandSpec& verify_spec() {
 }
 
 int command_verify(const Args& args) {
-  std::int64_t batch = parse_int(args.get("--batch").value_or("2"), "--batch", 1, 64);
-  std::int64_t length = parse_int(args.get("--length").value_or("16"), "--length", 2, 8192);
-  const auto seed =
-      static_cast<std::uint64_t>(parse_int(args.get("--seed").value_or("7"), "--seed", 0, INT64_MAX));
+  std::int64_t batch = args.integer("--batch", "2", 1, 64);
+  std::int64_t length = args.integer("--length", "16", 2, 8192);
+  const auto seed = static_cast<std::uint64_t>(args.integer("--seed", "7", 0, INT64_MAX));
   const bool sabotage = args.flag("--sabotage");
   const bool json = args.flag("--json");
   const auto prompt = args.get("--prompt");
-  if (args.positional.size() != 1) throw UsageError{"verify takes exactly one MODEL"};
-  const std::string& path = args.positional[0];
+  const std::string& path = args.single("MODEL");
   const LanguageModel model = LanguageModel::open(path, "verify", prompt.has_value());
   if (sabotage && !model.byte_level())
     throw UsageError{"verify --sabotage bumps a cell of a Samba state; it does not apply to " + path};
