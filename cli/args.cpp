@@ -23,6 +23,16 @@ std::vector<std::string> Args::all(const std::string& name) const {
   return it == values_.end() ? std::vector<std::string>{} : it->second;
 }
 
+std::int64_t Args::integer(const std::string& name, const std::string& fallback, std::int64_t lo,
+                           std::int64_t hi) const {
+  return parse_int(get(name).value_or(fallback), name, lo, hi);
+}
+
+const std::string& Args::single(const std::string& noun) const {
+  if (positional.size() != 1) throw UsageError{command + " takes exactly one " + noun};
+  return positional[0];
+}
+
 const std::vector<OptionSpec>& global_options() {
   static const std::vector<OptionSpec> options = {
       {"--threads", "-t", "N", "SAMEBITS_NUM_THREADS, else every core", "worker threads, 1 to 256"},

@@ -52,6 +52,11 @@ class Args {
   // Every value of a repeatable option, in order.
   std::vector<std::string> all(const std::string& name) const;
   bool flag(const std::string& name) const { return values_.count(name) != 0; }
+  // The integer value of option `name` (`fallback` when absent), in [lo, hi], else a UsageError.
+  std::int64_t integer(const std::string& name, const std::string& fallback, std::int64_t lo,
+                       std::int64_t hi) const;
+  // The only positional argument, named `noun` ("CHECKPOINT") in the UsageError for none or several.
+  const std::string& single(const std::string& noun) const;
   std::vector<std::string> positional;
   std::string command;
 
@@ -93,12 +98,14 @@ const CommandSpec& generate_spec();
 const CommandSpec& verify_spec();
 const CommandSpec& eval_spec();
 const CommandSpec& mlp_predict_spec();
+const CommandSpec& chat_spec();
 
 int command_info(const Args& args);
 int command_mlp_predict(const Args& args);
 int command_generate(const Args& args);
 int command_verify(const Args& args);
 int command_eval(const Args& args);
+int command_chat(const Args& args);
 // `serve` hands its raw arguments (and the global options given before it) to python3 -m samebits.serve.
 int command_serve(const std::vector<std::string>& args, const std::vector<std::string>& global_options);
 

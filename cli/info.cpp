@@ -1,24 +1,20 @@
-// `samebits info CHECKPOINT`: what a checkpoint holds and whether every integrity check passed.
+// `samebits info CHECKPOINT`: what a checkpoint or model directory holds and whether every integrity check
+// passed.
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <optional>
 #include <samebits/file_kind.hpp>
 #include <samebits/samebits.hpp>
 #include <string>
 #include <vector>
 
+#include "chat.hpp"
 #include "cli.hpp"
+#include "language_model.hpp"
 
 namespace samebits::cli {
 namespace {
-
-// "(16, 8)" / "(16,)", as Python prints a shape.
-std::string shape_text(const std::vector<std::int64_t>& shape) {
-  std::string text = "(";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    if (i > 0) text += ", ";
-    text += std::to_string(shape[i]);
-  }
-  return text + (shape.size() == 1 ? ",)" : ")");
-}
 
 // ['mamba3', 'attention'], as Python prints a list of names.
 std::string name_list_text(const std::vector<std::string>& names) {
@@ -38,7 +34,7 @@ void print_tensor_row(const std::string& name, const std::vector<std::int64_t>& 
     hi = data[i] > hi ? data[i] : hi;
   }
   std::printf("  %-*s %-12s <f4 %9lld  min %-+14.7g max %-+14.7g\n", name_width, name.c_str(),
-              shape_text(shape).c_str(), static_cast<long long>(count), lo, hi);
+              shape_repr(shape).c_str(), static_cast<long long>(count), lo, hi);
 }
 
 std::string number(double value) {
@@ -201,6 +197,95 @@ int info_samba(const std::string& path) {
   return 0;
 }
 
+// A Hugging Face model directory: the CausalLM it loads to, its tensors, and its tokenizer and chat
+// template when it has them (docs/cli.md §8). A directory the loader refuses is reported and exits 1.
+int info_model_directory(const std::string& path, bool as_json) {
+  std::optional<LanguageModel> model;
+  std::string tokenizer_line = "none (no tokenizer.json)", template_family;
+  try {
+    model.emplace(LanguageModel::open(path, "info", false));
+  } catch (const Error& e) {
+    if (as_json)
+      std::printf(
+          "{\"file\":%s,\"kind\":\"Hugging Face model directory\",\"integrity\":{\"ok\":false,"
+          "\"error\":%s}}\n",
+          json_string(path).c_str(), json_string(e.what()).c_str());
+    else
+      std::printf("file: %s\nkind: Hugging Face model directory\nintegrity: REFUSED: %s\n", path.c_str(),
+                  e.what());
+    return kExitRefused;
+  }
+  if (std::filesystem::exists(std::filesystem::path(path) / "tokenizer.json")) {
+    try {
+      const Tokenizer tokenizer = Tokenizer::from_pretrained(path);
+      tokenizer_line = tokenizer.describe();
+      template_family = tokenizer.chat_template() ? "" : "none";
+      if (template_family.empty()) {
+        try {
+          template_family = chat_setup(&tokenizer, path).format.family() + " (rendered natively)";
+        } catch (const Error& e) {
+          template_family = std::string("present, not rendered natively: ") + e.what();
+        }
+      }
+    } catch (const Error& e) {
+      tokenizer_line = std::string("REFUSED: ") + e.what();
+    }
+  }
+  const CausalLM& lm = *model->causal_lm();
+  const std::vector<NamedTensorCopy> tensors = lm.parameters();
+  std::int64_t count = 0;
+  for (const NamedTensorCopy& t : tensors) count += static_cast<std::int64_t>(t.values.size());
+  const std::string positions = lm.max_positions() ? std::to_string(*lm.max_positions()) : "none";
+  if (as_json) {
+    std::string out =
+        "{\"file\":" + json_string(path) + ",\"kind\":\"Hugging Face model directory\"" +
+        ",\"model_type\":" + json_string(lm.model_type()) + ",\"stack\":" + json_string(lm.kind()) +
+        ",\"config\":{\"vocab\":" + std::to_string(lm.vocab_size()) +
+        ",\"d_model\":" + std::to_string(lm.d_model()) + ",\"layers\":" + std::to_string(lm.n_layers()) +
+        ",\"tie_embeddings\":" + (lm.tie_embeddings() ? "true" : "false") +
+        ",\"norm_eps\":" + number(lm.norm_eps()) +
+        ",\"max_positions\":" + (lm.max_positions() ? positions : "null") + "}" +
+        ",\"weight_format\":" + json_string(lm.weight_format()) + ",\"parameters\":" + std::to_string(count) +
+        ",\"tensors\":[";
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+      if (i) out += ',';
+      out += tensor_json(tensors[i].name, tensors[i].shape, tensors[i].values.data(),
+                         static_cast<std::int64_t>(tensors[i].values.size()));
+    }
+    out += "],\"unused_names\":[";
+    for (std::size_t i = 0; i < lm.unused_names().size(); ++i) {
+      if (i) out += ',';
+      out += json_string(lm.unused_names()[i]);
+    }
+    out += "],\"tokenizer\":" + json_string(tokenizer_line) +
+           ",\"chat_template\":" + (template_family.empty() ? "null" : json_string(template_family)) +
+           ",\"integrity\":{\"ok\":true}}";
+    std::printf("%s\n", out.c_str());
+    return kExitOk;
+  }
+  std::printf("file: %s\n", path.c_str());
+  std::printf("kind: Hugging Face model directory, %s\n", lm.repr().c_str());
+  std::printf(
+      "config: vocab %lld, d_model %lld, layers %lld, %s head, final norm_eps %.9g, max positions %s\n",
+      static_cast<long long>(lm.vocab_size()), static_cast<long long>(lm.d_model()),
+      static_cast<long long>(lm.n_layers()), lm.tie_embeddings() ? "tied" : "untied", lm.norm_eps(),
+      positions.c_str());
+  std::printf("parameters: %lld in %lld tensors\n", static_cast<long long>(count),
+              static_cast<long long>(tensors.size()));
+  std::printf("weight format: %s\n", lm.weight_format().c_str());
+  std::printf("unused checkpoint tensors: %s\n",
+              lm.unused_names().empty() ? "none" : name_list_text(lm.unused_names()).c_str());
+  std::printf("tokenizer: %s\n", tokenizer_line.c_str());
+  if (!template_family.empty()) std::printf("chat template: %s\n", template_family.c_str());
+  std::printf("tensors:\n");
+  int width = 0;
+  for (const auto& t : tensors) width = std::max<int>(width, static_cast<int>(t.name.size()));
+  for (const auto& t : tensors)
+    print_tensor_row(t.name, t.shape, t.values.data(), static_cast<std::int64_t>(t.values.size()), width);
+  std::printf("integrity: OK (config planned, every tensor read, shapes and finiteness checked)\n");
+  return kExitOk;
+}
+
 }  // namespace
 
 int info_gguf(const std::string& path, bool as_json);  // cli/info_gguf.cpp
@@ -210,21 +295,21 @@ const CommandSpec& info_spec() {
       "info",
       "CHECKPOINT [--json]",
       "format, config, tensor table and integrity verdict of a checkpoint\n"
-      "A Samba checkpoint (v2 archive or legacy JSON), an MLP checkpoint or a GGUF file. Every integrity check\n"
-      "runs; the verdict line says OK or REFUSED with the reason (exit 1).",
+      "A Samba checkpoint (v2 archive or legacy JSON), an MLP checkpoint, a GGUF file or a Hugging Face\n"
+      "model directory. Every integrity check runs; the verdict line says OK or REFUSED with the reason\n"
+      "(exit 1).",
       {{"--json", "", "", "", "print one JSON object instead of text"}},
       "samebits info assets/default-model/samba-kjv.ckpt --json"};
   return spec;
 }
 
 int command_info(const Args& args) {
-  if (args.positional.size() != 1) throw UsageError{"info takes exactly one CHECKPOINT"};
-  const std::string& path = args.positional[0];
+  const std::string& path = args.single("CHECKPOINT");
+  if (is_model_directory(path)) return info_model_directory(path, args.flag("--json"));
   // An unreadable path or a file of another kind is refused before any output.
-  const FileKind kind =
-      require_file_kind(path, "info",
-                        {FileKind::SambaArchive, FileKind::SambaJson, FileKind::MlpCheckpoint, FileKind::Gguf},
-                        "a Samba or MLP checkpoint or a GGUF file", "checkpoint");
+  const FileKind kind = require_file_kind(
+      path, "info", {FileKind::SambaArchive, FileKind::SambaJson, FileKind::MlpCheckpoint, FileKind::Gguf},
+      "a Samba or MLP checkpoint or a GGUF file", "checkpoint");
   if (kind == FileKind::Gguf) return info_gguf(path, args.flag("--json"));
   if (args.flag("--json")) return info_json(path, kind);
   std::printf("file: %s\n", path.c_str());

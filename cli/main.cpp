@@ -22,11 +22,10 @@ struct Command {
 
 const std::vector<Command>& commands() {
   using namespace samebits::cli;
-  static const std::vector<Command> table = {{&info_spec, &command_info},
-                                             {&generate_spec, &command_generate},
-                                             {&verify_spec, &command_verify},
-                                             {&eval_spec, &command_eval},
-                                             {&mlp_predict_spec, &command_mlp_predict}};
+  static const std::vector<Command> table = {
+      {&info_spec, &command_info}, {&generate_spec, &command_generate},
+      {&chat_spec, &command_chat}, {&verify_spec, &command_verify},
+      {&eval_spec, &command_eval}, {&mlp_predict_spec, &command_mlp_predict}};
   return table;
 }
 
@@ -96,8 +95,7 @@ void apply_globals(const samebits::cli::Args& args) {
   if (const auto simd = args.get("--simd")) {
     if (*simd != "scalar" && *simd != "avx2" && *simd != "avx512")
       throw UsageError{"--simd must be scalar, avx2 or avx512, got '" + *simd + "'"};
-    // Read once, at the first kernel dispatch, which has not happened yet.
-    ::setenv("SAMEBITS_SIMD", simd->c_str(), 1);
+    samebits::set_simd_target(*simd);
   }
 }
 

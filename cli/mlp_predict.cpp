@@ -61,8 +61,7 @@ const CommandSpec& mlp_predict_spec() {
 
 int command_mlp_predict(const Args& args) {
   const auto input = args.get("--input");
-  if (args.positional.size() != 1) throw UsageError{"mlp-predict takes exactly one CHECKPOINT"};
-  const std::string path = args.positional[0];
+  const std::string& path = args.single("CHECKPOINT");
   require_file_kind(path, "mlp-predict", {FileKind::MlpCheckpoint}, "an MLP checkpoint",
                     "MLPInference checkpoint");
   const std::vector<float> rows = input ? read_rows(*input) : sample_rows();

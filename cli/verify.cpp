@@ -1,6 +1,6 @@
-// `samebits verify`: the step-vs-full check. Decodes a batch one token at a time with a carried state and
-// compares every position bit for bit with one stateless forward; --sabotage proves the check can fail by
-// moving one carried state cell by one ULP.
+// `samebits verify`: the step-vs-full check on a Samba checkpoint or a CausalLM. Decodes a batch one token at
+// a time with a carried state and compares every position bit for bit with one stateless forward; --sabotage
+// proves the check can fail by moving one carried Samba state cell by one ULP.
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "language_model.hpp"
 
 namespace samebits::cli {
 namespace {
@@ -33,7 +34,7 @@ struct Piece {
   std::int64_t cells;
 };
 
-std::vector<Piece> carried_pieces(const SambaInference& model, const SambaState& probe) {
+std::vector<Piece> carried_pieces(const SambaState& probe) {
   std::vector<Piece> pieces;
   for (std::int64_t i = 0; i < probe.layer_count(); ++i) {
     const std::string layer = "layers[" + std::to_string(i) + "].";
@@ -50,22 +51,20 @@ std::vector<Piece> carried_pieces(const SambaInference& model, const SambaState&
           {layer + "v_cache", [i](SambaState& s) { return s.attention(i)->pin_v_cache().data(); }, floats});
     }
   }
-  (void)model;
   return pieces;
 }
 
 // Decodes ids [B, L] step by step; before step `bump_at`, adds one to the bits of `bump_piece`[cell].
-std::optional<Difference> decode_and_compare(const SambaInference& model,
-                                             const std::vector<std::int32_t>& ids, std::int64_t batch,
-                                             std::int64_t length, const std::vector<float>& full,
-                                             const Piece* bump_piece, std::int64_t cell,
-                                             std::int64_t bump_at) {
-  const std::int64_t vocab = model.config().vocab();
-  SambaState state = model.allocate_state(batch, length);
+std::optional<Difference> decode_and_compare(const LanguageModel& model, const std::vector<std::int32_t>& ids,
+                                             std::int64_t batch, std::int64_t length,
+                                             const std::vector<float>& full, const Piece* bump_piece,
+                                             std::int64_t cell, std::int64_t bump_at) {
+  const std::int64_t vocab = model.vocab();
+  ModelState state = model.allocate_state(batch, length);
   std::vector<std::int32_t> column(static_cast<std::size_t>(batch));
   for (std::int64_t t = 0; t < length; ++t) {
     if (bump_piece != nullptr && t == bump_at) {
-      float* target = bump_piece->data(state) + cell;
+      float* target = bump_piece->data(std::get<SambaState>(state)) + cell;
       const std::uint32_t moved = bits_of(*target) + 1;
       std::memcpy(target, &moved, 4);
     }
@@ -103,36 +102,50 @@ void print_difference(const Difference& d) {
 const CommandSpec& verify_spec() {
   static const CommandSpec spec{
       "verify",
-      "CHECKPOINT [OPTIONS]",
-      "step-by-step decode vs one-shot forward of a Samba model, bit for bit\n"
-      "Decodes B random sequences of L ids one token at a time with a carried state and compares every\n"
-      "logit with one stateless forward; exit 1 when any bit differs. --sabotage moves one carried state\n"
-      "cell by one ULP and passes only when the comparison catches it.",
+      "MODEL [OPTIONS]",
+      "step-by-step decode vs one-shot forward of a model, bit for bit\n"
+      "MODEL: a Samba checkpoint or a Hugging Face model directory. Decodes B random sequences of L ids (or\n"
+      "the ids of --prompt) one token at a time with a carried state and compares every logit with one\n"
+      "stateless forward; exit 1 when any bit differs. --sabotage (Samba) moves one carried state cell by\n"
+      "one ULP and passes only when the comparison catches it.",
       {{"--batch", "", "B", "2", "sequences, 1 to 64"},
        {"--length", "", "L", "16", "positions per sequence, 2 to 8192"},
        {"--seed", "-s", "S", "7", "seed of the random ids"},
-       {"--sabotage", "", "", "", "prove the check can fail (one-ULP state bump)"},
+       {"--prompt", "-p", "TEXT", "random ids", "verify over the ids of TEXT (a model with a tokenizer)"},
+       {"--sabotage", "", "", "", "prove the check can fail (one-ULP state bump; Samba)"},
        {"--json", "", "", "", "print one JSON object instead of text"}},
       "samebits verify assets/default-model/samba-kjv.ckpt --batch 2 --length 32"};
   return spec;
 }
 
 int command_verify(const Args& args) {
-  const std::int64_t batch = parse_int(args.get("--batch").value_or("2"), "--batch", 1, 64);
-  const std::int64_t length = parse_int(args.get("--length").value_or("16"), "--length", 2, 8192);
-  const auto seed =
-      static_cast<std::uint64_t>(parse_int(args.get("--seed").value_or("7"), "--seed", 0, INT64_MAX));
+  std::int64_t batch = args.integer("--batch", "2", 1, 64);
+  std::int64_t length = args.integer("--length", "16", 2, 8192);
+  const auto seed = static_cast<std::uint64_t>(args.integer("--seed", "7", 0, INT64_MAX));
   const bool sabotage = args.flag("--sabotage");
   const bool json = args.flag("--json");
-  if (args.positional.size() != 1) throw UsageError{"verify takes exactly one CHECKPOINT"};
-  const std::string& path = args.positional[0];
-  require_samba_checkpoint(path, "verify");
-  const SambaInference model = SambaInference::from_checkpoint(path);
-  const std::int64_t vocab = model.config().vocab();
+  const auto prompt = args.get("--prompt");
+  const std::string& path = args.single("MODEL");
+  const LanguageModel model = LanguageModel::open(path, "verify", prompt.has_value());
+  if (sabotage && !model.byte_level())
+    throw UsageError{"verify --sabotage bumps a cell of a Samba state; it does not apply to " + path};
+  const std::int64_t vocab = model.vocab();
 
-  SplitMix64 random(seed);
-  std::vector<std::int32_t> ids(static_cast<std::size_t>(batch * length));
-  for (auto& id : ids) id = static_cast<std::int32_t>(random.next() % static_cast<std::uint64_t>(vocab));
+  std::vector<std::int32_t> ids;
+  if (prompt) {
+    if (model.byte_level()) throw UsageError{"verify --prompt needs a model with a tokenizer"};
+    ids = model.encode(*prompt, true);
+    batch = 1;
+    length = static_cast<std::int64_t>(ids.size());
+    if (length < 2) throw UsageError{"verify --prompt needs a text of at least 2 tokens"};
+  } else {
+    SplitMix64 random(seed);
+    ids.resize(static_cast<std::size_t>(batch * length));
+    for (auto& id : ids) id = static_cast<std::int32_t>(random.next() % static_cast<std::uint64_t>(vocab));
+  }
+  if (const auto limit = model.position_limit(); limit && length > *limit)
+    throw UsageError{"verify: " + std::to_string(length) + " positions exceed the model's limit of " +
+                     std::to_string(*limit)};
   const std::vector<float> full = model.forward({ids.data(), batch, length});
   const std::string head = "{\"file\":" + json_string(path) + ",\"batch\":" + std::to_string(batch) +
                            ",\"length\":" + std::to_string(length) + ",\"vocab\":" + std::to_string(vocab) +
@@ -146,8 +159,8 @@ int command_verify(const Args& args) {
       return diff ? kExitRefused : kExitOk;
     }
     const std::int64_t at = std::max<std::int64_t>(1, length / 2);
-    const SambaState probe = model.allocate_state(batch, length);
-    for (const Piece& piece : carried_pieces(model, probe))
+    const SambaState probe = model.samba()->allocate_state(batch, length);
+    for (const Piece& piece : carried_pieces(probe))
       for (std::int64_t cell = 0; cell < std::min<std::int64_t>(piece.cells, 128); ++cell)
         if (const auto diff = decode_and_compare(model, ids, batch, length, full, &piece, cell, at)) {
           std::printf(
@@ -160,9 +173,10 @@ int command_verify(const Args& args) {
     std::printf("%s,\"pass\":false,\"first_difference\":null}\n", head.c_str());
     return kExitRefused;
   }
-  std::printf("samba %s: B = %lld, L = %lld, vocab %lld, seed %llu\n", path.c_str(),
+  std::printf("%s %s: B = %lld, L = %lld, vocab %lld, %s\n",
+              model.byte_level() ? "samba" : model.causal_lm()->model_type().c_str(), path.c_str(),
               static_cast<long long>(batch), static_cast<long long>(length), static_cast<long long>(vocab),
-              static_cast<unsigned long long>(seed));
+              prompt ? "ids of --prompt" : ("seed " + std::to_string(seed)).c_str());
 
   if (!sabotage) {
     if (const auto diff = decode_and_compare(model, ids, batch, length, full, nullptr, 0, 0)) {
@@ -176,8 +190,8 @@ int command_verify(const Args& args) {
   }
   // One-ULP sabotage: the first carried cell whose bump moves any position proves the check can fail.
   const std::int64_t at = std::max<std::int64_t>(1, length / 2);
-  const SambaState probe = model.allocate_state(batch, length);
-  for (const Piece& piece : carried_pieces(model, probe)) {
+  const SambaState probe = model.samba()->allocate_state(batch, length);
+  for (const Piece& piece : carried_pieces(probe)) {
     for (std::int64_t cell = 0; cell < std::min<std::int64_t>(piece.cells, 128); ++cell) {
       if (const auto diff = decode_and_compare(model, ids, batch, length, full, &piece, cell, at)) {
         std::printf("sabotage: +1 ULP on %s[%lld] just before step %lld\n", piece.name.c_str(),

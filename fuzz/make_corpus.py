@@ -429,6 +429,26 @@ def write(name, seeds):
     return sum(len(d) for _, d in seeds), len(seeds)
 
 
+def chat_template_seeds():
+    """fuzz_chat_template: selector 0 + a tokenizer_config.json, selector 1 + a template of each family."""
+    configs = {
+        "config_string": {"chat_template": "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}"
+                                           "<|im_end|>\n{% endfor %}"},
+        "config_list": {"chat_template": [{"name": "tool_use", "template": "x"},
+                                          {"name": "default", "template": "<|user|>"}]},
+        "config_bad": {"chat_template": 7},
+    }
+    seeds = [(name, b"\x00" + json.dumps(doc).encode()) for name, doc in configs.items()]
+    seeds.append(("chatml", b"\x01{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
+                            b"{{ '<|im_start|>system\\nYou are kind.<|im_end|>\\n' }}{% endif %}{{'<|im_start|>' + "
+                            b"message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}"
+                            b"{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"))
+    seeds.append(("llama3", b"\x01{{ bos_token }}{% for m in messages %}<|start_header_id|>{{ m.role }}"
+                            b"<|end_header_id|>\n\n{{ m.content | trim }}<|eot_id|>{% endfor %}"))
+    seeds.append(("phi3", b"\x01{% for m in messages %}<|user|><|assistant|><|end|>{% endfor %}{{ eos_token }}"))
+    return seeds
+
+
 def main():
     total = 0
     for name, seeds in (
@@ -445,7 +465,8 @@ def main():
             ("gguf", gguf_seeds()),
             ("gguf_model", gguf_model_seeds()),
             ("file_kind", file_kind_seeds()),
-            ("state_file", state_file_seeds())):
+            ("state_file", state_file_seeds()),
+            ("chat_template", chat_template_seeds())):
         size, count = write(name, seeds)
         total += size
         print("%-15s %3d seeds %9d bytes" % (name, count, size))

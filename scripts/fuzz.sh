@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 SECONDS_EACH=${1:-30}
 shift $(( $# > 0 ? 1 : 0 ))
-ALL=(samba_stream samba_legacy mlp_checkpoint json lowbit weights state safetensors tokenizer hf_config gguf gguf_model file_kind state_file)
+ALL=(samba_stream samba_legacy mlp_checkpoint json lowbit weights state safetensors tokenizer hf_config gguf gguf_model file_kind state_file chat_template)
 HARNESSES=("$@")
 [ ${#HARNESSES[@]} -eq 0 ] && HARNESSES=("${ALL[@]}")
 BUILD=$ROOT/build-fuzz

@@ -37,6 +37,7 @@ need_pip=()
 "$PYTHON" -c "import fastapi" 2>/dev/null || need_pip+=("fastapi>=0.100")
 "$PYTHON" -c "import uvicorn" 2>/dev/null || need_pip+=("uvicorn>=0.20")
 "$PYTHON" -c "import httpx" 2>/dev/null || need_pip+=("httpx>=0.24")
+"$PYTHON" -c "import jinja2" 2>/dev/null || need_pip+=("jinja2>=3.1")  # chat templates (test_chat.py)
 if [ ${#need_pip[@]} -gt 0 ]; then
   echo "install_deps: pip install ${need_pip[*]}"
   "$PYTHON" -m pip install -q "${need_pip[@]}"

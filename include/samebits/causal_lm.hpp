@@ -1,12 +1,13 @@
 // CausalLM (docs/models.md §17-§19): a language model over a Hugging Face checkpoint directory (llama /
 // smollm, mistral, qwen2, qwen3, phi3, mamba, mamba2) or a GGUF file (docs/gguf.md §10): embedding -> blocks
-// -> final RMSNorm -> head, its decode state, and greedy generation.
+// -> final RMSNorm -> head, its decode state, and greedy or sampled generation.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <samebits/mamba.hpp>
+#include <samebits/sampler.hpp>
 #include <samebits/tensor.hpp>
 #include <samebits/transformer.hpp>
 #include <string>
@@ -53,6 +54,16 @@ class CausalLMState {
   std::unique_ptr<Impl> impl_;
 };
 
+// How generate chooses and when it stops (docs/models.md §19).
+struct GenerateOptions {
+  // true: upstream's argmax loop (ties to the lowest id); false: the shared sampler with `sampling`.
+  bool greedy = true;
+  // The sampler's options; row b draws with seed sampling.seed + b and penalizes its own prompt and picks.
+  SamplerOptions sampling;
+  // A row ends once it has produced one of these ids (kept as its last token); later positions hold -1.
+  std::vector<std::int32_t> stop_ids;
+};
+
 // One named tensor copied out of a model: name, shape, float32 values.
 struct NamedTensorCopy {
   std::string name;
@@ -82,6 +93,10 @@ class CausalLM {
   CausalLMState& reset_state(CausalLMState& state) const;
   // Greedy decoding (docs/models.md §19): (B, L + max_new_tokens) int32, row-major.
   std::vector<std::int32_t> generate(const IdsView& ids, std::int64_t max_new_tokens) const;
+  // Greedy or sampled decoding with stop ids: (B, L + m) int32, row-major, m <= max_new_tokens the most any
+  // row produced (exactly max_new_tokens without stop ids); a row that stopped early is padded with -1.
+  std::vector<std::int32_t> generate(const IdsView& ids, std::int64_t max_new_tokens,
+                                     const GenerateOptions& options) const;
 
   // Embedding, final norm, head (untied) and every block's base weights, by checkpoint name, as the model
   // holds them (materialized float32); phi3's split rows are put back into their fused tensors.

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <samebits/causal_lm.hpp>
+#include <samebits/chat_template.hpp>
 #include <samebits/checkpoint.hpp>
 #include <samebits/checkpoint_info.hpp>
 #include <samebits/engine.hpp>

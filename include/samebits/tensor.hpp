@@ -36,4 +36,7 @@ struct TensorInfo {
   std::vector<std::int64_t> shape;
 };
 
+// A shape as Python prints the tuple, for messages and reports: "(16, 8)", "(16,)", "()".
+std::string shape_repr(const std::vector<std::int64_t>& shape);
+
 }  // namespace samebits

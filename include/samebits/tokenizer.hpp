@@ -54,7 +54,9 @@ class Tokenizer {
   std::optional<std::int32_t> bos_token_id() const;
   std::optional<std::int32_t> eos_token_id() const;
 
-  // The chat template (Jinja text) the tokenizer's files carry, verbatim; nullopt when they carry none.
+  // The model's Jinja chat template as its files give it (tokenizer_config.json's chat_template, its
+  // "default" entry when it is a list, chat_template.jinja, or a GGUF file's tokenizer.chat_template),
+  // nullopt when there is none.
   std::optional<std::string> chat_template() const;
 
   // The tokenizer.json (or GGUF file) this tokenizer was read from.

@@ -9,6 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import lowbit as lowbit
+from . import models as models
 
 __version__: str
 
@@ -222,3 +223,40 @@ class SambaInference:
                  stop: _Stop = ..., stream: Literal[True]) -> Iterator[int]: ...
     def loss(self, inputs: Any, targets: Any) -> Any: ...
     def train_step(self, inputs: Any, targets: Any) -> Any: ...
+
+class CausalLMState:
+    batch_size: int
+    max_tokens: int
+    positions: int
+    # copies of the layer states, made when read (docs/models.md §18)
+    layers: list[TransformerState | Mamba1State | Mamba2State]
+    def buffers_bytes(self) -> bytes: ...
+    def clone(self) -> CausalLMState: ...
+
+class CausalLM:
+    @classmethod
+    def load(cls, path: _Path, weight_format: Literal["float32", "bfloat16", "int8"] = ...,
+             max_positions: int | None = ..., loader: Literal["samebits", "mojolearn"] = ...) -> CausalLM: ...
+    def forward(self, ids: _Array, state: CausalLMState | None = ...) -> _Float32: ...
+    def step(self, ids: _Array, state: CausalLMState) -> _Float32: ...
+    def allocate_state(self, batch_size: int, max_tokens: int) -> CausalLMState: ...
+    def reset_state(self, state: CausalLMState) -> CausalLMState: ...
+    def generate(self, ids: _Array, max_new_tokens: int, *, greedy: bool = ..., seed: int | None = ...,
+                 stop: int | Sequence[int] | None = ..., temperature: float = ..., top_k: int = ...,
+                 top_p: float = ..., min_p: float = ..., repetition_penalty: float = ..., repetition_window: int = ...,
+                 presence_penalty: float = ..., frequency_penalty: float = ...) -> npt.NDArray[np.int32]: ...
+    def chat(self, messages: Sequence[Mapping[str, Any]], tokenizer: Any, max_new_tokens: int = ...,
+             **options: Any) -> str: ...
+    def parameters(self) -> dict[str, _Float32]: ...
+    @property
+    def unused_names(self) -> list[str]: ...
+    model_type: str
+    kind: str
+    weight_format: str
+    loader: str
+    d_model: int
+    vocab_size: int
+    n_layers: int
+    tie_embeddings: bool
+    norm_eps: float
+    max_positions: int | None

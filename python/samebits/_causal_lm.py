@@ -1,15 +1,22 @@
 """CausalLM: a language model over a Hugging Face checkpoint directory (llama / smollm, mistral, qwen2, qwen3,
-phi3, mamba, mamba2), its decode state and greedy generation (docs/models.md §15-§19)."""
+phi3, mamba, mamba2), its decode state, greedy or sampled generation and chat (docs/models.md §15-§20)."""
+
+import secrets
 
 import numpy as np
 
-from . import _state_file
+from . import _checks, _state_file
+from ._mamba import Mamba1State, Mamba2State
 from ._native import native
+from ._transformer import TransformerState
 
 _LOAD = "samebits.models.CausalLM.load"
 _CALL = "samebits CausalLM"
 _FORMATS = ("float32", "bfloat16", "int8")
 _LOADERS = ("samebits", "mojolearn")
+# The shared sampler's options (docs/api.md §16) and the values that leave the distribution as it is.
+_SAMPLING = {"temperature": 1.0, "top_k": 0, "top_p": 1.0, "min_p": 0.0, "repetition_penalty": 1.0,
+             "repetition_window": 64, "presence_penalty": 0.0, "frequency_penalty": 0.0}
 
 
 def _ids(ids, what, step):
@@ -43,6 +50,17 @@ def _int32(array, vocab, what):
     return np.ascontiguousarray(array, dtype=np.int32)
 
 
+def _stop_ids(stop, what):
+    """`stop` as a list of int ids (None: none)."""
+    if stop is None:
+        return []
+    items = [stop] if isinstance(stop, (int, np.integer)) and not isinstance(stop, bool) else stop
+    try:
+        return [_checks.count(v, what, "stop") for v in items]
+    except TypeError:
+        raise TypeError(f"{what}: stop must be a token id or a list of token ids, got {type(stop).__name__}") from None
+
+
 class CausalLMState(_state_file.SavedState):
     """One batch's decode state: one block state per layer and the positions consumed; it belongs to the
     model whose `allocate_state` made it."""
@@ -61,8 +79,13 @@ class CausalLMState(_state_file.SavedState):
 
     @property
     def layers(self):
-        """The number of layer states (one per block, in stack order)."""
-        return self._engine.layers
+        """One state per layer, in stack order, as the blocks' own classes (TransformerState, Mamba1State,
+        Mamba2State): independent copies taken when read, so editing one leaves this state as it is
+        (docs/models.md §18)."""
+        faces = {"TransformerStateEngine": TransformerState._wrap, "Mamba1StateEngine": Mamba1State._adopt,
+                 "Mamba2StateEngine": Mamba2State._adopt}
+        copies = [self._engine.layer_copy(i) for i in range(self._engine.layers)]
+        return [faces[type(c).__name__](c) for c in copies]
 
     @property
     def positions(self):
@@ -79,7 +102,7 @@ class CausalLMState(_state_file.SavedState):
 
     def __repr__(self):
         return (
-            f"CausalLMState(batch_size={self.batch_size}, max_tokens={self.max_tokens}, layers={self.layers}, "
+            f"CausalLMState(batch_size={self.batch_size}, max_tokens={self.max_tokens}, layers={self._engine.layers}, "
             f"positions={self.positions})"
         )
 
@@ -139,17 +162,54 @@ class CausalLM:
         self._engine.reset_state(state._engine)
         return state
 
-    def generate(self, ids, max_new_tokens, *, greedy=True):
-        """Greedy decoding: (B, L + max_new_tokens) int32 (docs/models.md §19)."""
-        if greedy is not True:
-            raise NotImplementedError(
-                f"{_CALL}.generate: greedy=True is the only decoding implemented; got greedy={greedy!r}"
-            )
+    def generate(self, ids, max_new_tokens, *, greedy=True, seed=None, stop=None, **sampling):
+        """(B, L + m) int32 ids: the prompt and up to max_new_tokens new ones per row (docs/models.md §19).
+
+        greedy=True (the default) is upstream's argmax loop. greedy=False draws with the shared sampler
+        (docs/api.md §16): temperature, top_k, top_p, min_p, repetition_penalty, repetition_window,
+        presence_penalty, frequency_penalty; row b uses seed + b (seed=None draws a random one). `stop`: a
+        token id or a list of ids; a row ends once it has produced one (kept), its later positions hold -1,
+        and m is the most any row produced (max_new_tokens when no stop id came).
+        """
+        what = f"{_CALL}.generate"
+        if greedy is not True and greedy is not False:
+            raise TypeError(f"{what}: greedy must be True or False, got {greedy!r}")
+        unknown = sorted(set(sampling) - set(_SAMPLING))
+        if unknown:
+            raise TypeError(f"{what}: unexpected keyword argument {unknown[0]!r}")
+        if greedy and (sampling or seed is not None):
+            raise ValueError(f"{what}: sampling options ({', '.join(sorted(sampling)) or 'seed'}) take greedy=False")
         n = int(max_new_tokens)
         if n < 0:
-            raise ValueError(f"{_CALL}.generate: max_new_tokens must be >= 0, got {n}")
-        array = _ids(ids, "generate", False)
-        return self._engine.generate(_int32(array, self.vocab_size, "generate"), n)
+            raise ValueError(f"{what}: max_new_tokens must be >= 0, got {n}")
+        array = _int32(_ids(ids, "generate", False), self.vocab_size, "generate")
+        stop_ids = _stop_ids(stop, what)
+        if greedy and not stop_ids:
+            return self._engine.generate(array, n)
+        options = dict(_SAMPLING, **sampling)
+        args = [_checks.real(options[k], what, k) if isinstance(_SAMPLING[k], float) else
+                _checks.count(options[k], what, k) for k in _SAMPLING]
+        seed = secrets.randbits(63) if seed is None else _checks.count(seed, what, "seed")
+        if not 0 <= seed < 2**64:
+            raise ValueError(f"{what}: seed must be in [0, 2^64), got {seed}")
+        return self._engine.generate_with(array, n, greedy, *args, seed, stop_ids)
+
+    def chat(self, messages, tokenizer, max_new_tokens=256, **options):
+        """The assistant's reply (str) to `messages` (a list of {"role", "content"} dicts): the conversation
+        rendered with the tokenizer's chat template (Tokenizer.apply_chat_template, generation prompt added),
+        then generate(..., **options) until the end-of-sequence id or the template's end-of-turn token
+        (docs/models.md §20). `options` are generate's (greedy, seed, the sampler's); `stop` adds ids."""
+        from .models._tokenizer import Tokenizer
+
+        if not isinstance(tokenizer, Tokenizer):
+            raise TypeError(f"{_CALL}.chat: tokenizer must be a samebits.models.Tokenizer, got {type(tokenizer).__name__}")
+        prompt = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+        if not prompt:
+            raise ValueError(f"{_CALL}.chat: the rendered conversation holds no token")
+        stops = list(tokenizer.chat_stop_ids()) + _stop_ids(options.pop("stop", None), f"{_CALL}.chat")
+        out = self.generate(np.asarray([prompt], dtype=np.int64), max_new_tokens, stop=stops, **options)
+        reply = [int(t) for t in out[0, len(prompt):] if t >= 0 and int(t) not in stops]
+        return tokenizer.decode(reply, skip_special_tokens=True)
 
     # -------------------------------------------------------------- reports
 

@@ -37,6 +37,13 @@ void bind_causal_lm(nb::module_& m) {
       .def_prop_ro("layers", &CausalLMState::layers)
       .def_prop_ro("positions", &CausalLMState::positions)
       .def("belongs_to", &CausalLMState::belongs_to)
+      .def("layer_copy",
+           [](const CausalLMState& self, std::int64_t i) -> nb::object {
+             // An independent copy of layer i's state, as the block's own state class (docs/models.md §18).
+             if (const TransformerState* kv = self.transformer(i)) return nb::cast(kv->clone());
+             if (const Mamba1State* m1 = self.mamba1(i)) return nb::cast(m1->clone());
+             return nb::cast(self.mamba2(i)->clone());
+           })
       .def("buffers_bytes", [](const CausalLMState& self) {
         // Every layer's buffers, in stack order, as one bytes object (tests compare states with it).
         std::string out;
@@ -102,6 +109,33 @@ void bind_causal_lm(nb::module_& m) {
              {
                nb::gil_scoped_release release;
                out = self.generate(view, max_new_tokens);
+             }
+             const auto rows = static_cast<std::size_t>(view.batch);
+             const std::size_t cols = out.size() / rows;  // the engine refused B < 1
+             return ids_to_numpy(std::move(out), rows, cols);
+           })
+      .def("generate_with",
+           [](const CausalLM& self, const IdsArrayIn& ids, std::int64_t max_new_tokens, bool greedy,
+              double temperature, std::int64_t top_k, double top_p, double min_p, double repetition_penalty,
+              std::int64_t repetition_window, double presence_penalty, double frequency_penalty,
+              std::uint64_t seed, std::vector<std::int32_t> stop_ids) {
+             GenerateOptions options;
+             options.greedy = greedy;
+             options.sampling = {temperature,
+                                 top_k,
+                                 top_p,
+                                 min_p,
+                                 repetition_penalty,
+                                 repetition_window,
+                                 presence_penalty,
+                                 frequency_penalty,
+                                 seed};
+             options.stop_ids = std::move(stop_ids);
+             const IdsView view = ids_view(ids);
+             std::vector<std::int32_t> out;
+             {
+               nb::gil_scoped_release release;
+               out = self.generate(view, max_new_tokens, options);
              }
              const auto rows = static_cast<std::size_t>(view.batch);
              const std::size_t cols = out.size() / rows;  // the engine refused B < 1

@@ -1,9 +1,12 @@
-// Binding of samebits::Tokenizer and TokenStreamDecoder: samebits/models/_tokenizer.py wraps these objects.
+// Binding of samebits::Tokenizer, TokenStreamDecoder and the native ChatTemplate renderers:
+// samebits/models/_tokenizer.py wraps these objects.
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
 #include <cstdint>
+#include <samebits/chat_template.hpp>
 #include <samebits/tokenizer.hpp>
 #include <string>
 #include <vector>
@@ -63,9 +66,22 @@ void bind_tokenizer(nb::module_& m) {
       .def_prop_ro("eos_ids", [](const Tokenizer& self) { return self.eos_ids(); })
       .def_prop_ro("bos_token_id", &Tokenizer::bos_token_id)
       .def_prop_ro("eos_token_id", &Tokenizer::eos_token_id)
+      .def_prop_ro("chat_template", &Tokenizer::chat_template)
       .def_prop_ro("source", &Tokenizer::source)
       .def("describe", &Tokenizer::describe)
       .def_static("unicode_version", &Tokenizer::unicode_version);
+  nb::class_<ChatTemplate>(m, "ChatTemplateEngine")
+      .def_static("recognize", &ChatTemplate::recognize)
+      .def_prop_ro("family", &ChatTemplate::family)
+      .def_prop_ro("end_of_turn", &ChatTemplate::end_of_turn)
+      .def_prop_ro("default_system", &ChatTemplate::default_system)
+      .def("render",
+           [](const ChatTemplate& self, const std::vector<std::pair<std::string, std::string>>& messages,
+              bool add_generation_prompt) {
+             std::vector<ChatMessage> turns;
+             for (const auto& [role, content] : messages) turns.push_back({role, content});
+             return self.render(turns, add_generation_prompt);
+           });
   nb::class_<TokenStreamDecoder>(m, "TokenStreamDecoderEngine")
       .def(nb::init<Tokenizer, bool>())
       .def("push", &TokenStreamDecoder::push)

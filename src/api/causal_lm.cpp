@@ -541,6 +541,11 @@ std::vector<float> CausalLM::step(const IdsView& ids, CausalLMState& state) cons
 }
 
 std::vector<std::int32_t> CausalLM::generate(const IdsView& ids, std::int64_t max_new_tokens) const {
+  return generate(ids, max_new_tokens, GenerateOptions{});
+}
+
+std::vector<std::int32_t> CausalLM::generate(const IdsView& ids, std::int64_t max_new_tokens,
+                                             const GenerateOptions& options) const {
   const std::string what = kCall + ".generate";
   if (max_new_tokens < 0)
     throw_value_error(what + ": max_new_tokens must be >= 0, got " + std::to_string(max_new_tokens));
@@ -552,9 +557,10 @@ std::vector<std::int32_t> CausalLM::generate(const IdsView& ids, std::int64_t ma
   for (std::int64_t t = 0; t < batch * length; ++t)
     if (ids.data[t] < 0 || ids.data[t] >= model_->plan.vocab_size)
       throw_value_error(what + ": ids must be in [0, " + std::to_string(model_->plan.vocab_size) + ")");
+  if (!options.greedy) check_sampler_options(options.sampling, what);
   const std::int64_t n = max_new_tokens;
   const std::int64_t total = length + n;
-  std::vector<std::int32_t> out(static_cast<std::size_t>(batch * total));
+  std::vector<std::int32_t> out(static_cast<std::size_t>(batch * total), -1);
   for (std::int64_t b = 0; b < batch; ++b)
     std::copy(ids.data + b * length, ids.data + (b + 1) * length, out.begin() + b * total);
   if (n == 0) return out;
@@ -562,20 +568,53 @@ std::vector<std::int32_t> CausalLM::generate(const IdsView& ids, std::int64_t ma
     throw_value_error(what + ": " + std::to_string(length) + " prompt + " + std::to_string(n) +
                       " new tokens exceed max_positions=" + std::to_string(*model_->max_positions));
   const std::int64_t vocab = model_->plan.vocab_size;
+  // One sampler per row, fed the row's prompt (its penalty window), seeded seed + b.
+  std::vector<Sampler> samplers;
+  if (!options.greedy) {
+    for (std::int64_t b = 0; b < batch; ++b) {
+      SamplerOptions row = options.sampling;
+      row.seed += static_cast<std::uint64_t>(b);
+      samplers.emplace_back(row);
+      for (std::int64_t t = 0; t < length; ++t) samplers.back().accept(ids.data[b * length + t]);
+    }
+  }
+  const auto pick = [&](const float* row, std::int64_t b) {
+    return options.greedy ? models::greedy_argmax(row, vocab)
+                          : samplers[static_cast<std::size_t>(b)].sample_and_accept(row, vocab);
+  };
+  const auto is_stop = [&](std::int32_t id) {
+    return std::find(options.stop_ids.begin(), options.stop_ids.end(), id) != options.stop_ids.end();
+  };
   CausalLMState state = allocate_state(batch, total);
   std::vector<float> logits = run(ids, &state, false, what);
   std::vector<std::int32_t> next(static_cast<std::size_t>(batch));
   for (std::int64_t b = 0; b < batch; ++b)
-    next[static_cast<std::size_t>(b)] =
-        models::greedy_argmax(logits.data() + ((b + 1) * length - 1) * vocab, vocab);
+    next[static_cast<std::size_t>(b)] = pick(logits.data() + ((b + 1) * length - 1) * vocab, b);
+  std::vector<bool> running(static_cast<std::size_t>(batch), true);
+  std::int64_t produced = 0;
   for (std::int64_t k = 0; k < n; ++k) {
-    for (std::int64_t b = 0; b < batch; ++b) out[static_cast<std::size_t>(b * total + length + k)] = next[b];
-    if (k + 1 == n) break;
+    bool any = false;
+    for (std::int64_t b = 0; b < batch; ++b) {
+      if (!running[static_cast<std::size_t>(b)]) continue;
+      out[static_cast<std::size_t>(b * total + length + k)] = next[static_cast<std::size_t>(b)];
+      if (is_stop(next[static_cast<std::size_t>(b)])) running[static_cast<std::size_t>(b)] = false;
+      any = any || running[static_cast<std::size_t>(b)];
+    }
+    produced = k + 1;
+    if (k + 1 == n || !any) break;
+    // A stopped row keeps stepping on its last id (rows never mix), its picks unused.
     logits = run({next.data(), batch, 1}, &state, true, what);
     for (std::int64_t b = 0; b < batch; ++b)
-      next[static_cast<std::size_t>(b)] = models::greedy_argmax(logits.data() + b * vocab, vocab);
+      if (running[static_cast<std::size_t>(b)])
+        next[static_cast<std::size_t>(b)] = pick(logits.data() + b * vocab, b);
   }
-  return out;
+  if (produced == n) return out;
+  // Drop the columns no row reached.
+  const std::int64_t width = length + produced;
+  std::vector<std::int32_t> narrow(static_cast<std::size_t>(batch * width));
+  for (std::int64_t b = 0; b < batch; ++b)
+    std::copy(out.begin() + b * total, out.begin() + b * total + width, narrow.begin() + b * width);
+  return narrow;
 }
 
 // ------------------------------------------------------------------ reports

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <samebits/errors.hpp>
 #include <samebits/lowbit.hpp>
+#include <samebits/tensor.hpp>
 #include <set>
 
 #include "io/file_bytes.hpp"
@@ -27,12 +28,6 @@ std::string list_repr(const std::vector<std::string>& items) {
   std::string out = "[";
   for (std::size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + repr_of(items[i]);
   return out + "]";
-}
-
-std::string shape_text(const std::vector<std::int64_t>& shape) {
-  std::string text = "(";
-  for (std::size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
-  return text + (shape.size() == 1 ? ",)" : ")");
 }
 
 SafetensorsDtype kind_of(std::string_view dtype) {
@@ -155,7 +150,7 @@ void SafetensorsFile::parse(const unsigned char* bytes, std::uint64_t file_bytes
     std::uint64_t needed = 0;
     const bool too_big = overflow || __builtin_mul_overflow(elements, itemsize, &needed);
     if (itemsize != 0 && (too_big || needed != entry.end - entry.begin))
-      throw_value_error(tensor + " of " + entry.dtype + " shape " + shape_text(entry.shape) + " needs " +
+      throw_value_error(tensor + " of " + entry.dtype + " shape " + shape_repr(entry.shape) + " needs " +
                         (too_big ? std::string("more than 2^64") : std::to_string(needed)) +
                         " bytes, the offsets give " + std::to_string(entry.end - entry.begin));
     index_[entry.name] = entries_.size();

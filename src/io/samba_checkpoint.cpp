@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <samebits/errors.hpp>
+#include <samebits/tensor.hpp>
 #include <utility>
 
 #include "io/sha256.hpp"
@@ -112,16 +113,6 @@ std::string text_or_canonical(const Value* value) {
   if (value == nullptr) return "";
   if (value->is_string()) return json::to_utf8(value->as_string());
   return json::canonical_json(*value);
-}
-
-// Python's repr of a tuple of ints: "(3,)", "(2, 3)", "()".
-std::string tuple_repr(const std::vector<std::int64_t>& shape) {
-  std::string text = "(";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    if (i > 0) text += ", ";
-    text += std::to_string(shape[i]);
-  }
-  return text + (shape.size() == 1 ? ",)" : ")");
 }
 
 // ----------------------------------------------------------------------------------- config
@@ -261,7 +252,7 @@ Admitted admit_inference(const Value& state, std::int64_t available, SambaCheckp
     const std::int64_t count = stop - start;
     const models::SambaRegistryEntry& want = registry.entries[i];
     if (count != want.size) {
-      refuse("samebits: " + std::to_string(count * 4) + " bytes do not fill shape " + tuple_repr(want.shape) +
+      refuse("samebits: " + std::to_string(count * 4) + " bytes do not fill shape " + shape_repr(want.shape) +
              " of <f4 (" + std::to_string(want.size * 4) + " bytes)");
     }
     canonical_layout = canonical_layout && start == want.offset;
@@ -841,7 +832,7 @@ std::vector<unsigned char> decode_legacy_array(const Value& payload, const Array
   if (static_cast<__int128>(bytes.size()) != need) {
     const std::string need_text = need < (__int128{1} << 62) ? std::to_string(static_cast<std::int64_t>(need))
                                                              : std::string("too many");
-    refuse("samebits: " + std::to_string(bytes.size()) + " bytes do not fill shape " + tuple_repr(shape) +
+    refuse("samebits: " + std::to_string(bytes.size()) + " bytes do not fill shape " + shape_repr(shape) +
            " of " + std::string(spec.dtype) + " (" + need_text + " bytes)");
   }
   return bytes;

@@ -381,6 +381,36 @@ class Reader {
     };
     if (const auto id = named("bos_token")) spec_.bos_token_id = id;
     if (const auto id = named("eos_token")) spec_.eos_token_id = id;
+    read_chat_template(cfg, name);
+  }
+
+  // chat_template: a string, or a list of {"name", "template"} of which "default" is the one taken
+  // (docs/tokenizer.md §10); null or absent means none.
+  void read_chat_template(const json::Value& cfg, const std::string& name) {
+    const json::Value* v = cfg.find("chat_template");
+    if (v == nullptr || v->is_null()) return;
+    const std::string where = "samebits.models.Tokenizer: " + name + ": chat_template";
+    const auto text = [&](const json::Value& t, const std::string& field) {
+      std::string out = json::to_utf8(t.as_string());
+      if (!tk::utf8_valid(out)) throw_value_error(where + field + " holds a lone surrogate");
+      return out;
+    };
+    if (v->is_string()) {
+      spec_.chat_template = text(*v, "");
+      return;
+    }
+    if (!v->is_array())
+      throw_value_error(where + " is neither a string nor a list of {\"name\", \"template\"} objects");
+    for (std::size_t k = 0; k < v->as_array().size(); ++k) {
+      const json::Value& entry = v->as_array()[k];
+      std::string field = std::to_string(k);  // appended, not prefixed: gcc 12 warns on "[" + to_string
+      field = field.insert(0, 1, '[') + ']';
+      const json::Value* n = entry.find("name");
+      const json::Value* t = entry.find("template");
+      if (n == nullptr || t == nullptr || !n->is_string() || !t->is_string())
+        throw_value_error(where + field + " is not an object with string 'name' and 'template'");
+      if (text(*n, field + ".name") == "default") spec_.chat_template = text(*t, field + ".template");
+    }
   }
 
   tk::TokenizerSpec run(std::string_view json_text, std::optional<std::string_view> config_text,
@@ -460,8 +490,16 @@ tk::TokenizerSpec read_tokenizer_files(const std::string& path) {
   const fs::path config_path = json_path.parent_path() / "tokenizer_config.json";
   std::optional<std::string> config;
   if (fs::exists(config_path, ec)) config = read_whole(config_path, config_path.string());
-  return Reader(shown).run(text, config ? std::optional<std::string_view>(*config) : std::nullopt,
-                           config_path.string());
+  tk::TokenizerSpec spec = Reader(shown).run(
+      text, config ? std::optional<std::string_view>(*config) : std::nullopt, config_path.string());
+  // Newer checkpoints keep the template in its own file, which then takes precedence (docs/tokenizer.md §10).
+  const fs::path template_path = json_path.parent_path() / "chat_template.jinja";
+  if (fs::exists(template_path, ec)) {
+    spec.chat_template = read_whole(template_path, template_path.string());
+    if (!tk::utf8_valid(*spec.chat_template))
+      throw_value_error("samebits.models.Tokenizer: " + template_path.string() + ": not valid UTF-8");
+  }
+  return spec;
 }
 
 }  // namespace samebits::io

@@ -1024,6 +1024,16 @@ def _tokenizer_rows(cat):
         directory("badconfig", {"tokenizer.json": base_text, "tokenizer_config.json": b'{"add_bos_token": "yes"}'}))
     row("tokenizer_config.json not JSON",
         directory("notjson", {"tokenizer.json": base_text, "tokenizer_config.json": b"{add_bos_token: no}"}))
+    row("tokenizer_config.json chat_template 7 (not a string or list)",
+        directory("chatint", {"tokenizer.json": base_text, "tokenizer_config.json": b'{"chat_template": 7}'}))
+    row("tokenizer_config.json chat_template list entry without a template",
+        directory("chatlist", {"tokenizer.json": base_text,
+                               "tokenizer_config.json": b'{"chat_template": [{"name": "default"}]}'}))
+    row("tokenizer_config.json chat_template with a lone surrogate",
+        directory("chatsurrogate", {"tokenizer.json": base_text,
+                                    "tokenizer_config.json": b'{"chat_template": "\\ud800"}'}))
+    row("chat_template.jinja not UTF-8",
+        directory("chatjinja", {"tokenizer.json": base_text, "chat_template.jinja": b"{{ '\xff' }}"}))
     del base
 
     tok = load(fixtures)
@@ -1036,6 +1046,19 @@ def _tokenizer_rows(cat):
     cat.add("argument", "models.Tokenizer.encode", "a str with a lone surrogate", lambda: tok.encode("a\ud800"))
     cat.add("argument", "models.Tokenizer.encode", "add_special_tokens 1 (an int)", lambda: tok.encode("x", 1))
     cat.add("argument", "models.Tokenizer.encode_bytes", "a str", lambda: tok.encode_bytes("x"))
+    import jinja2
+
+    cat.add("template", "models.Tokenizer.apply_chat_template", "a template reaching Python internals (sandbox)",
+            lambda: tok.apply_chat_template([{"role": "user", "content": "x"}],
+                                            chat_template="{{ ''.__class__.__mro__[1].__subclasses__() }}"),
+            allowed=(jinja2.exceptions.SecurityError,))
+    cat.add("template", "models.Tokenizer.apply_chat_template", "a template that is not Jinja",
+            lambda: tok.apply_chat_template([{"role": "user", "content": "x"}], chat_template="{% for %}"))
+    cat.add("template", "models.Tokenizer.apply_chat_template", "messages a str",
+            lambda: tok.apply_chat_template("hello", chat_template="{{ messages }}"))
+    cat.add("template", "ChatTemplate.recognize (native)", "a template of no supported family",
+            lambda: __import__("samebits._native", fromlist=["native"]).native().ChatTemplateEngine.recognize(
+                "[INST] {{ messages }}", "", ""))
 
     def repaired(result):
         assert result == tok.encode("a\ufffd\ufffdb", add_special_tokens=False), result
@@ -1129,7 +1152,12 @@ def _causal_lm_rows(cat):
     cat.add(category, "CausalLM.allocate_state", "max_tokens 17 past max_positions 16",
             lambda: model.allocate_state(1, 17))
     cat.add(category, "CausalLM.allocate_state", "batch_size 0", lambda: model.allocate_state(0, 4))
-    cat.add(category, "CausalLM.generate", "greedy=False", lambda: model.generate(ids_ok, 2, greedy=False))
+    cat.add(category, "CausalLM.generate", "greedy=1 (not a bool)", lambda: model.generate(ids_ok, 2, greedy=1))
+    cat.add(category, "CausalLM.generate", "temperature with greedy=True",
+            lambda: model.generate(ids_ok, 2, temperature=0.5))
+    cat.add(category, "CausalLM.generate", "greedy=False, top_p 0", lambda: model.generate(ids_ok, 2, greedy=False,
+                                                                                           top_p=0.0, seed=1))
+    cat.add(category, "CausalLM.generate", "stop 1.5 (not an id)", lambda: model.generate(ids_ok, 2, stop=1.5))
     cat.add(category, "CausalLM.generate", "max_new_tokens -1", lambda: model.generate(ids_ok, -1))
     cat.add(category, "CausalLM.generate", "4 prompt + 13 new tokens past max_positions 16",
             lambda: model.generate(ids_ok, 13))

@@ -4,6 +4,7 @@ import operator
 import os
 
 from .._native import native
+from . import _chat
 
 _PREFIX = "samebits.models.Tokenizer: "
 _INT32 = 1 << 31
@@ -128,6 +129,49 @@ class Tokenizer:
     @property
     def eos_token_id(self):
         return self._engine.eos_token_id
+
+    @property
+    def chat_template(self):
+        """The model's Jinja chat template (tokenizer_config.json's chat_template, its "default" entry when it
+        is a list, or chat_template.jinja), None when its files carry none (docs/tokenizer.md §10)."""
+        return self._engine.chat_template
+
+    def _token_text(self, id):
+        return None if id is None else self.decode([id])
+
+    def apply_chat_template(self, messages, add_generation_prompt=False, tokenize=True, *, chat_template=None,
+                            **variables):
+        """The conversation rendered with the chat template (jinja2, sandboxed, as transformers renders it):
+        the ids of the text (special tokens parsed, no bos/eos added) when tokenize, else the text.
+
+        `messages`: a list of {"role", "content"} dicts; `chat_template` replaces the model's; `variables`
+        reach the template beside messages, add_generation_prompt, bos_token and eos_token."""
+        source = self.chat_template if chat_template is None else chat_template
+        if source is None:
+            raise ValueError(f"{_PREFIX}{self.source}: the tokenizer files carry no chat template; pass chat_template=")
+        if not isinstance(source, str):
+            raise TypeError(f"{_PREFIX}chat_template must be a str, got {type(source).__name__}")
+        scope = {"bos_token": self._token_text(self.bos_token_id), "eos_token": self._token_text(self.eos_token_id)}
+        scope.update(variables)
+        text = _chat.render(source, messages, _flag(add_generation_prompt, "add_generation_prompt"), scope)
+        if not _flag(tokenize, "tokenize"):
+            return text
+        return self.encode(text, add_special_tokens=False)
+
+    def chat_stop_ids(self):
+        """The ids that end an assistant reply: the eos id and, when the chat template is one the native
+        renderers know (ChatML, Llama-3, Phi-3), its end-of-turn token's id (docs/tokenizer.md §10)."""
+        ids = [] if self.eos_token_id is None else [self.eos_token_id]
+        if self.chat_template is None:
+            return ids
+        try:
+            turn = native().ChatTemplateEngine.recognize(self.chat_template, "", "").end_of_turn
+        except ValueError:
+            return ids
+        turn_ids = self.encode(turn, add_special_tokens=False)
+        if len(turn_ids) == 1 and turn_ids[0] not in ids:
+            ids.append(turn_ids[0])
+        return ids
 
     @property
     def source(self):

@@ -43,7 +43,8 @@ struct TokenizerSpec {
   bool fuse_unk = false;
   std::vector<std::int32_t> bos_ids, eos_ids;  // added around the ids by add_special_tokens
   std::optional<std::int32_t> bos_token_id, eos_token_id;
-  std::optional<std::string> chat_template;  // the Jinja text the tokenizer's files carry, verbatim
+  // The model's Jinja chat template as written (docs/tokenizer.md §10), when its files carry one.
+  std::optional<std::string> chat_template;
 };
 
 // A validated tokenizer; immutable after construction and safe to use from several threads at once.
