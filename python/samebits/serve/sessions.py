@@ -49,11 +49,21 @@ class Sessions:
         state = self.backend.load(self.dir / record["state"])
         return Session(name, state, record["history"], record["generation"])
 
+    def _moved_on(self, session):
+        """True when another server sharing the state directory took S further (or forgot it) since this one
+        last held it (a session that migrated away and back, docs/serving.md §7): S must be read back."""
+        if self.dir is None:
+            return False
+        if not self._record(session.name).is_file():
+            return session.generation > 0
+        record = json.loads(self._record(session.name).read_text())
+        return record.get("generation") != session.generation or record.get("history") != session.history
+
     def acquire(self, name):
         """S for one request (created empty when new); 409 while another request holds it."""
         with self.lock:
             session = self.live.get(name)
-            if session is None:
+            if session is None or (not session.busy and self._moved_on(session)):
                 session = self._restore(name) or Session(name, self.backend.new_state(), [])
                 self.live[name] = session
             if session.busy:
