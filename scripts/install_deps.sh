@@ -38,6 +38,8 @@ need_pip=()
 "$PYTHON" -c "import uvicorn" 2>/dev/null || need_pip+=("uvicorn>=0.20")
 "$PYTHON" -c "import httpx" 2>/dev/null || need_pip+=("httpx>=0.24")
 "$PYTHON" -c "import jinja2" 2>/dev/null || need_pip+=("jinja2>=3.1")  # chat templates (test_chat.py)
+# Scale-out on Ray Serve (python -m samebits.serve.ray, tests/python/test_serve_ray.py): about 1 min to install.
+"$PYTHON" -c "import ray.serve" 2>/dev/null || need_pip+=("ray[serve]>=2.60")
 if [ ${#need_pip[@]} -gt 0 ]; then
   echo "install_deps: pip install ${need_pip[*]}"
   "$PYTHON" -m pip install -q "${need_pip[@]}"
