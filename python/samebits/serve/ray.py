@@ -57,8 +57,7 @@ class SessionAffinityRouter(RequestRouter):
         return [[max(candidate_replicas, key=lambda replica: _affinity(session, replica.replica_id.unique_id))]]
 
 
-@serve.deployment(request_router_config=RequestRouterConfig(
-    request_router_class="samebits.serve.ray:SessionAffinityRouter"))
+@serve.deployment(request_router_config=RequestRouterConfig(request_router_class=SessionAffinityRouter))
 class SamebitsReplica:
     """One replica: a whole samebits server (engine thread, prefix cache, sessions) with the model loaded, its
     FastAPI app called in-process; answers come back whole with the id of the replica that computed them."""
