@@ -168,4 +168,8 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run the module under its own name: Ray names the router class by module, which `__main__` would not be
+    # on the replicas.
+    from samebits.serve.ray import main as main_of_module
+
+    sys.exit(main_of_module())
