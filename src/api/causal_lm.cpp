@@ -220,7 +220,7 @@ Checkpoint gguf_checkpoint(const io::GgufModel& gguf) {
   return out;
 }
 
-// A GGUF model at weight_format float32 keeps its matrices in the file's codes (docs/gguf.md §12) unless
+// A GGUF model at weight_format float32 keeps its matrices in the file's codes (docs/gguf.md §14) unless
 // SAMEBITS_GGUF_MATERIALIZE is set to something other than 0: the materialized float32 model, the reference
 // the packed one equals bit for bit.
 bool keep_gguf_packed(lowbit::WeightFormat format) {

@@ -1,4 +1,4 @@
-// GGUF layers and heads packed in the file's own codes (docs/gguf.md §12).
+// GGUF layers and heads packed in the file's own codes (docs/gguf.md §14).
 #include "api/gguf_packed.hpp"
 
 #include <memory>

@@ -1,4 +1,4 @@
-// A GGUF model's matrices kept in the file's own codes (docs/gguf.md §12): the transformer layers and the
+// A GGUF model's matrices kept in the file's own codes (docs/gguf.md §14): the transformer layers and the
 // head built straight from the mapped bytes, never materialized as float32.
 #pragma once
 

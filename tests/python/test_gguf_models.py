@@ -64,7 +64,7 @@ def test_gguf_equals_safetensors_bitwise(name, qtype, tmp_path):
 @pytest.mark.parametrize("qtype", ["F16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1"])
 @pytest.mark.parametrize("name", list(FAMILIES))
 def test_packed_equals_materialized_bitwise(name, qtype, tmp_path, monkeypatch):
-    """docs/gguf.md §12: the matrices kept in the file's codes give the logits, steps and parameters of the
+    """docs/gguf.md §14: the matrices kept in the file's codes give the logits, steps and parameters of the
     model materialized to float32 (SAMEBITS_GGUF_MATERIALIZE=1), bit for bit, at 1 and 2 threads."""
     config, tensors = family(name)
     write_gguf(tmp_path / "m.gguf", config, tensors, qtype=getattr(T, qtype))

@@ -112,7 +112,7 @@ def test_one_and_two_threads_are_bitwise_equal(model):
 
 
 def test_packed_weights_equal_the_materialized_model_bitwise(model, monkeypatch):
-    """docs/gguf.md §12: the loaded model keeps the file's Q4_1 codes; forcing float32 materialization gives
+    """docs/gguf.md §14: the loaded model keeps the file's Q4_1 codes; forcing float32 materialization gives
     the same logits bit for bit, at 1 and 2 threads."""
     monkeypatch.setenv("SAMEBITS_GGUF_MATERIALIZE", "1")
     materialized = CausalLM.load(GGUF)

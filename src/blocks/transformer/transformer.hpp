@@ -54,7 +54,7 @@ struct TransformerWeights {
   }
 };
 
-// The four projection operands already packed (docs/gguf.md §12): a GGUF tensor's own codes from
+// The four projection operands already packed (docs/gguf.md §14): a GGUF tensor's own codes from
 // PackedRhs::from_ggml, each equal bit for bit to packing its exact float32 values.
 struct TransformerProjections {
   gemm::PackedRhs qkv;      // [q_width + 2 kv_width, d_model]: q, k, v stacked
