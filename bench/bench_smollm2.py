@@ -12,7 +12,6 @@ indicative.
     python3 bench/bench_smollm2.py [--threads 1 2] [--repeats 3] [--steps 32] [--prompt 8] [--prefill 512]
 """
 
-import argparse
 import importlib.util
 import json
 import os
@@ -23,7 +22,7 @@ import time
 import numpy as np
 
 import samebits
-from bench_lowbit_decode import read_bandwidth, simd_target
+from bench_lowbit_decode import decode_parser, decode_seconds, read_bandwidth, simd_target
 
 
 def gguf_path():
@@ -51,18 +50,11 @@ def measure(mode, args):
     model = samebits.CausalLM.load(path)
     load_s = time.perf_counter() - start
     after = rss_bytes()
-    ids = np.random.default_rng(3).integers(0, model.vocab_size, (1, max(args.prefill, args.prompt + args.steps)))
+    ids = np.random.default_rng(3).integers(0, model.vocab_size, (1, args.prefill))
     rows = []
     for threads in args.threads:
         samebits.set_num_threads(threads)
-        step = float("inf")
-        for _ in range(args.repeats):
-            state = model.allocate_state(1, args.prompt + args.steps)
-            model.forward(ids[:, :args.prompt], state)
-            start = time.perf_counter()
-            for t in range(args.prompt, args.prompt + args.steps):
-                model.step(ids[:, t], state)
-            step = min(step, (time.perf_counter() - start) / args.steps)
+        step = decode_seconds(model, args.prompt, args.steps, args.repeats, model.vocab_size)
         start = time.perf_counter()
         model.forward(ids[:, :args.prefill])
         prefill_s = time.perf_counter() - start
@@ -72,10 +64,7 @@ def measure(mode, args):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--steps", type=int, default=32)
+    parser = decode_parser(__doc__, repeats=3, steps=32)
     parser.add_argument("--prompt", type=int, default=8)
     parser.add_argument("--prefill", type=int, default=512)
     parser.add_argument("--only", choices=("packed", "float32"), help=argparse.SUPPRESS)

@@ -63,22 +63,20 @@ def test_gguf_equals_safetensors_bitwise(name, qtype, tmp_path):
 
 @pytest.mark.parametrize("qtype", ["F16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1"])
 @pytest.mark.parametrize("name", list(FAMILIES))
-def test_packed_equals_materialized_bitwise(name, qtype, tmp_path, monkeypatch):
+def test_packed_equals_materialized_bitwise(name, qtype, tmp_path, monkeypatch, targets_and_threads):
     """docs/gguf.md §14: the matrices kept in the file's codes give the logits, steps and parameters of the
-    model materialized to float32 (SAMEBITS_GGUF_MATERIALIZE=1), bit for bit, at 1 and 2 threads."""
+    model materialized to float32 (SAMEBITS_GGUF_MATERIALIZE=1), bit for bit, on every SIMD target and thread
+    count."""
     config, tensors = family(name)
     write_gguf(tmp_path / "m.gguf", config, tensors, qtype=getattr(T, qtype))
     packed = CausalLM.load(tmp_path / "m.gguf")
     monkeypatch.setenv("SAMEBITS_GGUF_MATERIALIZE", "1")
     materialized = CausalLM.load(tmp_path / "m.gguf")
     ids = ids_of(2, 9, 4)
-    before = samebits.get_num_threads()
-    try:
-        for threads in (1, 2):
-            samebits.set_num_threads(threads)
-            assert packed.forward(ids).tobytes() == materialized.forward(ids).tobytes(), threads
-    finally:
-        samebits.set_num_threads(before)
+    targets_and_threads.scalar_one_thread()
+    want = materialized.forward(ids).tobytes()
+    for case in targets_and_threads:
+        assert packed.forward(ids).tobytes() == want, case
     state = packed.allocate_state(2, 12)
     packed.forward(ids[:, :6], state)
     assert packed.step(ids[:, 6], state).tobytes() == materialized.forward(ids[:, :7])[:, -1].tobytes()
