@@ -18,7 +18,7 @@ namespace samebits {
 class Tokenizer {
  public:
   // Loads a directory holding tokenizer.json (+ tokenizer_config.json), a tokenizer.json path, or a GGUF
-  // file's tokenizer metadata (docs/gguf.md §14); every unsupported field is refused (samebits::Error, kind
+  // file's tokenizer metadata (docs/gguf.md §12); every unsupported field is refused (samebits::Error, kind
   // Value) naming file, field and problem.
   static Tokenizer from_pretrained(const std::string& path);
 

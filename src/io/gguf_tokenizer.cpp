@@ -1,4 +1,4 @@
-// GGUF tokenizer metadata to a TokenizerSpec (docs/gguf.md §14): the pre-tokenizer each `pre` name stands
+// GGUF tokenizer metadata to a TokenizerSpec (docs/gguf.md §12): the pre-tokenizer each `pre` name stands
 // for, the token table split into byte-level vocabulary and added tokens by token type, merges, ids, flags.
 #include "io/gguf_tokenizer.hpp"
 
@@ -13,7 +13,7 @@ namespace {
 
 namespace tk = models::tokenizer;
 
-// GGUF token types (docs/gguf.md §14.2).
+// GGUF token types (docs/gguf.md §12.2).
 enum TokenType : std::int64_t {
   kNormal = 1,
   kUnknown = 2,
@@ -57,7 +57,7 @@ tk::PreTokenizerStep split(tk::KnownPattern pattern) {
 }
 
 // The pre-tokenizer of the original Hugging Face tokenizer each `pre` name was hashed from, and its
-// add_bos default (docs/gguf.md §14.1).
+// add_bos default (docs/gguf.md §12.1).
 bool set_pre(const std::string& where, const std::string& pre, tk::TokenizerSpec& spec) {
   if (pre == "gpt-2") {
     spec.pre_tokenizer = {byte_level(true)};

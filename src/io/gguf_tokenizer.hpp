@@ -1,5 +1,5 @@
 // The tokenizer a GGUF file carries in its metadata, translated into the byte-level BPE tokenizer's spec
-// (docs/gguf.md §14): the `gpt2` model with the `gpt-2`, `llama-bpe`, `qwen2` and `smollm` pre-tokenizers,
+// (docs/gguf.md §12): the `gpt2` model with the `gpt-2`, `llama-bpe`, `qwen2` and `smollm` pre-tokenizers,
 // its special tokens, BOS/EOS, add_bos/add_eos and the chat template; every other model refused by name.
 #pragma once
 

@@ -1,4 +1,4 @@
-"""Tokenizers from GGUF metadata (docs/gguf.md §14): SmolLM2's vocabulary and merges written as GGUF tokenizer
+"""Tokenizers from GGUF metadata (docs/gguf.md §12): SmolLM2's vocabulary and merges written as GGUF tokenizer
 keys the way llama.cpp's converter writes them, under each supported `pre` name, give the ids Hugging Face
 `tokenizers` gave for the matching tokenizer.json pipeline over the committed corpus; special tokens, BOS,
 the chat template and every refusal."""
