@@ -12,6 +12,7 @@ indicative.
     python3 bench/bench_smollm2.py [--threads 1 2] [--repeats 3] [--steps 32] [--prompt 8] [--prefill 512]
 """
 
+import argparse
 import importlib.util
 import json
 import os
