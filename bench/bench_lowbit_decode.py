@@ -81,8 +81,9 @@ def simd_target():
     return "avx512" if " avx512f" in flags else "avx2" if " avx2" in flags and " fma" in flags else "scalar"
 
 
-def decode_seconds(model, position, steps, repeats):
-    ids = np.random.default_rng(2).integers(0, CONFIG["vocab"], (1, position + steps))
+def decode_seconds(model, position, steps, repeats, vocab=CONFIG["vocab"]):
+    """Seconds per single-token step after a `position`-token prompt, the best of `repeats` rounds."""
+    ids = np.random.default_rng(2).integers(0, vocab, (1, position + steps))
     best = float("inf")
     for _ in range(repeats):
         state = model.allocate_state(1, position + steps)
@@ -94,11 +95,17 @@ def decode_seconds(model, position, steps, repeats):
     return best
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def decode_parser(doc, repeats, steps):
+    """The options every decode benchmark takes: --threads, --repeats, --steps (its docstring's first line)."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--steps", type=int, default=64)
+    parser.add_argument("--repeats", type=int, default=repeats)
+    parser.add_argument("--steps", type=int, default=steps)
+    return parser
+
+
+def main():
+    parser = decode_parser(__doc__, repeats=5, steps=64)
     parser.add_argument("--position", type=int, default=16)
     args = parser.parse_args()
 

@@ -162,6 +162,9 @@ class TransformerBlockInference {
 
  private:
   friend struct ApiAccess;
+  // Around a block the engine built itself (a GGUF model's packed layers).
+  TransformerBlockInference(std::shared_ptr<const blocks::TransformerBlock> block, std::string weight_format)
+      : block_(std::move(block)), weight_format_(std::move(weight_format)) {}
   std::vector<float> run(const TensorView& x, TransformerState& state, bool step, bool reference) const;
 
   std::shared_ptr<const blocks::TransformerBlock> block_;

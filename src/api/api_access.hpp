@@ -37,6 +37,11 @@ struct ApiAccess {
     return Mamba3State(std::make_unique<blocks::Mamba3State>(std::move(s)));
   }
 
+  static TransformerBlockInference wrap(std::shared_ptr<const blocks::TransformerBlock> block,
+                                        std::string weight_format) {
+    return TransformerBlockInference(std::move(block), std::move(weight_format));
+  }
+
   // A Mamba-2 call's report.
   static Mamba2Report wrap(std::shared_ptr<blocks::Mamba2Report> report) {
     Mamba2Report out;

@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <samebits/causal_lm.hpp>
 #include <samebits/errors.hpp>
 #include <samebits/file_kind.hpp>
@@ -16,6 +18,7 @@
 #include <variant>
 
 #include "api/checks.hpp"
+#include "api/gguf_packed.hpp"
 #include "io/gguf_model.hpp"
 #include "io/hf_config.hpp"
 #include "io/safetensors.hpp"
@@ -217,6 +220,15 @@ Checkpoint gguf_checkpoint(const io::GgufModel& gguf) {
   return out;
 }
 
+// A GGUF model at weight_format float32 keeps its matrices in the file's codes (docs/gguf.md §14) unless
+// SAMEBITS_GGUF_MATERIALIZE is set to something other than 0: the materialized float32 model, the reference
+// the packed one equals bit for bit.
+bool keep_gguf_packed(lowbit::WeightFormat format) {
+  const char* materialize = std::getenv("SAMEBITS_GGUF_MATERIALIZE");
+  const bool forced = materialize != nullptr && *materialize != '\0' && std::string(materialize) != "0";
+  return format == lowbit::WeightFormat::Float32 && !forced;
+}
+
 bool is_gguf_file(const std::string& path) {
   std::error_code error;
   return fs::is_regular_file(path, error) && detect_file_kind(path) == FileKind::Gguf;
@@ -272,8 +284,7 @@ CausalLM CausalLM::load(const std::string& path, const std::string& weight_forma
     ckpt = gguf_checkpoint(*gguf);
   } else {
     std::error_code error;
-    if (!fs::is_directory(path, error))
-      throw_not_found(kLoad + ": " + path + " is not a directory");
+    if (!fs::is_directory(path, error)) throw_not_found(kLoad + ": " + path + " is not a directory");
     const json::Value config = io::read_hf_config(path);
     model->plan = io::plan_for(config, (fs::path(path) / "config.json").string(), which);
     safetensors.emplace(path);
@@ -323,8 +334,19 @@ CausalLM CausalLM::load(const std::string& path, const std::string& weight_forma
   }
   // The ends: shapes, then finiteness.
   const io::HFTensorRef embed_ref{"embed", plan.embed_name};
+  const bool packed = gguf && plan.kind == io::HFKind::Transformer && keep_gguf_packed(*format);
+  // A packed model's head (the embedding when tied) in the file's codes; the shape of what it read.
+  std::optional<gemm::PackedRhs> packed_head;
+  auto read_packed = [&](const std::string& name, std::vector<std::int64_t>& shape_out) {
+    packed_head = gguf_packed::matrix(*gguf, name);
+    shape_out = {packed_head->n(), packed_head->k()};
+  };
   std::vector<std::int64_t> shape;
-  std::vector<float> embed = read_tensor(ckpt, plan, embed_ref, *format, shape);
+  std::vector<float> embed;
+  if (packed && plan.tie_embeddings)
+    read_packed(plan.embed_name, shape);
+  else
+    embed = read_tensor(ckpt, plan, embed_ref, *format, shape);
   const std::vector<std::int64_t> table{plan.vocab_size, plan.d_model};
   if (shape != table)
     throw_value_error(mt + "vocab_size=" + std::to_string(plan.vocab_size) +
@@ -336,7 +358,10 @@ CausalLM CausalLM::load(const std::string& path, const std::string& weight_forma
                       " has shape " + shape_repr(shape));
   std::vector<float> head;
   if (!plan.tie_embeddings) {
-    head = read_tensor(ckpt, plan, {"head", plan.head_name}, *format, shape);
+    if (packed)
+      read_packed(plan.head_name, shape);
+    else
+      head = read_tensor(ckpt, plan, {"head", plan.head_name}, *format, shape);
     if (shape != table)
       throw_value_error(mt + "vocab_size=" + std::to_string(plan.vocab_size) +
                         " and hidden_size=" + std::to_string(plan.d_model) + " but " + plan.head_name +
@@ -345,25 +370,37 @@ CausalLM CausalLM::load(const std::string& path, const std::string& weight_forma
   if (!all_finite(embed)) throw_value_error(kModel + ": " + plan.embed_name + " is not finite");
   if (!all_finite(norm)) throw_value_error(kModel + ": " + plan.norm_name + " is not finite");
   if (!all_finite(head)) throw_value_error(kModel + ": " + plan.head_name + " is not finite");
-  model->ends =
-      std::make_unique<models::CausalLMEnds>(plan.vocab_size, plan.d_model, std::move(embed), std::move(norm),
-                                             std::move(head), static_cast<float>(plan.norm_eps));
+  const float norm_eps = static_cast<float>(plan.norm_eps);
+  if (packed_head)
+    model->ends = std::make_unique<models::CausalLMEnds>(plan.vocab_size, plan.d_model, std::move(embed),
+                                                         std::move(norm), std::move(*packed_head), norm_eps);
+  else
+    model->ends = std::make_unique<models::CausalLMEnds>(plan.vocab_size, plan.d_model, std::move(embed),
+                                                         std::move(norm), std::move(head), norm_eps);
   // The blocks, in checkpoint order, built once.
   for (std::int64_t i = 0; i < plan.n_layers; ++i) {
     std::vector<io::HFTensorRef> refs = plan.layer_weights(i);
     std::vector<std::vector<float>> values;
     std::vector<std::vector<std::int64_t>> shapes;
     values.reserve(refs.size());
+    std::vector<std::string> keys;
     for (const io::HFTensorRef& ref : refs) {
+      if (packed && gguf_packed::is_projection_key(ref.key)) continue;  // read from the file's codes below
       values.push_back(read_tensor(ckpt, plan, ref, *format, shape));
       shapes.push_back(shape);
+      keys.push_back(ref.key);
     }
     NamedTensors named;
-    for (std::size_t k = 0; k < refs.size(); ++k)
-      named.push_back({refs[k].key, {values[k].data(), shapes[k]}});
-    if (plan.kind == io::HFKind::Transformer)
-      model->blocks.emplace_back(std::in_place_type<TransformerBlockInference>, named,
-                                 options_of(plan, i, model->max_positions.value_or(kCeiling)), weight_format);
+    for (std::size_t k = 0; k < keys.size(); ++k) named.push_back({keys[k], {values[k].data(), shapes[k]}});
+    const TransformerOptions options = plan.kind == io::HFKind::Transformer
+                                           ? options_of(plan, i, model->max_positions.value_or(kCeiling))
+                                           : TransformerOptions{};
+    if (packed)
+      model->blocks.emplace_back(std::in_place_type<TransformerBlockInference>,
+                                 gguf_packed::layer(*gguf, refs, named, options, weight_format));
+    else if (plan.kind == io::HFKind::Transformer)
+      model->blocks.emplace_back(std::in_place_type<TransformerBlockInference>, named, options,
+                                 weight_format);
     else if (plan.kind == io::HFKind::Mamba1)
       model->blocks.emplace_back(std::in_place_type<Mamba1BlockInference>, named, weight_format);
     else

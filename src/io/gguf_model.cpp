@@ -194,15 +194,24 @@ HFPlan plan_of(const GgufFile& file, const std::string& arch) {
 
 }  // namespace
 
+std::vector<std::int64_t> rope_row_order(std::int64_t heads, std::int64_t head_rows) {
+  const std::int64_t half = head_rows / 2;
+  std::vector<std::int64_t> order(static_cast<std::size_t>(heads * head_rows));
+  for (std::int64_t h = 0; h < heads; ++h)
+    for (std::int64_t j = 0; j < head_rows; ++j)
+      order[static_cast<std::size_t>(h * head_rows + j)] = h * head_rows + 2 * (j % half) + j / half;
+  return order;
+}
+
 void unpermute_rope_rows(std::vector<float>& values, std::int64_t heads, std::int64_t head_rows,
                          std::int64_t cols) {
-  const std::int64_t half = head_rows / 2;
+  const std::vector<std::int64_t> order = rope_row_order(1, head_rows);
   std::vector<float> head(static_cast<std::size_t>(head_rows * cols));
   for (std::int64_t h = 0; h < heads; ++h) {
     float* base = values.data() + h * head_rows * cols;
     std::copy(base, base + head_rows * cols, head.begin());
     for (std::int64_t j = 0; j < head_rows; ++j) {
-      const std::int64_t stored = 2 * (j % half) + j / half;
+      const std::int64_t stored = order[static_cast<std::size_t>(j)];
       std::copy(head.begin() + stored * cols, head.begin() + (stored + 1) * cols, base + j * cols);
     }
   }
@@ -256,24 +265,52 @@ std::vector<std::string> GgufModel::names() const {
 
 const std::string& GgufModel::gguf_name(const std::string& name) const { return by_name_.at(name)->name; }
 
+std::int64_t GgufModel::permuted_heads(const std::string& name, std::int64_t rows) const {
+  if (plan_.family != "llama") return 0;
+  const bool q = name.find(".self_attn.q_proj.") != std::string::npos;
+  const bool k = name.find(".self_attn.k_proj.") != std::string::npos;
+  if (!q && !k) return 0;
+  const std::int64_t heads = q ? plan_.block.n_heads : plan_.block.n_kv_heads;
+  const std::int64_t d = plan_.block.head_dim;
+  if (rows != heads * d || d % 2 != 0)
+    throw_value_error(gguf_where(file_) + "tensor '" + gguf_name(name) + "' has " + std::to_string(rows) +
+                      " rows, not " + std::to_string(heads) + " heads of " + std::to_string(d));
+  return heads;
+}
+
 std::vector<float> GgufModel::read(const std::string& name, std::vector<std::int64_t>& shape) const {
   const GgufTensor& t = *by_name_.at(name);
   std::vector<float> values = file_.dequantize(t.name);
   shape.assign(t.ne.rbegin(), t.ne.rend());
-  if (plan_.family != "llama") return values;
-  const bool q = name.find(".self_attn.q_proj.") != std::string::npos;
-  const bool k = name.find(".self_attn.k_proj.") != std::string::npos;
-  if (!q && !k) return values;
+  const std::int64_t heads = permuted_heads(name, shape[0]);
   // The converter's per-head row order (docs/gguf.md §11), undone on the exact rows.
-  const std::int64_t heads = q ? plan_.block.n_heads : plan_.block.n_kv_heads;
-  const std::int64_t rows = shape[0];
-  const std::int64_t cols = shape.size() == 2 ? shape[1] : 1;
-  const std::int64_t d = plan_.block.head_dim;
-  if (rows != heads * d || d % 2 != 0)
-    throw_value_error(gguf_where(file_) + "tensor '" + t.name + "' has " + std::to_string(rows) +
-                      " rows, not " + std::to_string(heads) + " heads of " + std::to_string(d));
-  unpermute_rope_rows(values, heads, d, cols);
+  if (heads > 0) unpermute_rope_rows(values, heads, shape[0] / heads, shape.size() == 2 ? shape[1] : 1);
   return values;
+}
+
+gemm::GgmlPart GgufModel::packed_part(const std::string& name, std::int64_t row_begin, std::int64_t row_end,
+                                      std::int64_t& cols) const {
+  const GgufTensor& t = *by_name_.at(name);
+  if (t.ne.size() != 2)
+    throw_value_error(gguf_where(file_) + "tensor '" + t.name + "' is not a matrix (" +
+                      std::to_string(t.ne.size()) + " dimensions)");
+  cols = static_cast<std::int64_t>(t.ne[0]);
+  const std::int64_t rows = static_cast<std::int64_t>(t.ne[1]);
+  if (row_end == 0) row_end = rows;
+  if (row_begin < 0 || row_end > rows || row_begin >= row_end)
+    throw_value_error(gguf_where(file_) + "tensor '" + t.name + "' has " + std::to_string(rows) +
+                      " rows, too few for the row slice [" + std::to_string(row_begin) + ", " +
+                      std::to_string(row_end) + ")");
+  file_.check_finite(t);  // names the block, as dequantize does
+  const std::uint64_t row_bytes = t.nbytes / t.ne[1];
+  gemm::GgmlPart part;
+  part.name = t.name;
+  part.type = t.type;
+  part.bytes = file_.tensor_bytes(t) + static_cast<std::uint64_t>(row_begin) * row_bytes;
+  part.rows = row_end - row_begin;
+  const std::int64_t heads = permuted_heads(name, rows);
+  if (heads > 0) part.row_order = rope_row_order(heads, rows / heads);
+  return part;
 }
 
 }  // namespace samebits::io

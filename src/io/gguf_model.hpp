@@ -11,6 +11,7 @@
 
 #include "io/gguf.hpp"
 #include "io/hf_config.hpp"
+#include "numerics/gemm.hpp"
 
 namespace samebits::io {
 
@@ -31,9 +32,17 @@ class GgufModel {
   const std::string& gguf_name(const std::string& name) const;
   // The row-major float32 values of checkpoint tensor `name` and its shape (docs/gguf.md §10.3, §11).
   std::vector<float> read(const std::string& name, std::vector<std::int64_t>& shape) const;
+  // Rows [row_begin, row_end) of checkpoint matrix `name` (every row when row_end is 0) as a GEMM operand
+  // part in the file's own codes, with llama's Q/K row order undone by the part's row order (docs/gguf.md
+  // §12); `cols` receives the row width. Refuses a tensor that is not 2-D or holds a non-finite block.
+  gemm::GgmlPart packed_part(const std::string& name, std::int64_t row_begin, std::int64_t row_end,
+                             std::int64_t& cols) const;
 
  private:
   void map_tensors();
+  // The head count whose per-head row order the converter permuted in checkpoint tensor `name` (`rows`
+  // rows), or 0 when it kept the order (docs/gguf.md §11).
+  std::int64_t permuted_heads(const std::string& name, std::int64_t rows) const;
 
   GgufFile file_;
   HFPlan plan_;
@@ -43,6 +52,9 @@ class GgufModel {
 // Undoes the `llama` converter's Q/K row order in place (docs/gguf.md §11): `values` holds rows of `cols`
 // floats, `heads` blocks of `head_rows` rows each; head row j comes from stored row 2*(j mod half) + j div
 // half.
+// The stored row of each row of the original order, over `heads` blocks of `head_rows` rows: head row j
+// comes from stored row 2*(j mod half) + j div half (docs/gguf.md §11).
+std::vector<std::int64_t> rope_row_order(std::int64_t heads, std::int64_t head_rows);
 void unpermute_rope_rows(std::vector<float>& values, std::int64_t heads, std::int64_t head_rows,
                          std::int64_t cols);
 

@@ -19,6 +19,16 @@ CausalLMEnds::CausalLMEnds(std::int64_t vocab, std::int64_t d_model, std::vector
     embed_ = std::move(embed);
 }
 
+CausalLMEnds::CausalLMEnds(std::int64_t vocab, std::int64_t d_model, std::vector<float> embed,
+                           std::vector<float> norm, gemm::PackedRhs head, float norm_eps)
+    : vocab_(vocab),
+      d_model_(d_model),
+      tied_(embed.empty()),
+      norm_eps_(norm_eps),
+      embed_(std::move(embed)),
+      norm_(std::move(norm)),
+      head_(std::move(head)) {}
+
 std::vector<float> CausalLMEnds::embed_copy() const { return tied_ ? head_.unpack_transposed() : embed_; }
 
 void CausalLMEnds::embed(const std::int32_t* ids, std::int64_t count, float* x) const {

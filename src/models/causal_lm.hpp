@@ -17,6 +17,10 @@ class CausalLMEnds {
   // embedding). Sizes are the caller's to check.
   CausalLMEnds(std::int64_t vocab, std::int64_t d_model, std::vector<float> embed, std::vector<float> norm,
                std::vector<float> head, float norm_eps);
+  // The same over a head already packed (a GGUF tensor's own codes, docs/gguf.md §14): `embed` empty
+  // when tied (the embedding rows are then gathered from `head`).
+  CausalLMEnds(std::int64_t vocab, std::int64_t d_model, std::vector<float> embed, std::vector<float> norm,
+               gemm::PackedRhs head, float norm_eps);
 
   std::int64_t vocab() const { return vocab_; }
   std::int64_t d_model() const { return d_model_; }

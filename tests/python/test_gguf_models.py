@@ -61,6 +61,31 @@ def test_gguf_equals_safetensors_bitwise(name, qtype, tmp_path):
         assert value.view(np.uint32).tobytes() == mine[key].view(np.uint32).tobytes(), key
 
 
+@pytest.mark.parametrize("qtype", ["F16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1"])
+@pytest.mark.parametrize("name", list(FAMILIES))
+def test_packed_equals_materialized_bitwise(name, qtype, tmp_path, monkeypatch, targets_and_threads):
+    """docs/gguf.md §14: the matrices kept in the file's codes give the logits, steps and parameters of the
+    model materialized to float32 (SAMEBITS_GGUF_MATERIALIZE=1), bit for bit, on every SIMD target and thread
+    count."""
+    config, tensors = family(name)
+    write_gguf(tmp_path / "m.gguf", config, tensors, qtype=getattr(T, qtype))
+    packed = CausalLM.load(tmp_path / "m.gguf")
+    monkeypatch.setenv("SAMEBITS_GGUF_MATERIALIZE", "1")
+    materialized = CausalLM.load(tmp_path / "m.gguf")
+    ids = ids_of(2, 9, 4)
+    targets_and_threads.scalar_one_thread()
+    want = materialized.forward(ids).tobytes()
+    for case in targets_and_threads:
+        assert packed.forward(ids).tobytes() == want, case
+    state = packed.allocate_state(2, 12)
+    packed.forward(ids[:, :6], state)
+    assert packed.step(ids[:, 6], state).tobytes() == materialized.forward(ids[:, :7])[:, -1].tobytes()
+    mine, theirs = packed.parameters(), materialized.parameters()
+    assert sorted(mine) == sorted(theirs)
+    for key, value in theirs.items():
+        assert value.tobytes() == mine[key].tobytes(), key
+
+
 @pytest.mark.parametrize("fmt", ["bfloat16", "int8"])
 def test_gguf_weight_formats_equal_safetensors(fmt, tmp_path):
     config, tensors = family("llama_tied_gqa")

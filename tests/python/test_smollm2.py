@@ -109,3 +109,20 @@ def test_one_and_two_threads_are_bitwise_equal(model):
     finally:
         samebits.set_num_threads(before)
     assert one.tobytes() == two.tobytes()
+
+
+def test_packed_weights_equal_the_materialized_model_bitwise(model, monkeypatch, thread_count):
+    """docs/gguf.md §14: the loaded model keeps the file's Q4_1 codes; forcing float32 materialization gives
+    the same logits bit for bit, at 1 and 2 threads."""
+    monkeypatch.setenv("SAMEBITS_GGUF_MATERIALIZE", "1")
+    materialized = CausalLM.load(GGUF)
+    ids = np.array([REF["ids"]["chat"][:24], REF["ids"]["code"][:24]])
+    thread_count(1)
+    want = materialized.forward(ids).tobytes()
+    assert model.forward(ids).tobytes() == want
+    thread_count(2)
+    assert model.forward(ids).tobytes() == want
+    packed_params, float_params = model.parameters(), materialized.parameters()
+    for name in ("model.embed_tokens.weight", "model.layers.0.self_attn.q_proj.weight",
+                 "model.layers.29.mlp.down_proj.weight"):
+        assert packed_params[name].tobytes() == float_params[name].tobytes(), name

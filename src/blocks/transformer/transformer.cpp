@@ -2,6 +2,7 @@
 #include "blocks/transformer/transformer.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <initializer_list>
 #include <samebits/errors.hpp>
@@ -53,6 +54,17 @@ std::string float_text(float value) {
 TransformerBlock::TransformerBlock(const TransformerDims& dims, TransformerWeights weights,
                                    const std::string& what, const BlockOptions& options)
     : dims_(dims), options_(options), weights_(std::move(weights)) {
+  build(what, nullptr);
+}
+
+TransformerBlock::TransformerBlock(const TransformerDims& dims, TransformerWeights weights,
+                                   TransformerProjections packed, const std::string& what,
+                                   const BlockOptions& options)
+    : dims_(dims), options_(options), weights_(std::move(weights)) {
+  build(what, &packed);
+}
+
+void TransformerBlock::build(const std::string& what, TransformerProjections* packed) {
   const auto& d = dims_;
   if (d.d_model <= 0) throw_value_error(what + ": d_model must be positive");
   if (d.n_heads <= 0 || d.n_kv_heads <= 0) throw_value_error(what + ": head counts must be positive");
@@ -78,7 +90,8 @@ TransformerBlock::TransformerBlock(const TransformerDims& dims, TransformerWeigh
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     std::int64_t want = 1;
     for (auto extent : tensors[i].shape) want *= extent;
-    if (i == 6 && !gated) want = 0;  // an ungated MLP has no gate_proj (docs/models.md §2)
+    if (i == 6 && !gated) want = 0;             // an ungated MLP has no gate_proj (docs/models.md §2)
+    if (packed != nullptr && i >= 2) want = 0;  // the projections come packed (checked below)
     if (static_cast<std::int64_t>(values[i]->size()) != want)
       throw_value_error(what + ": " + tensors[i].name + " has " + std::to_string(values[i]->size()) +
                         " elements and the config wants " + std::to_string(want) + " REFUSED");
@@ -116,6 +129,26 @@ TransformerBlock::TransformerBlock(const TransformerDims& dims, TransformerWeigh
   }
   inverse_frequencies_ =
       rope::inverse_frequencies(options_.rotary_dim(d.head_dim), options_.rope_theta, options_.rope_scaling);
+  if (packed != nullptr) {
+    const std::int64_t gate_up_rows = (gated ? 2 : 1) * d.intermediate;
+    const std::pair<const gemm::PackedRhs*, std::array<std::int64_t, 2>> shapes[] = {
+        {&packed->qkv, {d.q_width() + 2 * d.kv_width(), d.d_model}},
+        {&packed->o, {d.d_model, d.q_width()}},
+        {&packed->gate_up, {gate_up_rows, d.d_model}},
+        {&packed->down, {d.d_model, d.intermediate}}};
+    const char* names[] = {"the stacked q/k/v operand", "o_proj", "the stacked gate/up operand", "down_proj"};
+    for (std::size_t i = 0; i < 4; ++i)
+      if (shapes[i].first->n() != shapes[i].second[0] || shapes[i].first->k() != shapes[i].second[1])
+        throw_value_error(what + ": " + names[i] + " is packed as [" + std::to_string(shapes[i].first->n()) +
+                          ", " + std::to_string(shapes[i].first->k()) + "] and the config wants [" +
+                          std::to_string(shapes[i].second[0]) + ", " + std::to_string(shapes[i].second[1]) +
+                          "] REFUSED");
+    qkv_ = std::move(packed->qkv);
+    o_ = std::move(packed->o);
+    gate_up_ = std::move(packed->gate_up);
+    down_ = std::move(packed->down);
+    return;
+  }
   qkv_ = pack_stacked(d.d_model, {&weights_.q, &weights_.k, &weights_.v});
   o_ = gemm::PackedRhs::from_transposed(weights_.o.data(), d.d_model, d.q_width(), Placement::kWeightPool);
   release(weights_.o);

@@ -54,6 +54,15 @@ struct TransformerWeights {
   }
 };
 
+// The four projection operands already packed (docs/gguf.md §14): a GGUF tensor's own codes from
+// PackedRhs::from_ggml, each equal bit for bit to packing its exact float32 values.
+struct TransformerProjections {
+  gemm::PackedRhs qkv;      // [q_width + 2 kv_width, d_model]: q, k, v stacked
+  gemm::PackedRhs o;        // [d_model, q_width]
+  gemm::PackedRhs gate_up;  // [2 intermediate, d_model] gated, [intermediate, d_model] ungated
+  gemm::PackedRhs down;     // [d_model, intermediate]
+};
+
 // Immutable after construction; calls may run concurrently. The seven projection matrices live only in
 // their packed panels (each raw buffer is released as soon as it is packed); the two norm vectors stay.
 class TransformerBlock {
@@ -63,6 +72,11 @@ class TransformerBlock {
   // `options` (docs/models.md §2) are validated against the dims; the default record is the default block.
   TransformerBlock(const TransformerDims& dims, TransformerWeights weights, const std::string& what,
                    const BlockOptions& options = {});
+  // The same block over prebuilt projections: `weights` holds the norms and optional tensors only (its
+  // projection slots empty); the operands' shapes are checked against the dims, their finiteness is their
+  // builder's to check.
+  TransformerBlock(const TransformerDims& dims, TransformerWeights weights, TransformerProjections packed,
+                   const std::string& what, const BlockOptions& options = {});
 
   const TransformerDims& dims() const { return dims_; }
   const BlockOptions& options() const { return options_; }
@@ -106,6 +120,8 @@ class TransformerBlock {
   void norm_rows(const float* x, int which, float* y, std::int64_t rows) const;
   // The MLP's hidden rows from the gate/up product (docs/models.md §10): activation, product when gated.
   void mlp_hidden(float* gate_up, float* hidden, std::int64_t rows) const;
+  // Checks and prepares everything; packs the projections from weights_ unless `packed` brings them.
+  void build(const std::string& what, TransformerProjections* packed);
 
   TransformerDims dims_;
   BlockOptions options_;
