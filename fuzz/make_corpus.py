@@ -20,6 +20,7 @@ sys.path.insert(0, str(ROOT / "tests" / "python"))
 
 import mlp_checkpoint_writer as mlp  # noqa: E402
 import samba_checkpoint_writer as samba  # noqa: E402
+from gguf_layout import gguf_bytes  # noqa: E402
 
 CORPUS = ROOT / "fuzz" / "corpus"
 
@@ -237,6 +238,7 @@ def tokenizer_seeds():
              "e\u0301 \u1100\u1161 \u3000 \u2028x 123456 \u0661\u0662".encode(), b"  \r\n\t  end  "]
     for selector in range(1, 5):
         seeds += [("text_%d_%d" % (selector, i), bytes([selector]) + t) for i, t in enumerate(texts)]
+    return seeds
 
 
 def hf_config_seeds():
@@ -269,24 +271,6 @@ def hf_config_seeds():
     return seeds
 
 
-def gguf_file(kvs, tensors, version=3, alignment=32):
-    """A GGUF file as GGUFWriter lays it out: header, key/values, tensor infos, padding, padded payloads."""
-    def string(text):
-        return struct.pack("<Q", len(text)) + text
-    head = b"GGUF" + struct.pack("<IQQ", version, len(tensors), len(kvs))
-    body, infos, data = b"", b"", b""
-    for key, code, value in kvs:
-        body += string(key) + struct.pack("<I", code) + value
-    for name, ne, type_id, payload in tensors:
-        infos += string(name) + struct.pack("<I", len(ne)) + struct.pack("<%dQ" % len(ne), *ne)
-        infos += struct.pack("<IQ", type_id, len(data))
-        data += payload + b"\0" * (-len(payload) % alignment)
-    out = head + body + infos
-    if tensors:
-        out += b"\0" * (-len(out) % alignment)
-    return out + data
-
-
 def gguf_seeds():
     u32 = lambda v: struct.pack("<I", v)  # noqa: E731
     kvs = [(b"general.architecture", 8, struct.pack("<Q", 5) + b"llama"), (b"general.quantization_version", 4, u32(2)),
@@ -300,16 +284,16 @@ def gguf_seeds():
                (b"d.q4_0", [32], 2, struct.pack("<e", -1.5) + bytes(range(16))),
                (b"e.q8_0", [32, 1], 8, struct.pack("<e", 2.0) + bytes(range(32))),
                (b"f.q4_k", [256], 12, q4k), (b"g.q6_k", [256], 14, q6k)]
-    valid = gguf_file(kvs, tensors)
+    valid = gguf_bytes(kvs, tensors)
     return [
         ("valid", valid),
-        ("valid_v2", gguf_file(kvs, tensors, version=2)),
-        ("aligned_8", gguf_file(kvs + [(b"general.alignment", 4, u32(8))], tensors, alignment=8)),
-        ("no_tensors", gguf_file(kvs, [])),
+        ("valid_v2", gguf_bytes(kvs, tensors, version=2)),
+        ("aligned_8", gguf_bytes(kvs + [(b"general.alignment", 4, u32(8))], tensors, alignment=8)),
+        ("no_tensors", gguf_bytes(kvs, [])),
         ("big_endian", b"GGUF" + struct.pack(">IQQ", 3, 0, 0)),
-        ("nested_array", gguf_file([(b"k", 9, u32(9) + struct.pack("<Q", 0))], [])),
-        ("iq2_xxs", gguf_file(kvs, [(b"t", [256], 16, bytes(66))])),
-        ("nan_scale", gguf_file(kvs, [(b"t", [32], 2, b"\x00\x7e" + bytes(16))])),
+        ("nested_array", gguf_bytes([(b"k", 9, u32(9) + struct.pack("<Q", 0))], [])),
+        ("iq2_xxs", gguf_bytes(kvs, [(b"t", [256], 16, bytes(66))])),
+        ("nan_scale", gguf_bytes(kvs, [(b"t", [32], 2, b"\x00\x7e" + bytes(16))])),
         ("truncated", valid[:len(valid) // 2]),
     ]
 
@@ -340,7 +324,7 @@ def gguf_model_seeds():
         for name, ne in layer:
             n = ne[0] * (ne[1] if len(ne) > 1 else 1)
             ts.append((b"blk.0." + name, ne, 0, struct.pack("<%df" % n, *[((i * 7) % 11 - 5) / 16 for i in range(n)])))
-        return gguf_file(kvs + tokenizer, ts)
+        return gguf_bytes(kvs + tokenizer, ts)
 
     norms = [(b"attn_norm.weight", [8]), (b"ffn_norm.weight", [8])]
     llama = norms + [(b"attn_q.weight", [8, 8]), (b"attn_k.weight", [8, 4]), (b"attn_v.weight", [8, 4]),

@@ -164,6 +164,11 @@ class NativeState(SavedState):
         return type(self)._adopt(self._native.clone())
 
 
+def engine_property(name, doc=None):
+    """A read-only property reading `name` off the wrapped native engine object (`self._engine`)."""
+    return property(lambda self: getattr(self._engine, name), doc=doc)
+
+
 def native_property(name, doc, convert=None):
     """A property reading the native state's `name`; with `convert`, also writing it (converted, after the
     state's `_before_change`), the native layer judging the value."""

@@ -6,6 +6,7 @@ import secrets
 import numpy as np
 
 from . import _checks, _state_file
+from ._blocks import engine_property
 from ._mamba import Mamba1State, Mamba2State
 from ._native import native
 from ._transformer import TransformerState
@@ -21,13 +22,7 @@ _SAMPLING = {"temperature": 1.0, "top_k": 0, "top_p": 1.0, "min_p": 0.0, "repeti
 
 def _ids(ids, what, step):
     """Token ids as a C-contiguous int32 (B, L) array; the range is checked on the original values."""
-    if type(ids) is np.ndarray:
-        array = ids
-    else:
-        try:
-            array = np.asarray(memoryview(ids))
-        except TypeError:
-            array = np.asarray(ids) if isinstance(ids, (list, tuple)) else None
+    array = _checks.id_array(ids)
     if array is None:
         raise TypeError(f"{_CALL}.{what}: ids must be integer, got {type(ids).__name__}")
     if array.dtype.kind not in "iu":
@@ -69,13 +64,8 @@ class CausalLMState(_state_file.SavedState):
         self._engine = engine
         self._owner = owner
 
-    @property
-    def batch_size(self):
-        return self._engine.batch_size
-
-    @property
-    def max_tokens(self):
-        return self._engine.max_tokens
+    batch_size = engine_property("batch_size")
+    max_tokens = engine_property("max_tokens")
 
     @property
     def layers(self):
@@ -87,9 +77,7 @@ class CausalLMState(_state_file.SavedState):
         copies = [self._engine.layer_copy(i) for i in range(self._engine.layers)]
         return [faces[type(c).__name__](c) for c in copies]
 
-    @property
-    def positions(self):
-        return self._engine.positions
+    positions = engine_property("positions")
 
     def buffers_bytes(self):
         """Every layer's state buffers (and position counts), in stack order, as one bytes object: two states

@@ -3,6 +3,8 @@ never floats or bools, so `allocate_state(1.5, 8)` is a TypeError rather than a 
 
 import operator
 
+import numpy as np
+
 from ._native import native
 
 
@@ -14,6 +16,17 @@ def count(value, what, name):
         return operator.index(value)
     except TypeError:
         raise TypeError(f"{what}: {name} must be an int, got {type(value).__name__}") from None
+
+
+def id_array(value):
+    """Token ids given as a numpy array (as is), a buffer (without a copy) or a list or tuple, as a numpy
+    array; None for anything else, so the caller words the TypeError. The dtype is the caller's check."""
+    if type(value) is np.ndarray:  # what memoryview and asarray would give back (decoders call this per token)
+        return value
+    try:
+        return np.asarray(memoryview(value))
+    except TypeError:
+        return np.asarray(value) if isinstance(value, (list, tuple)) else None
 
 
 def real(value, what, name):

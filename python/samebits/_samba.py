@@ -91,13 +91,7 @@ def _stream(generation, mode, byte_level):
 def _ids(inputs, what, ndims):
     """Token ids as an integer numpy array of one of the ranks in `ndims` (any integer dtype; the range is
     checked on the original values before any conversion)."""
-    if type(inputs) is np.ndarray:  # what memoryview and asarray would give back (decode calls this per token)
-        array = inputs
-    else:
-        try:
-            array = np.asarray(memoryview(inputs))
-        except TypeError:
-            array = np.asarray(inputs) if isinstance(inputs, (list, tuple)) else None
+    array = _checks.id_array(inputs)
     if array is None or (array.dtype.kind not in "iu" and not np.issubdtype(array.dtype, np.integer)):
         kind = type(inputs).__name__ if array is None else array.dtype.name
         raise TypeError(f"{PACKAGE} {what}: inputs must be integer token ids, got {kind}")

@@ -72,4 +72,15 @@ void require_step_state(bool has_state, const std::string& block, const std::str
                       allocate + " makes the fresh one)");
 }
 
+std::int64_t norm_weight_width(const std::vector<std::int64_t>& shape, const std::string& block,
+                               const std::string& tensor) {
+  if (shape.size() != 1 || shape[0] < 1)
+    throw_value_error(block + ": " + tensor + " must be 1-D (d_model,), got shape " + shape_repr(shape));
+  return shape[0];
+}
+
+void check_weight_index(std::size_t index, std::size_t count, const std::string& block) {
+  if (index >= count) throw_value_error(block + ": no weight index " + std::to_string(index));
+}
+
 }  // namespace samebits

@@ -62,4 +62,12 @@ std::string python_name_list(const std::vector<std::string>& names);
 void check_weight_key_set(const std::vector<std::string>& given, const std::vector<std::string>& expected,
                           const std::string& prefix, const std::string& names_note);
 
+// A block's norm weight gives d_model: `tensor` ("norm.weight") must be 1-D with a positive length, else
+// "<block>: <tensor> must be 1-D (d_model,), got shape (...)", a ValueError. Returns the length.
+std::int64_t norm_weight_width(const std::vector<std::int64_t>& shape, const std::string& block,
+                               const std::string& tensor);
+
+// A weight index past the block's table (`count` rows) is refused: "<block>: no weight index N".
+void check_weight_index(std::size_t index, std::size_t count, const std::string& block);
+
 }  // namespace samebits

@@ -97,6 +97,18 @@ void check_state_buffer(const std::string& what, const std::string& name,
                       ", want " + shape_repr(want));
 }
 
+// Every weight of `table`, its shape checked against the table's spec, copied out of the caller's views.
+template <typename Weights, typename Table>
+Weights checked_copies(const std::string& block, const Table& table, const NamedTensors& weights) {
+  Weights values;
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    const TensorView& view = view_named(weights, table[i].name);
+    check_weight_shape(block, table[i], view.shape);
+    values[i] = copy_of(view);
+  }
+  return values;
+}
+
 }  // namespace
 }  // namespace mamba_api
 
@@ -115,10 +127,7 @@ void Mamba1BlockInference::check_keys(const std::vector<std::string>& given) {
 }
 
 std::int64_t Mamba1BlockInference::check_norm_weight(const std::vector<std::int64_t>& shape) {
-  if (shape.size() != 1 || shape[0] < 1)
-    throw_value_error(std::string(kPackage) + kM1 + ": norm.weight must be 1-D (d_model,), got shape " +
-                      shape_repr(shape));
-  return shape[0];
+  return norm_weight_width(shape, std::string(kPackage) + kM1, "norm.weight");
 }
 
 void Mamba1BlockInference::check_weight(const std::string& name, const std::vector<std::int64_t>& shape,
@@ -132,12 +141,7 @@ Mamba1BlockInference::Mamba1BlockInference(const NamedTensors& weights, std::str
   check_keys(keys_of(weights));
   const std::int64_t d_model = check_norm_weight(view_named(weights, "norm.weight").shape);
   const auto table = blocks::mamba1_tensors(blocks::Mamba1Dims::for_d_model(d_model));
-  blocks::Mamba1Weights values;
-  for (std::size_t i = 0; i < table.size(); ++i) {
-    const TensorView& view = view_named(weights, table[i].name);
-    mamba_api::check_weight_shape(kM1, table[i], view.shape);
-    values[i] = copy_of(view);
-  }
+  auto values = mamba_api::checked_copies<blocks::Mamba1Weights>(kM1, table, weights);
   block_ = std::make_shared<const blocks::Mamba1Block>(std::move(values));
 }
 
@@ -202,10 +206,7 @@ void Mamba2BlockInference::check_keys(const std::vector<std::string>& given) {
 }
 
 std::int64_t Mamba2BlockInference::check_norm_weight(const std::vector<std::int64_t>& shape) {
-  if (shape.size() != 1 || shape[0] < 1)
-    throw_value_error(std::string(kPackage) + kM2 + ": block_norm.weight must be 1-D (d_model,), got shape " +
-                      shape_repr(shape));
-  const std::int64_t d_model = shape[0];
+  const std::int64_t d_model = norm_weight_width(shape, std::string(kPackage) + kM2, "block_norm.weight");
   if (d_model % 32 != 0)
     throw_value_error(
         std::string(kPackage) + kM2 +
@@ -227,12 +228,7 @@ Mamba2BlockInference::Mamba2BlockInference(const NamedTensors& weights, double d
   check_keys(keys_of(weights));
   const std::int64_t d_model = check_norm_weight(view_named(weights, "block_norm.weight").shape);
   const auto table = blocks::mamba2_tensors(blocks::Mamba2Dims::for_d_model(d_model));
-  blocks::Mamba2Weights values;
-  for (std::size_t i = 0; i < table.size(); ++i) {
-    const TensorView& view = view_named(weights, table[i].name);
-    mamba_api::check_weight_shape(kM2, table[i], view.shape);
-    values[i] = copy_of(view);
-  }
+  auto values = mamba_api::checked_copies<blocks::Mamba2Weights>(kM2, table, weights);
   // The limits go down unjudged (docs/blocks.md §2.1): a float64 -> float32 conversion, round to nearest
   // even.
   block_ = std::make_shared<const blocks::Mamba2Block>(std::move(values), static_cast<float>(dt_lo),
@@ -312,8 +308,7 @@ std::vector<TensorInfo> Mamba1BlockInference::weight_table() const {
   return tensor_infos(blocks::mamba1_tensors(block_->dims()));
 }
 std::vector<float> Mamba1BlockInference::weight(std::size_t index) const {
-  if (index >= blocks::kMamba1TensorCount)
-    throw_value_error(std::string(kPackage) + kM1 + ": no weight index " + std::to_string(index));
+  check_weight_index(index, blocks::kMamba1TensorCount, std::string(kPackage) + kM1);
   return block_->weights()[index];
 }
 
@@ -330,8 +325,7 @@ std::vector<TensorInfo> Mamba2BlockInference::weight_table() const {
   return tensor_infos(blocks::mamba2_tensors(block_->dims()));
 }
 std::vector<float> Mamba2BlockInference::weight(std::size_t index) const {
-  if (index >= blocks::kMamba2TensorCount)
-    throw_value_error(std::string(kPackage) + kM2 + ": no weight index " + std::to_string(index));
+  check_weight_index(index, blocks::kMamba2TensorCount, std::string(kPackage) + kM2);
   return block_->weights()[index];
 }
 

@@ -42,10 +42,7 @@ void Mamba3BlockInference::check_keys(const std::vector<std::string>& given) {
 }
 
 std::int64_t Mamba3BlockInference::check_norm_weight(const std::vector<std::int64_t>& shape) {
-  if (shape.size() != 1 || shape[0] < 1)
-    throw_value_error(std::string(kBlock) + ": block_norm.weight must be 1-D (d_model,), got shape " +
-                      shape_repr(shape));
-  const std::int64_t d_model = shape[0];
+  const std::int64_t d_model = norm_weight_width(shape, kBlock, "block_norm.weight");
   if (d_model % blocks::mamba3::kDModelStep != 0)
     throw_value_error(
         std::string(kBlock) +
@@ -177,8 +174,7 @@ std::vector<TensorInfo> Mamba3BlockInference::weight_table() const {
 }
 
 std::vector<float> Mamba3BlockInference::weight(std::size_t index) const {
-  if (index >= static_cast<std::size_t>(blocks::kMamba3TensorCount))
-    throw_value_error(std::string(kBlock) + ": no weight index " + std::to_string(index));
+  check_weight_index(index, static_cast<std::size_t>(blocks::kMamba3TensorCount), kBlock);
   return block_->weight(static_cast<int>(index));
 }
 

@@ -98,22 +98,28 @@ void MLPInference::check_batch(const TensorView& X) const {
   if (!all_finite(X.data, X.elements())) throw_value_error(std::string(kTrainer) + "X must be finite");
 }
 
-std::vector<float> MLPInference::predict_logits(const TensorView& X) const {
-  check_batch(X);
-  std::vector<float> logits(static_cast<std::size_t>(X.shape[0] * models::kMlpOutputs));
-  model_->predict_logits(X.data, X.shape[0], logits.data());
+namespace {
+// The logits of `rows` rows, written by `predict` (the fast or the reference path), refused when any is not
+// finite.
+template <typename Predict>
+std::vector<float> finite_logits(std::int64_t rows, Predict&& predict) {
+  std::vector<float> logits(static_cast<std::size_t>(rows * models::kMlpOutputs));
+  predict(logits.data());
   if (!all_finite(logits.data(), static_cast<std::int64_t>(logits.size())))
     throw_runtime_error("MLPInference returned an invalid result");
   return logits;
 }
+}  // namespace
+
+std::vector<float> MLPInference::predict_logits(const TensorView& X) const {
+  check_batch(X);
+  return finite_logits(X.shape[0], [&](float* out) { model_->predict_logits(X.data, X.shape[0], out); });
+}
 
 std::vector<float> MLPInference::predict_logits_reference(const TensorView& X) const {
   check_batch(X);
-  std::vector<float> logits(static_cast<std::size_t>(X.shape[0] * models::kMlpOutputs));
-  model_->predict_logits_reference(X.data, X.shape[0], logits.data());
-  if (!all_finite(logits.data(), static_cast<std::int64_t>(logits.size())))
-    throw_runtime_error("MLPInference returned an invalid result");
-  return logits;
+  return finite_logits(X.shape[0],
+                       [&](float* out) { model_->predict_logits_reference(X.data, X.shape[0], out); });
 }
 
 std::string MLPInference::repr() const { return "MLPInference(architecture=[8, 16, 3])"; }

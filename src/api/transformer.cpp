@@ -247,8 +247,7 @@ std::vector<TensorInfo> TransformerBlockInference::weight_table() const {
 }
 
 std::vector<float> TransformerBlockInference::weight(std::size_t index) const {
-  if (index >= blocks::transformer_tensors(block_->dims()).size())
-    throw_value_error(kBlock + ": no weight index " + std::to_string(index));
+  check_weight_index(index, blocks::transformer_tensors(block_->dims()).size(), kBlock);
   return block_->weight(index);
 }
 

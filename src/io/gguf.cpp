@@ -46,7 +46,7 @@ std::uint64_t align_up(std::uint64_t value, std::uint64_t alignment, bool& overf
   return out;
 }
 
-// The smallest encoding of one item of a type (a string is at least its 8-byte length).
+// The smallest encoding of one item of a type: a number's width (a string is at least its 8-byte length).
 std::uint64_t min_item_bytes(GgufValueType type) {
   switch (type) {
     case GgufValueType::Uint8:
@@ -110,6 +110,12 @@ class Cursor {
   const std::string& where_;
 };
 
+// A two's-complement integer of `width` bytes (1, 2, 4 or 8), read zero-extended, as its signed value.
+std::int64_t sign_extended(std::uint64_t bits, int width) {
+  const auto unused = static_cast<unsigned>(64 - 8 * width);
+  return static_cast<std::int64_t>(bits << unused) >> unused;
+}
+
 GgufValueType value_type(Cursor& in, const std::string& field, bool element) {
   const std::uint32_t code = in.u32(field);
   if (code > 12) in.refuse(field + " is " + std::to_string(code) + ", not a GGUF value type (0..12)");
@@ -120,29 +126,19 @@ GgufValueType value_type(Cursor& in, const std::string& field, bool element) {
 void read_item(Cursor& in, GgufValueType type, GgufValue& value, const std::string& field) {
   switch (type) {
     case GgufValueType::Uint8:
-      value.uints.push_back(in.uint(1, field));
-      break;
     case GgufValueType::Uint16:
-      value.uints.push_back(in.uint(2, field));
-      break;
     case GgufValueType::Uint32:
-      value.uints.push_back(in.uint(4, field));
-      break;
     case GgufValueType::Uint64:
-      value.uints.push_back(in.uint(8, field));
+      value.uints.push_back(in.uint(static_cast<int>(min_item_bytes(type)), field));
       break;
     case GgufValueType::Int8:
-      value.ints.push_back(static_cast<std::int8_t>(in.uint(1, field)));
-      break;
     case GgufValueType::Int16:
-      value.ints.push_back(static_cast<std::int16_t>(in.uint(2, field)));
-      break;
     case GgufValueType::Int32:
-      value.ints.push_back(static_cast<std::int32_t>(in.uint(4, field)));
+    case GgufValueType::Int64: {
+      const auto width = static_cast<int>(min_item_bytes(type));
+      value.ints.push_back(sign_extended(in.uint(width, field), width));
       break;
-    case GgufValueType::Int64:
-      value.ints.push_back(static_cast<std::int64_t>(in.uint(8, field)));
-      break;
+    }
     case GgufValueType::Float32: {
       const auto bits = static_cast<std::uint32_t>(in.uint(4, field));
       float f;

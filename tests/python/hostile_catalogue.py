@@ -33,6 +33,7 @@ import mlp_checkpoint_writer as mlp_writer  # noqa: E402
 import samba_checkpoint_writer as samba_writer  # noqa: E402
 import state_file_edits as state_edits  # noqa: E402
 from block_weights import mamba1_weights, mamba2_weights, normal_weights, transformer_weights  # noqa: E402
+from gguf_layout import gguf_bytes  # noqa: E402
 from block_weights import normal_x as tokens  # noqa: E402
 import samebits  # noqa: E402
 from samebits import lowbit  # noqa: E402
@@ -1163,26 +1164,6 @@ def _causal_lm_rows(cat):
             lambda: model.generate(ids_ok, 13))
 
 
-def _gguf_bytes(kvs=(), tensors=(), version=3, alignment=32, header=None):
-    """A GGUF file laid out as gguf-py's writer lays it out; `kvs` hold (key, type code, value bytes)."""
-    import struct
-
-    def string(text):
-        return struct.pack("<Q", len(text)) + text
-    out = b"GGUF" + struct.pack("<IQQ", version, len(tensors), len(kvs)) if header is None else header
-    infos, data = b"", b""
-    for key, code, value in kvs:
-        out += string(key) + struct.pack("<I", code) + value
-    for name, ne, type_id, payload in tensors:
-        infos += string(name) + struct.pack("<I", len(ne)) + struct.pack("<%dQ" % len(ne), *ne)
-        infos += struct.pack("<IQ", type_id, len(data))
-        data += payload + b"\0" * (-len(payload) % alignment)
-    out += infos
-    if tensors:
-        out += b"\0" * (-len(out) % alignment)
-    return out + data
-
-
 def _gguf_rows(cat):
     import struct
 
@@ -1205,51 +1186,51 @@ def _gguf_rows(cat):
     read("a directory", cat.tmp)
     cat.add(category, "samebits._gguf.read", "/dev/zero (not a regular file)", lambda: _gguf.read("/dev/zero"))
     file("an empty file", "empty", b"")
-    file("magic GGUX", "magic", b"GGUX" + _gguf_bytes([qv])[4:])
-    file("GGUF version 1", "v1", _gguf_bytes([qv], version=1))
-    file("GGUF version 4", "v4", _gguf_bytes([qv], version=4))
+    file("magic GGUX", "magic", b"GGUX" + gguf_bytes([qv])[4:])
+    file("GGUF version 1", "v1", gguf_bytes([qv], version=1))
+    file("GGUF version 4", "v4", gguf_bytes([qv], version=4))
     file("a big-endian (byte-swapped) file", "big-endian", b"GGUF" + struct.pack(">IQQ", 3, 0, 0))
     file("tensor_count 2^62", "tensor-count", b"GGUF" + struct.pack("<IQQ", 3, 1 << 62, 0))
     file("metadata_kv_count 2^64 - 1", "kv-count", b"GGUF" + struct.pack("<IQQ", 3, 0, (1 << 64) - 1))
     file("a key length past the end of the file", "key-length",
          b"GGUF" + struct.pack("<IQQQ", 3, 0, 1, 1 << 40) + b"k" * 8)
-    file("an empty key", "empty-key", _gguf_bytes([(b"", 4, u32(0))]))
-    file("a duplicate key", "duplicate-key", _gguf_bytes([qv, qv]))
-    file("value type 13", "value-type", _gguf_bytes([(b"k", 13, u32(0))]))
-    file("an array of arrays", "nested-array", _gguf_bytes([(b"k", 9, u32(9) + struct.pack("<Q", 0))]))
-    file("an array count of 2^31", "array-count", _gguf_bytes([(b"k", 9, u32(0) + struct.pack("<Q", 1 << 31))]))
+    file("an empty key", "empty-key", gguf_bytes([(b"", 4, u32(0))]))
+    file("a duplicate key", "duplicate-key", gguf_bytes([qv, qv]))
+    file("value type 13", "value-type", gguf_bytes([(b"k", 13, u32(0))]))
+    file("an array of arrays", "nested-array", gguf_bytes([(b"k", 9, u32(9) + struct.pack("<Q", 0))]))
+    file("an array count of 2^31", "array-count", gguf_bytes([(b"k", 9, u32(0) + struct.pack("<Q", 1 << 31))]))
     file("a string length past the end of the file", "string-length",
-         _gguf_bytes([(b"k", 8, struct.pack("<Q", 1 << 40))]))
-    file("a BOOL byte 2", "bool", _gguf_bytes([(b"k", 7, b"\x02")]))
-    file("general.alignment 3", "alignment-3", _gguf_bytes([(b"general.alignment", 4, u32(3))]))
+         gguf_bytes([(b"k", 8, struct.pack("<Q", 1 << 40))]))
+    file("a BOOL byte 2", "bool", gguf_bytes([(b"k", 7, b"\x02")]))
+    file("general.alignment 3", "alignment-3", gguf_bytes([(b"general.alignment", 4, u32(3))]))
     file("general.alignment as UINT64", "alignment-u64",
-         _gguf_bytes([(b"general.alignment", 10, struct.pack("<Q", 32))]))
-    file("a 64-byte tensor name", "long-name", _gguf_bytes([qv], [(b"n" * 64, [4], 0, f32[3])]))
-    file("n_dims 5", "n-dims", _gguf_bytes([qv], [(b"w", [1, 1, 1, 1, 4], 0, f32[3])]))
-    file("a zero dimension", "zero-dim", _gguf_bytes([qv], [(b"w", [4, 0], 0, f32[3])]))
+         gguf_bytes([(b"general.alignment", 10, struct.pack("<Q", 32))]))
+    file("a 64-byte tensor name", "long-name", gguf_bytes([qv], [(b"n" * 64, [4], 0, f32[3])]))
+    file("n_dims 5", "n-dims", gguf_bytes([qv], [(b"w", [1, 1, 1, 1, 4], 0, f32[3])]))
+    file("a zero dimension", "zero-dim", gguf_bytes([qv], [(b"w", [4, 0], 0, f32[3])]))
     file("dimensions whose product wraps to 4 in 64 bits", "dims-wrap",
-         _gguf_bytes([qv], [(b"w", [4194305, 4194305, 211106198978564], 0, f32[3])]))
-    file("a tensor of type IQ2_XXS", "iq2-xxs", _gguf_bytes([qv], [(b"w", [256], 16, bytes(66))]))
-    file("a tensor of type Q8_K", "q8-k", _gguf_bytes([qv], [(b"w", [256], 15, bytes(292))]))
-    file("a tensor of type MXFP4", "mxfp4", _gguf_bytes([qv], [(b"w", [32], 39, bytes(17))]))
-    file("a tensor of removed type 4", "removed-type", _gguf_bytes([qv], [(b"w", [32], 4, bytes(20))]))
-    file("a tensor of type 43 (unknown)", "unknown-type", _gguf_bytes([qv], [(b"w", [32], 43, bytes(20))]))
-    file("a Q4_0 row of 16 elements (half a block)", "partial-block", _gguf_bytes([qv], [(b"w", [16], 2, bytes(18))]))
-    file("two tensors with the same name", "duplicate-tensor", _gguf_bytes([qv], [f32, f32]))
-    swapped = bytearray(_gguf_bytes([qv], [f32, (b"v", [4], 0, f32[3])]))
+         gguf_bytes([qv], [(b"w", [4194305, 4194305, 211106198978564], 0, f32[3])]))
+    file("a tensor of type IQ2_XXS", "iq2-xxs", gguf_bytes([qv], [(b"w", [256], 16, bytes(66))]))
+    file("a tensor of type Q8_K", "q8-k", gguf_bytes([qv], [(b"w", [256], 15, bytes(292))]))
+    file("a tensor of type MXFP4", "mxfp4", gguf_bytes([qv], [(b"w", [32], 39, bytes(17))]))
+    file("a tensor of removed type 4", "removed-type", gguf_bytes([qv], [(b"w", [32], 4, bytes(20))]))
+    file("a tensor of type 43 (unknown)", "unknown-type", gguf_bytes([qv], [(b"w", [32], 43, bytes(20))]))
+    file("a Q4_0 row of 16 elements (half a block)", "partial-block", gguf_bytes([qv], [(b"w", [16], 2, bytes(18))]))
+    file("two tensors with the same name", "duplicate-tensor", gguf_bytes([qv], [f32, f32]))
+    swapped = bytearray(gguf_bytes([qv], [f32, (b"v", [4], 0, f32[3])]))
     at = swapped.find(struct.pack("<Q", 1) + b"v") + 9 + 4 + 8 + 4
     swapped[at] = 0  # the second tensor claims offset 0: it overlaps the first
     file("a tensor offset overlapping the previous tensor", "overlap", bytes(swapped))
-    file("a tensor past the end of the file", "truncated-data", _gguf_bytes([qv], [f32])[:-20])
-    file("64 bytes of trailing garbage", "trailing", _gguf_bytes([qv], [f32]) + b"\xff" * 64)
+    file("a tensor past the end of the file", "truncated-data", gguf_bytes([qv], [f32])[:-20])
+    file("64 bytes of trailing garbage", "trailing", gguf_bytes([qv], [f32]) + b"\xff" * 64)
     file("general.type 'adapter'", "adapter",
-         _gguf_bytes([qv, (b"general.type", 8, struct.pack("<Q", 7) + b"adapter")]))
-    file("split.count 2 (a multi-file model)", "split", _gguf_bytes([qv, (b"split.count", 2, struct.pack("<H", 2))]))
-    file("quantized tensors without general.quantization_version", "no-qv", _gguf_bytes([], [q4_0(0x3C00)]))
+         gguf_bytes([qv, (b"general.type", 8, struct.pack("<Q", 7) + b"adapter")]))
+    file("split.count 2 (a multi-file model)", "split", gguf_bytes([qv, (b"split.count", 2, struct.pack("<H", 2))]))
+    file("quantized tensors without general.quantization_version", "no-qv", gguf_bytes([], [q4_0(0x3C00)]))
 
-    nan_scale = cat.file("nan-scale.gguf", _gguf_bytes([qv], [q4_0(0x7E00)]))
-    inf_f16 = cat.file("inf-f16.gguf", _gguf_bytes([qv], [(b"w", [2], 1, b"\x00\x3c\x00\x7c")]))
-    valid = cat.file("valid.gguf", _gguf_bytes([qv], [f32]))
+    nan_scale = cat.file("nan-scale.gguf", gguf_bytes([qv], [q4_0(0x7E00)]))
+    inf_f16 = cat.file("inf-f16.gguf", gguf_bytes([qv], [(b"w", [2], 1, b"\x00\x3c\x00\x7c")]))
+    valid = cat.file("valid.gguf", gguf_bytes([qv], [f32]))
     for text, path, name, allowed in (
             ("a Q4_0 block with a NaN scale", nan_scale, "w", REFUSALS),
             ("an F16 infinity", inf_f16, "w", REFUSALS),
@@ -1274,8 +1255,8 @@ def _gguf_rows(cat):
     binary = cli_binary()
     for text, path in (("info on a GGUF with a NaN scale", nan_scale),
                        ("info on a GGUF with an IQ2_XXS tensor",
-                        cat.file("cli-iq2.gguf", _gguf_bytes([qv], [(b"w", [256], 16, bytes(66))]))),
-                       ("info on a truncated GGUF", cat.file("cli-truncated.gguf", _gguf_bytes([qv], [f32])[:-20]))):
+                        cat.file("cli-iq2.gguf", gguf_bytes([qv], [(b"w", [256], 16, bytes(66))]))),
+                       ("info on a truncated GGUF", cat.file("cli-truncated.gguf", gguf_bytes([qv], [f32])[:-20]))):
         def call(p=path):
             out = subprocess.run([binary, "info", str(p)], capture_output=True, timeout=ROW_TIMEOUT_S,
                                  stdin=subprocess.DEVNULL)

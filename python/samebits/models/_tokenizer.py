@@ -3,6 +3,7 @@
 import operator
 import os
 
+from .._blocks import engine_property
 from .._native import native
 from . import _chat
 
@@ -109,10 +110,7 @@ class Tokenizer:
         """A TokenStreamDecoder: push ids one by one, get text once each character is complete."""
         return TokenStreamDecoder(self, skip_special_tokens)
 
-    @property
-    def n_vocab(self):
-        """One above the largest id of the vocabulary and the added tokens."""
-        return self._engine.n_vocab
+    n_vocab = engine_property("n_vocab", "One above the largest id of the vocabulary and the added tokens.")
 
     @property
     def bos_ids(self):
@@ -122,19 +120,14 @@ class Tokenizer:
     def eos_ids(self):
         return list(self._engine.eos_ids)
 
-    @property
-    def bos_token_id(self):
-        return self._engine.bos_token_id
+    bos_token_id = engine_property("bos_token_id")
+    eos_token_id = engine_property("eos_token_id")
 
-    @property
-    def eos_token_id(self):
-        return self._engine.eos_token_id
-
-    @property
-    def chat_template(self):
-        """The model's Jinja chat template (tokenizer_config.json's chat_template, its "default" entry when it
-        is a list, or chat_template.jinja), None when its files carry none (docs/tokenizer.md §10)."""
-        return self._engine.chat_template
+    chat_template = engine_property(
+        "chat_template",
+        "The model's Jinja chat template (tokenizer_config.json's chat_template, its \"default\" entry when it is "
+        "a list, or chat_template.jinja), None when its files carry none (docs/tokenizer.md §10).",
+    )
 
     def _token_text(self, id):
         return None if id is None else self.decode([id])
@@ -173,10 +166,7 @@ class Tokenizer:
             ids.append(turn_ids[0])
         return ids
 
-    @property
-    def source(self):
-        """The tokenizer.json this tokenizer was read from."""
-        return self._engine.source
+    source = engine_property("source", "The tokenizer.json this tokenizer was read from.")
 
     @property
     def unicode_version(self):
@@ -205,6 +195,4 @@ class TokenStreamDecoder:
         """The held-back rest; an incomplete character becomes U+FFFD."""
         return self._engine.finish()
 
-    @property
-    def pending_bytes(self):
-        return self._engine.pending_bytes
+    pending_bytes = engine_property("pending_bytes")
