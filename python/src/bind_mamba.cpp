@@ -134,21 +134,17 @@ void bind_mamba(nb::module_& m) {
           [](const Mamba1BlockInference& self, const std::vector<std::int64_t>& shape, bool step,
              const std::string& what) { self.check_tokens(shape, step, what); },
           nb::arg("shape"), nb::arg("step"), nb::arg("what"))
-      .def(
-          "forward",
-          [](const Mamba1BlockInference& self, const FloatArrayIn& x, Mamba1State* state, bool reference) {
-            return run_mamba1(self, x, state, false, reference);
-          },
-          nb::arg("x"), nb::arg("state").none(), nb::arg("reference") = false)
-      .def(
-          "step",
-          [](const Mamba1BlockInference& self, const FloatArrayIn& x, Mamba1State* state, bool reference) {
-            return run_mamba1(self, x, state, true, reference);
-          },
-          nb::arg("x"), nb::arg("state").none(), nb::arg("reference") = false)
       .def_prop_ro("dt_rank", &Mamba1BlockInference::dt_rank);
+  for (const bool step : {false, true})
+    mamba1.def(
+        step ? "step" : "forward",
+        [step](const Mamba1BlockInference& self, const FloatArrayIn& x, Mamba1State* state, bool reference) {
+          return run_mamba1(self, x, state, step, reference);
+        },
+        nb::arg("x"), nb::arg("state").none(), nb::arg("reference") = false);
 
-  block_class<Mamba2BlockInference>(m, "Mamba2Engine")
+  auto mamba2 = block_class<Mamba2BlockInference>(m, "Mamba2Engine");
+  mamba2
       .def(
           "__init__",
           [](Mamba2BlockInference* self, const std::vector<std::string>& names,
@@ -164,25 +160,18 @@ void bind_mamba(nb::module_& m) {
           [](const Mamba2BlockInference& self, const std::vector<std::int64_t>& shape, bool step,
              const std::string& what) { self.check_tokens(shape, step, what); },
           nb::arg("shape"), nb::arg("step"), nb::arg("what"))
-      .def(
-          "forward",
-          [](const Mamba2BlockInference& self, const FloatArrayIn& x, Mamba2State* state, bool reference,
-             const Mamba2ReportHandle* superseded) {
-            return run_mamba2(self, x, state, false, reference, superseded);
-          },
-          nb::arg("x"), nb::arg("state").none(), nb::arg("reference") = false,
-          nb::arg("superseded").none() = nb::none())
-      .def(
-          "step",
-          [](const Mamba2BlockInference& self, const FloatArrayIn& x, Mamba2State* state, bool reference,
-             const Mamba2ReportHandle* superseded) {
-            return run_mamba2(self, x, state, true, reference, superseded);
-          },
-          nb::arg("x"), nb::arg("state").none(), nb::arg("reference") = false,
-          nb::arg("superseded").none() = nb::none())
       .def_prop_ro("dt_limit", &Mamba2BlockInference::dt_limit)
       .def_prop_ro("nheads", &Mamba2BlockInference::nheads)
       .def_prop_ro("conv_dim", &Mamba2BlockInference::conv_dim);
+  for (const bool step : {false, true})
+    mamba2.def(
+        step ? "step" : "forward",
+        [step](const Mamba2BlockInference& self, const FloatArrayIn& x, Mamba2State* state, bool reference,
+               const Mamba2ReportHandle* superseded) {
+          return run_mamba2(self, x, state, step, reference, superseded);
+        },
+        nb::arg("x"), nb::arg("state").none(), nb::arg("reference") = false,
+        nb::arg("superseded").none() = nb::none());
 }
 
 namespace {

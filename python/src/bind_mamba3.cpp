@@ -90,17 +90,13 @@ void bind_mamba3(nb::module_& m) {
 
   auto mamba3 = block_class<Mamba3BlockInference>(m, "Mamba3Engine");
   bind_named_weights_init(mamba3, "Mamba3Engine");
+  for (const bool step : {false, true})
+    mamba3.def(
+        step ? "step" : "forward",
+        [step](const Mamba3BlockInference& self, const FloatArrayIn& x, Mamba3State* state, bool reference,
+               bool reports) { return run(self, x, state, step, reference, reports); },
+        nb::arg("x"), nb::arg("state").none(), nb::arg("reference") = false, nb::arg("reports") = true);
   mamba3.def("check_tokens", &Mamba3BlockInference::check_tokens, nb::arg("shape"), nb::arg("step"))
-      .def(
-          "forward",
-          [](const Mamba3BlockInference& self, const FloatArrayIn& x, Mamba3State* state, bool reference,
-             bool reports) { return run(self, x, state, false, reference, reports); },
-          nb::arg("x"), nb::arg("state").none(), nb::arg("reference") = false, nb::arg("reports") = true)
-      .def(
-          "step",
-          [](const Mamba3BlockInference& self, const FloatArrayIn& x, Mamba3State* state, bool reference,
-             bool reports) { return run(self, x, state, true, reference, reports); },
-          nb::arg("x"), nb::arg("state").none(), nb::arg("reference") = false, nb::arg("reports") = true)
       .def(
           "reports",
           [](const Mamba3BlockInference& self, const Mamba3State& state) {
