@@ -356,7 +356,7 @@ def state_file(kind, entries, fingerprint=b"0" * 64):
             shape, floats = value
             body += struct.pack("<BB", 1, len(shape)) + struct.pack("<%dq" % len(shape), *shape)
             body += struct.pack("<%df" % len(floats), *floats)
-    head = b"SBSTATE\n" + struct.pack("<II", 1, kind) + fingerprint + struct.pack("<Q", len(body))
+    head = b"SBSTATE\n" + struct.pack("<II", 2, kind) + fingerprint + struct.pack("<Q", len(body))
     return head + body + hashlib.sha256(head + body).digest()
 
 

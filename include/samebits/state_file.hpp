@@ -44,7 +44,8 @@ using SavedStateOf =
     std::tuple_element_t<state_file_detail::IndexIn<Model, SavedStateModels>::value, SavedStates>;
 
 // The model's fingerprint: SHA-256 (lowercase hex) of its kind, configuration, weight format and every
-// weight's name, shape and bits. Computed on first use per loaded model and cached while the model lives.
+// tensor it computes with (optional ones included), by exact float32 value, so a GGUF model's packed and
+// materialized twins share it. Computed on first use per loaded model and cached while the model lives.
 template <typename Model>
 std::string model_fingerprint(const Model& model);
 

@@ -35,7 +35,7 @@ def _model_for(cls, model, what):
 
 
 def model_fingerprint(model):
-    """The model's fingerprint: SHA-256 (hex) of its kind, configuration, weight format and weights; computed
+    """The model's fingerprint: SHA-256 (hex) of its kind, configuration, weight format and every tensor; computed
     once per loaded model and cached. A saved state names it and loads only into a model with the same one."""
     if type(model) not in _pairs().values():
         raise TypeError(f"samebits model_fingerprint: not a model with a decode state: {type(model).__name__}")

@@ -5,6 +5,7 @@
 #include <memory>
 #include <samebits/samebits.hpp>
 #include <utility>
+#include <vector>
 
 #include "api/transformer_state.hpp"
 #include "blocks/mamba1/mamba1.hpp"
@@ -69,6 +70,8 @@ struct ApiAccess {
     return m.model_;
   }
   static const std::shared_ptr<const CausalLMModel>& shared_model(const CausalLM& m) { return m.model_; }
+  // A CausalLM's embedding, final norm and (untied) head as parameters() names and copies them.
+  static std::vector<NamedTensorCopy> end_tensors(const CausalLM& m);
   static const models::SambaConfig& engine(const SambaConfig& c) { return *c.impl_; }
 };
 

@@ -17,6 +17,7 @@
 #include <set>
 #include <variant>
 
+#include "api/api_access.hpp"
 #include "api/checks.hpp"
 #include "api/gguf_packed.hpp"
 #include "io/gguf_model.hpp"
@@ -656,12 +657,22 @@ std::vector<std::int32_t> CausalLM::generate(const IdsView& ids, std::int64_t ma
 
 // ------------------------------------------------------------------ reports
 
-std::vector<NamedTensorCopy> CausalLM::parameters() const {
-  const CausalLMModel& m = *model_;
+std::vector<NamedTensorCopy> ApiAccess::end_tensors(const CausalLM& model) {
+  const CausalLMModel& m = *model.model_;
   const std::int64_t v = m.plan.vocab_size;
   const std::int64_t d = m.plan.d_model;
   std::vector<NamedTensorCopy> out;
   out.push_back({m.plan.embed_name, {v, d}, m.ends->embed_copy()});
+  out.push_back({m.plan.norm_name, {d}, m.ends->norm()});
+  if (!m.plan.tie_embeddings) out.push_back({m.plan.head_name, {v, d}, m.ends->head_copy()});
+  return out;
+}
+
+std::vector<NamedTensorCopy> CausalLM::parameters() const {
+  const CausalLMModel& m = *model_;
+  std::vector<NamedTensorCopy> ends = ApiAccess::end_tensors(*this);
+  std::vector<NamedTensorCopy> out;
+  out.push_back(std::move(ends.front()));  // the embedding first, the norm and head last
   for (std::size_t i = 0; i < m.blocks.size(); ++i) {
     std::vector<TensorInfo> table;
     std::visit([&](const auto& b) { table = b.weight_table(); }, m.blocks[i]);
@@ -687,8 +698,7 @@ std::vector<NamedTensorCopy> CausalLM::parameters() const {
       }
     }
   }
-  out.push_back({m.plan.norm_name, {d}, m.ends->norm()});
-  if (!m.plan.tie_embeddings) out.push_back({m.plan.head_name, {v, d}, m.ends->head_copy()});
+  for (std::size_t i = 1; i < ends.size(); ++i) out.push_back(std::move(ends[i]));
   return out;
 }
 

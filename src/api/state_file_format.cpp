@@ -130,6 +130,11 @@ Reader::Reader(const unsigned char* data, std::uint64_t size, std::string source
   std::uint32_t version = 0, stored_kind = 0;
   std::memcpy(&version, data + 8, 4);
   std::memcpy(&stored_kind, data + 12, 4);
+  if (version ==
+      1)  // docs/formats.md §9.1: its fingerprint left optional tensors out, so it cannot be trusted
+    refuse("version",
+           "version 1, written before the fingerprint covered every tensor; this build reads version " +
+               std::to_string(kVersion) + " (save the state again with this build)");
   if (version != kVersion)
     refuse("version",
            "version " + std::to_string(version) + ", this build reads version " + std::to_string(kVersion));

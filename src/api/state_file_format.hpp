@@ -23,7 +23,7 @@ std::string kind_name(Kind kind);
   X(TransformerBlockInference)                 \
   X(Mamba1BlockInference) X(Mamba2BlockInference) X(Mamba3BlockInference) X(SambaInference) X(CausalLM)
 
-inline constexpr std::uint32_t kVersion = 1;
+inline constexpr std::uint32_t kVersion = 2;
 inline constexpr std::size_t kMaxNameBytes = 64;
 inline constexpr std::size_t kMaxRank = 6;
 

@@ -1372,7 +1372,9 @@ def _state_file_rows(cat):
     flipped[len(data) // 2] ^= 0x10
     row("one payload bit flipped (checksum)", cat.file("flipped.state", bytes(flipped)))
     for text, name, edit in (
-            ("version 2", "version", state_edits.header(8, (2).to_bytes(4, "little"))),
+            ("version 1 (before the fingerprint covered every tensor)", "version1",
+             state_edits.header(8, (1).to_bytes(4, "little"))),
+            ("version 3", "version", state_edits.header(8, (3).to_bytes(4, "little"))),
             ("kind Mamba3State for a SambaState", "kind", state_edits.header(12, (4).to_bytes(4, "little"))),
             ("another model's fingerprint", "fingerprint", state_edits.header(16, b"0" * 64)),
             ("batch 0", "batch0", state_edits.counter("batch", 0)),

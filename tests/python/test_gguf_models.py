@@ -84,6 +84,8 @@ def test_packed_equals_materialized_bitwise(name, qtype, tmp_path, monkeypatch, 
     assert sorted(mine) == sorted(theirs)
     for key, value in theirs.items():
         assert value.tobytes() == mine[key].tobytes(), key
+    # Same bits, same fingerprint (docs/formats.md §9.3): the twins read each other's saved states.
+    assert samebits.model_fingerprint(packed) == samebits.model_fingerprint(materialized)
 
 
 @pytest.mark.parametrize("fmt", ["bfloat16", "int8"])

@@ -102,6 +102,59 @@ def test_causal_lm_state_continues_bitwise(name, tmp_path):
     assert loaded.buffers_bytes() == state.buffers_bytes()
 
 
+def _nudged(tensors, name):
+    """The same tensors with one value of `name` moved by 0.25 (a copy)."""
+    out = {key: value.copy() for key, value in tensors.items()}
+    out[name].reshape(-1)[0] += np.float32(0.25)
+    return out
+
+
+def _refuses_each_others_states(model, other, state, tmp_path):
+    assert samebits.model_fingerprint(model) != samebits.model_fingerprint(other)
+    state.save(tmp_path / "x.state", model)
+    with pytest.raises(ValueError, match="fingerprint: saved from another model"):
+        type(state).load(tmp_path / "x.state", other)
+
+
+@pytest.mark.parametrize("name", ["q_proj.bias", "o_proj.bias", "down_proj.bias", "gate_proj.bias",
+                                  "q_norm.weight"])
+def test_blocks_differing_in_one_optional_tensor_value_have_different_fingerprints(name, tmp_path):
+    """docs/formats.md §9.3: every tensor the block computes with is in the fingerprint, the optional ones of
+    its options included, so a state does not load into a block that differs only in a bias value."""
+    weights = transformer_weights()
+    options = dict(n_heads=2, n_kv_heads=1, qkv_bias=True, o_bias=True, mlp_bias=True, qk_norm=True)
+    rng = np.random.default_rng(5)
+    widths = {"q_proj.bias": 32, "k_proj.bias": 16, "v_proj.bias": 16, "o_proj.bias": 32, "up_proj.bias": 64,
+              "gate_proj.bias": 64, "down_proj.bias": 32, "q_norm.weight": 16, "k_norm.weight": 16}
+    weights.update({key: rng.standard_normal(width).astype(np.float32) for key, width in widths.items()})
+    model = samebits.TransformerBlockInference(weights, **options)
+    other = samebits.TransformerBlockInference(_nudged(weights, name), **options)
+    state = model.allocate_state(1, 4)
+    model.forward(normal_x((1, 2, 32), seed=3), state)
+    _refuses_each_others_states(model, other, state, tmp_path)
+
+
+@pytest.mark.parametrize("name, tensor", [("qwen2_biases", "model.layers.1.self_attn.k_proj.bias"),
+                                          ("llama_untied_biases", "model.layers.0.mlp.down_proj.bias"),
+                                          ("qwen3_qk_norm", "model.layers.1.self_attn.k_norm.weight")])
+def test_causal_lms_differing_in_one_optional_tensor_value_have_different_fingerprints(name, tensor, tmp_path):
+    config, tensors = family(name)
+    model = samebits.CausalLM.load(write_model(tmp_path / "a", config, tensors))
+    other = samebits.CausalLM.load(write_model(tmp_path / "b", config, _nudged(tensors, tensor)))
+    state = model.allocate_state(1, 8)
+    model.forward(ids_of(1, 3, 2), state)
+    _refuses_each_others_states(model, other, state, tmp_path)
+
+
+def test_causal_lms_differing_in_the_mamba2_dt_limit_have_different_fingerprints(tmp_path):
+    config, tensors = family("mamba2")
+    model = samebits.CausalLM.load(write_model(tmp_path / "a", config, tensors))
+    other = samebits.CausalLM.load(write_model(tmp_path / "b", dict(config, time_step_limit=[0.0, 4.0]), tensors))
+    state = model.allocate_state(1, 8)
+    model.forward(ids_of(1, 3, 2), state)
+    _refuses_each_others_states(model, other, state, tmp_path)
+
+
 # ------------------------------------------------------------------ refusals
 
 
@@ -135,7 +188,9 @@ def test_damaged_files_are_refused_by_name(saved, tmp_path):
     flipped[len(data) // 2] ^= 1
     _refused(model, bytes(flipped), tmp_path, "checksum")
     _refused(model, b"NOTSTATE" + data[8:], tmp_path, "magic")
-    _refused(model, edits.rewrite(data, edits.header(8, struct.pack("<I", 2))), tmp_path, "version", "version 2")
+    _refused(model, edits.rewrite(data, edits.header(8, struct.pack("<I", 3))), tmp_path, "version", "version 3")
+    _refused(model, edits.rewrite(data, edits.header(8, struct.pack("<I", 1))), tmp_path, "version", "version 1",
+             "save the state again")
     _refused(model, edits.rewrite(data, edits.header(12, struct.pack("<I", 4))), tmp_path, "kind", "Mamba3State")
     _refused(model, edits.rewrite(data, edits.header(16, b"f" * 64)), tmp_path, "fingerprint", "another model")
 
