@@ -164,30 +164,28 @@ class NativeState(SavedState):
         return type(self)._adopt(self._native.clone())
 
 
-def engine_property(name, doc=None):
-    """A read-only property reading `name` off the wrapped native engine object (`self._engine`)."""
-    return property(lambda self: getattr(self._engine, name), doc=doc)
-
-
-def native_property(name, doc, convert=None):
-    """A property reading the native state's `name`; with `convert`, also writing it (converted, after the
-    state's `_before_change`), the native layer judging the value."""
+def forwarded_property(holder, name, doc=None, convert=None):
+    """A property reading `name` off the native object held in the attribute `holder` (`_engine` of a model,
+    tokenizer or CausalLM state, `_native` of a block state); with `convert`, also writing it (converted,
+    after the state's `_before_change`), the native layer judging the value."""
 
     def getter(self):
-        return getattr(self._native, name)
+        return getattr(getattr(self, holder), name)
 
     if convert is None:
         return property(getter, doc=doc)
 
     def setter(self, value):
         self._before_change()
-        setattr(self._native, name, convert(value))
+        setattr(getattr(self, holder), name, convert(value))
 
     return property(getter, setter, doc=doc)
 
 
 def require_state(block, state, allocate):
-    """A decode step refuses a missing state by name; `allocate` is the call that makes a fresh one."""
+    """A decode step refuses a missing state by name; `allocate` is the call that makes a fresh one. For the
+    blocks whose native step takes no missing state (the transformer); the Mamba blocks' native step refuses
+    None itself with these words."""
     if state is None:
         raise ValueError(
             f"{PACKAGE} {block}.step: state is required (a decode step continues a sequence; "

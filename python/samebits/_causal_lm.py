@@ -6,7 +6,7 @@ import secrets
 import numpy as np
 
 from . import _checks, _state_file
-from ._blocks import engine_property
+from ._blocks import forwarded_property
 from ._mamba import Mamba1State, Mamba2State
 from ._native import native
 from ._transformer import TransformerState
@@ -64,8 +64,8 @@ class CausalLMState(_state_file.SavedState):
         self._engine = engine
         self._owner = owner
 
-    batch_size = engine_property("batch_size")
-    max_tokens = engine_property("max_tokens")
+    batch_size = forwarded_property("_engine", "batch_size")
+    max_tokens = forwarded_property("_engine", "max_tokens")
 
     @property
     def layers(self):
@@ -77,7 +77,7 @@ class CausalLMState(_state_file.SavedState):
         copies = [self._engine.layer_copy(i) for i in range(self._engine.layers)]
         return [faces[type(c).__name__](c) for c in copies]
 
-    positions = engine_property("positions")
+    positions = forwarded_property("_engine", "positions")
 
     def buffers_bytes(self):
         """Every layer's state buffers (and position counts), in stack order, as one bytes object: two states

@@ -5,7 +5,7 @@ import numpy as np
 
 from . import _checks
 from ._blocks import (MAMBA_DTYPE_SENTENCE as _DTYPE_SENTENCE, PACKAGE, NativeState, check_state_type,
-    float32_strict, native_property, ordered_weights, ragged_forward, require_state, state_piece)
+    float32_strict, forwarded_property, ordered_weights, ragged_forward, state_piece)
 from ._native import native
 
 _CONV, _M1_STATE = 4, 16
@@ -53,8 +53,7 @@ class _MambaInference:
 
     def step(self, x, state):
         """One decode token per batch row: x (B, 1, d_model) or (B, d_model), the output has x's shape.
-        The state is required and updated in place."""
-        require_state(self._BLOCK, state, "allocate_state(B)")
+        The state is required (the native step refuses None) and updated in place."""
         return self._call(x, state, True)
 
     def backward(self, x, grad_output):
@@ -169,8 +168,9 @@ class Mamba2State(NativeState):
             np.copyto(target, state_piece(value, what, name, target.shape), casting="no")
         self.buffered_tokens = buffered_tokens
 
-    buffered_tokens = native_property(
-        "buffered_tokens", "Rows of the open chunk (the native layer refuses a value outside [0, 256)).", int)
+    buffered_tokens = forwarded_property(
+        "_native", "buffered_tokens", "Rows of the open chunk (the native layer refuses a value outside [0, 256)).",
+        int)
 
     def __repr__(self):
         return (f"Mamba2State(batch_size={self.batch_size}, nheads={self._native.nheads}, "

@@ -13,7 +13,7 @@ import numpy as np
 
 from . import _checks
 from ._blocks import (MAMBA_DTYPE_SENTENCE as _DTYPE_SENTENCE, PACKAGE, NativeState, check_state_type,
-    float32_strict, native_property, ordered_weights, ragged_forward, require_state, state_piece)
+    float32_strict, forwarded_property, ordered_weights, ragged_forward, state_piece)
 from ._native import native
 
 _BLOCK = "Mamba3Block"
@@ -90,12 +90,14 @@ class Mamba3State(NativeState):
         self._before_change()  # the view may be written at any time from now on (it pins the engine state)
         return self._native.piece(index)
 
-    nheads = native_property("heads", "Heads H = 2 * d_model / 64.")
-    buffered_tokens = native_property(
-        "buffered_tokens", "Valid rows of the open-chunk buffer (the native layer refuses a value outside [0, 64]).",
+    nheads = forwarded_property("_native", "heads", "Heads H = 2 * d_model / 64.")
+    buffered_tokens = forwarded_property(
+        "_native", "buffered_tokens",
+        "Valid rows of the open-chunk buffer (the native layer refuses a value outside [0, 64]).",
         int)
-    pending = native_property(
-        "pending", "True while theta / h / pending_k / pending_v hold an Input_States continuation.", bool)
+    pending = forwarded_property(
+        "_native", "pending", "True while theta / h / pending_k / pending_v hold an Input_States continuation.",
+        bool)
 
     def set_input_states(self, theta, h, k, v):
         """Upstream's four-piece Input_States continuation: copies the given float32 bits into theta, h,
@@ -177,7 +179,6 @@ class Mamba3BlockInference:
 
     def step(self, x, state):
         """One decode token per batch row: x (B, 1, d_model) or (B, d_model); the output has x's shape."""
-        require_state(_BLOCK, state, "allocate_state(B)")
         x = float32_strict(x, f"{_BLOCK}.step", "x", _DTYPE_SENTENCE)
         self._engine.check_tokens(list(x.shape), True)
         return self._call(x, state, True)

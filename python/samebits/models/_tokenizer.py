@@ -3,7 +3,7 @@
 import operator
 import os
 
-from .._blocks import engine_property
+from .._blocks import forwarded_property
 from .._native import native
 from . import _chat
 
@@ -110,7 +110,8 @@ class Tokenizer:
         """A TokenStreamDecoder: push ids one by one, get text once each character is complete."""
         return TokenStreamDecoder(self, skip_special_tokens)
 
-    n_vocab = engine_property("n_vocab", "One above the largest id of the vocabulary and the added tokens.")
+    n_vocab = forwarded_property(
+        "_engine", "n_vocab", "One above the largest id of the vocabulary and the added tokens.")
 
     @property
     def bos_ids(self):
@@ -120,10 +121,11 @@ class Tokenizer:
     def eos_ids(self):
         return list(self._engine.eos_ids)
 
-    bos_token_id = engine_property("bos_token_id")
-    eos_token_id = engine_property("eos_token_id")
+    bos_token_id = forwarded_property("_engine", "bos_token_id")
+    eos_token_id = forwarded_property("_engine", "eos_token_id")
 
-    chat_template = engine_property(
+    chat_template = forwarded_property(
+        "_engine",
         "chat_template",
         "The model's Jinja chat template (tokenizer_config.json's chat_template, its \"default\" entry when it is "
         "a list, or chat_template.jinja), None when its files carry none (docs/tokenizer.md §10).",
@@ -166,7 +168,7 @@ class Tokenizer:
             ids.append(turn_ids[0])
         return ids
 
-    source = engine_property("source", "The tokenizer.json this tokenizer was read from.")
+    source = forwarded_property("_engine", "source", "The tokenizer.json this tokenizer was read from.")
 
     @property
     def unicode_version(self):
@@ -195,4 +197,4 @@ class TokenStreamDecoder:
         """The held-back rest; an incomplete character becomes U+FFFD."""
         return self._engine.finish()
 
-    pending_bytes = engine_property("pending_bytes")
+    pending_bytes = forwarded_property("_engine", "pending_bytes")
