@@ -1,7 +1,8 @@
 """Scale-out on Ray Serve (docs/serving.md §7): answers through a local Ray deployment of two replicas equal the
 single-process server's bitwise, a session's turns stay on one replica, and a session whose replica is killed
-continues on another bitwise. Skipped when Ray Serve is not installed."""
+continues on another bitwise; a stream arrives event by event. Skipped when Ray Serve is not installed."""
 
+import asyncio
 import time
 
 import pytest
@@ -98,6 +99,87 @@ def test_a_session_stays_on_one_replica_and_continues_bitwise(cluster, cold):
         later = _turns(cluster, name, TURNS[1:])
         assert [answer for answer, _ in later] == reference[1:]
         assert {served_by for _, served_by in later} == {replica}
+
+
+def test_a_stream_through_ray_arrives_event_by_event(cluster, cold):
+    body = {"prompt": "In the beginning", "max_tokens": 48, "temperature": 0, "stream": True}
+    with httpx.Client(timeout=60) as client:
+        alone, _ = _post(client, cold.url, body)
+        with client.stream("POST", cluster + "/v1/completions", json=body) as response:
+            assert response.status_code == 200
+            assert "content-length" not in response.headers  # not one body of known size
+            assert response.headers["x-samebits-replica"]
+            events, first_at = [], None
+            for line in response.iter_lines():
+                if line.startswith("data: "):
+                    events.append(line[6:])
+                    first_at = response.num_bytes_downloaded if first_at is None else first_at
+            total = response.num_bytes_downloaded
+    assert events.count("[DONE]") == 1 and events[-1] == "[DONE]"
+    assert len(events) > 3
+    # The first event was read while the rest was still to come: an answer sent whole at its end arrives in one
+    # read (a few kB on loopback), so the bytes in hand at the first event would be all of them.
+    assert first_at < total
+    assert [httpx.Response(200, content=e).json()["choices"] for e in events[:-1]] == alone
+
+
+def _start(status=200):
+    return {"type": "http.response.start", "status": status, "headers": [(b"content-type", b"text/event-stream")]}
+
+
+def test_the_in_process_exchange_passes_each_chunk_on_as_the_app_sends_it():
+    """The replica's bridge to its app hands over a chunk before the app has sent the next one (the app waits
+    until the caller holds the first chunk; a bridge that buffered the answer would never return)."""
+    pytest.importorskip("ray.serve", reason="Ray Serve is not installed (pip install 'ray[serve]')")
+    from samebits.serve.ray import asgi_exchange
+
+    async def scenario():
+        second = asyncio.Event()
+        seen = {}
+
+        async def app(scope, receive, send):
+            seen.update(method=scope["method"], path=scope["path"], headers=scope["headers"], body=await receive())
+            await send(_start())
+            await send({"type": "http.response.body", "body": b"one", "more_body": True})
+            await second.wait()
+            await send({"type": "http.response.body", "body": b"two", "more_body": False})
+
+        chunks = asgi_exchange(app, "POST", "v1/completions", [("Content-Type", "application/json")], b"{}")
+        assert await chunks.__anext__() == (200, [("content-type", "text/event-stream")])
+        assert await chunks.__anext__() == b"one"
+        second.set()
+        assert [chunk async for chunk in chunks] == [b"two"]
+        assert seen == {"method": "POST", "path": "/v1/completions", "headers": [(b"content-type", b"application/json")],
+                        "body": {"type": "http.request", "body": b"{}", "more_body": False}}
+
+    asyncio.run(asyncio.wait_for(scenario(), 30))
+
+
+def test_the_in_process_exchange_stops_the_app_when_the_caller_stops_reading():
+    pytest.importorskip("ray.serve", reason="Ray Serve is not installed (pip install 'ray[serve]')")
+    from samebits.serve.ray import asgi_exchange
+
+    async def scenario():
+        stopped = asyncio.Event()
+
+        async def app(scope, receive, send):
+            await receive()
+            await send(_start())
+            try:
+                while True:
+                    await send({"type": "http.response.body", "body": b"tick", "more_body": True})
+                    await asyncio.sleep(0)  # a token's worth of work between chunks
+            except asyncio.CancelledError:
+                stopped.set()
+                raise
+
+        chunks = asgi_exchange(app, "GET", "stream", [], b"")
+        assert (await chunks.__anext__())[0] == 200
+        assert await chunks.__anext__() == b"tick"
+        await chunks.aclose()
+        assert stopped.is_set()
+
+    asyncio.run(asyncio.wait_for(scenario(), 30))
 
 
 def _kill_replica(replica_id):

@@ -3,14 +3,15 @@ N replicas over the same model, a router that sends every request of a session t
 move between replicas through the saved-state format in a state directory they share."""
 
 import argparse
+import asyncio
+import contextlib
 import hashlib
 import json
 import sys
 
-import httpx
 import ray
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from ray import serve
 from ray.serve.config import RequestRouterConfig
 from ray.serve.request_router import RequestRouter
@@ -40,6 +41,54 @@ def session_of(method, path, body):
     return name if isinstance(name, str) and SESSION_ID.fullmatch(name) else None
 
 
+async def asgi_exchange(app, method, path, headers, body):
+    """One HTTP request to the ASGI `app`, in-process: yields (status, headers) when the app starts its answer,
+    then each body chunk as the app sends it (an in-process client that buffers the whole answer would turn a
+    stream into one piece). When the caller stops reading early the app is stopped (its task cancelled, as
+    Starlette cancels a streaming answer whose client went away); an exception of the app reaches the caller."""
+    messages = asyncio.Queue()
+    gone = asyncio.Event()
+    delivered = False
+
+    async def receive():
+        nonlocal delivered
+        if not delivered:
+            delivered = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await gone.wait()
+        return {"type": "http.disconnect"}
+
+    async def run():
+        try:
+            await app(scope, receive, messages.put)
+        finally:
+            messages.put_nowait(None)  # the app returned (or raised): nothing more comes
+
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method, "scheme": "http",
+             "path": "/" + path, "raw_path": ("/" + path).encode(), "query_string": b"", "root_path": "",
+             "headers": [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers],
+             "server": ("replica", 80), "client": ("127.0.0.1", 0)}
+    task = asyncio.create_task(run())
+    finished = False
+    try:
+        while (message := await messages.get()) is not None:
+            if message["type"] == "http.response.start":
+                yield message["status"], [(k.decode("latin-1"), v.decode("latin-1"))
+                                          for k, v in message.get("headers", [])]
+            elif message["type"] == "http.response.body":
+                if message.get("body"):
+                    yield message["body"]
+                if not message.get("more_body", False):
+                    break
+        finished = True
+    finally:
+        gone.set()
+        if not finished:
+            task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
 def _affinity(session, replica_id):
     return hashlib.sha256(f"{session}\0{replica_id}".encode()).digest()
 
@@ -60,7 +109,8 @@ class SessionAffinityRouter(RequestRouter):
 @serve.deployment(request_router_config=RequestRouterConfig(request_router_class=SessionAffinityRouter))
 class SamebitsReplica:
     """One replica: a whole samebits server (engine thread, prefix cache, sessions) with the model loaded, its
-    FastAPI app called in-process; answers come back whole with the id of the replica that computed them."""
+    FastAPI app called in-process; an answer streams back as the app sends it, headed by the id of the replica
+    that computes it."""
 
     def __init__(self, model, state_dir, options, threads=None):
         if threads is not None:
@@ -69,18 +119,27 @@ class SamebitsReplica:
         self.server.load()
         if self.server.load_error is not None:
             raise self.server.load_error
-        self.client = httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(self.server)),
-                                        base_url="http://replica", timeout=None)
+        self.app = create_app(self.server)
         self.replica_id = serve.get_replica_context().replica_id.unique_id
 
     async def handle(self, method, path, headers, body, session=None):
-        """One HTTP request (`session` is read by the router only): status, headers, body and this replica."""
-        response = await self.client.request(method, "/" + path, headers=headers, content=body)
-        return response.status_code, list(response.headers.items()), response.content, self.replica_id
+        """One HTTP request (`session` is read by the router only), a generator: (status, headers, this
+        replica's id) first, then the body chunk by chunk as the app sends it (a stream event by event)."""
+        async for item in asgi_exchange(self.app, method, path, headers, body):
+            yield (*item, self.replica_id) if isinstance(item, tuple) else item
 
     def __del__(self):
         if getattr(self, "server", None) is not None and self.server.scheduler is not None:
             self.server.scheduler.stop()
+
+
+async def _rest_of(chunks):
+    """The remaining chunks of a replica's answer; a client that goes away cancels the replica's work."""
+    try:
+        async for chunk in chunks:
+            yield chunk
+    finally:
+        chunks.cancel()
 
 
 ingress_app = FastAPI(title="samebits on Ray Serve", docs_url=None, redoc_url=None, openapi_url=None)
@@ -105,19 +164,28 @@ class SamebitsIngress:
                 return JSONResponse(error_body(error), status_code=413)
         headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _HOP_HEADERS]
         session = session_of(request.method, path, bytes(body))
+        chunks = self.replicas.options(stream=True).handle.remote(
+            request.method, path, headers, bytes(body), session=session)
         try:
-            status, replica_headers, content, replica = await self.replicas.handle.remote(
-                request.method, path, headers, bytes(body), session=session)
+            status, replica_headers, replica = await chunks.__anext__()
+            streaming = any(k.lower() == "content-type" and v.startswith("text/event-stream")
+                            for k, v in replica_headers)
+            # Any other answer is gathered, so that it keeps its Content-Length and a replica dying before its
+            # end is still answered 503 below.
+            content = b"" if streaming else b"".join([chunk async for chunk in chunks])
         except (ray.exceptions.ActorDiedError, ray.exceptions.ActorUnavailableError) as died:
             # The replica went away during the request: whether it finished is unknown, so the client decides
             # whether to retry (a session then continues on another replica from its last saved turn).
             error = ServeError(503, f"the replica serving this request went away: {type(died).__name__}",
                                "server_overloaded", headers={"Retry-After": "1"})
             return JSONResponse(error_body(error), status_code=503, headers=error.headers)
-        out = [(k, v) for k, v in replica_headers if k.lower() not in _HOP_HEADERS]
-        response = Response(content=content, status_code=status)
-        for key, value in out:
-            response.headers.append(key, value)
+        if streaming:  # passed on event by event; a replica dying mid-stream cuts the stream short
+            response = StreamingResponse(_rest_of(chunks), status_code=status)
+        else:
+            response = Response(content=content, status_code=status)
+        for key, value in replica_headers:
+            if key.lower() not in _HOP_HEADERS:
+                response.headers.append(key, value)
         response.headers[REPLICA_HEADER] = replica
         return response
 
