@@ -146,6 +146,24 @@ def test_causal_lms_differing_in_one_optional_tensor_value_have_different_finger
     _refuses_each_others_states(model, other, state, tmp_path)
 
 
+def test_the_fingerprint_is_the_same_at_every_thread_count():
+    """docs/formats.md §9.3: a tensor's digest is cut into 2^18-value chunks by its length alone (gate_proj here
+    is four chunks), so fingerprints taken at 1 and 2 threads, of two models with the same weights, agree."""
+    weights = transformer_weights(dm=256, nh=4, nkv=2, it=4096, seed=4)
+    before = samebits.get_num_threads()
+    try:
+        fingerprints = []
+        for threads in (1, 2):
+            samebits.set_num_threads(threads)
+            fingerprints.append(samebits.model_fingerprint(samebits.TransformerBlockInference(weights, n_heads=4, n_kv_heads=2)))
+    finally:
+        samebits.set_num_threads(before)
+    assert fingerprints[0] == fingerprints[1]
+    other = dict(weights, **{"gate_proj.weight": weights["gate_proj.weight"].copy()})
+    other["gate_proj.weight"].reshape(-1)[-1] += np.float32(0.25)  # in the last chunk
+    assert samebits.model_fingerprint(samebits.TransformerBlockInference(other, n_heads=4, n_kv_heads=2)) != fingerprints[0]
+
+
 def test_causal_lms_differing_in_the_mamba2_dt_limit_have_different_fingerprints(tmp_path):
     config, tensors = family("mamba2")
     model = samebits.CausalLM.load(write_model(tmp_path / "a", config, tensors))
