@@ -102,7 +102,7 @@ def test_a_session_stays_on_one_replica_and_continues_bitwise(cluster, cold):
 
 
 def test_a_stream_through_ray_arrives_event_by_event(cluster, cold):
-    body = {"prompt": "In the beginning", "max_tokens": 48, "temperature": 0, "stream": True}
+    body = {"prompt": "In the beginning", "max_tokens": 128, "temperature": 0, "stream": True}
     with httpx.Client(timeout=60) as client:
         alone, _ = _post(client, cold.url, body)
         with client.stream("POST", cluster + "/v1/completions", json=body) as response:
