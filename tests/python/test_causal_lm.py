@@ -136,7 +136,8 @@ def rms64(x, w, eps):
 
 
 def reference64(config, t, ids):
-    """The whole model in float64, transformers' way; options at the float32 values the blocks use."""
+    """The whole model in float64, transformers' way; options at the float32 values the blocks use; shapes,
+    partial rotary and per-layer windows read from 4.x- or 5.x-style configs."""
     t = {k: v.astype(np.float64) for k, v in t.items()}
     mt = config["model_type"]
     eps = float(np.float32(config.get("rms_norm_eps", 1e-6)))
@@ -146,10 +147,13 @@ def reference64(config, t, ids):
     options = {"rope_theta": theta}
     if scaling is not None:
         options["rope_scaling"] = {k: float(np.float32(v)) if isinstance(v, float) else v for k, v in scaling.items()}
-    rd = int(HD * config.get("partial_rotary_factor", 1.0))
+    NH, IT = config["num_attention_heads"], config["intermediate_size"]
+    NKV, HD = config.get("num_key_value_heads", NH), config.get("head_dim", config["hidden_size"] // NH)
+    rd = int(HD * config.get("partial_rotary_factor", params.get("partial_rotary_factor", 1.0)))
     window = config.get("sliding_window") or 0
     if mt not in ("mistral", "phi3") and not config.get("use_sliding_window"):
         window = 0
+    kinds = config.get("layer_types") or ["sliding_attention"] * config["num_hidden_layers"]
     B, L = ids.shape
     x = t["model.embed_tokens.weight"][ids]
     inv = inverse_frequencies(options, rd)
@@ -161,9 +165,9 @@ def reference64(config, t, ids):
         return np.concatenate([lo * cos - hi * sin, hi * cos + lo * sin, rest], axis=-1)
 
     i_, j_ = np.arange(L)[:, None], np.arange(L)[None, :]
-    visible = (j_ <= i_) & ((i_ - j_ < window) if window else True)
     for i in range(config["num_hidden_layers"]):
         p = f"model.layers.{i}."
+        visible = (j_ <= i_) & ((i_ - j_ < window) if window and kinds[i] == "sliding_attention" else True)
 
         def lin(a, name, weight=None):
             y = a @ (t[p + name + ".weight"] if weight is None else weight).T
