@@ -4,53 +4,18 @@ spellings: rotate-half RoPE, GQA, windows as `i - j < W`, biases, qk_norm, parti
 frequencies), the Mamba families against their own blocks composed by hand, every identity of the seed
 surface, greedy generate and the Python-side refusals (docs/models.md §15-§19)."""
 
-import json
 import math
-import struct
 
 import numpy as np
 import pytest
 
 import samebits
 from samebits import CausalLM, CausalLMState
+from causal_lm_checks import assert_identities, assert_low_bit_equals_materialized
+from hf_checkpoint_files import bf16_round, write_model, write_safetensors  # noqa: F401 (other suites import them here)
 from test_transformer_options import inverse_frequencies
 
 V, D, NH, NKV, HD, IT = 64, 32, 4, 2, 8, 48
-
-
-# ------------------------------------------------------------------ the writer
-
-
-def bf16_round(a):
-    """float32 -> the bf16 value (round to nearest even), widened back."""
-    bits = np.ascontiguousarray(a, np.float32).view(np.uint32).astype(np.uint64)
-    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint32) << 16
-    return rounded.astype(np.uint32).view(np.float32)
-
-
-def write_safetensors(path, tensors, bf16=False):
-    """Names sorted, compact JSON, header padded with spaces to a multiple of 8, payloads back to back."""
-    header, blobs, offset = {}, [], 0
-    for name in sorted(tensors):
-        a = np.ascontiguousarray(tensors[name], np.float32)
-        data = (a.view(np.uint32) >> 16).astype("<u2").tobytes() if bf16 else a.astype("<f4").tobytes()
-        header[name] = {"dtype": "BF16" if bf16 else "F32", "shape": list(a.shape),
-                        "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    text = json.dumps(header, separators=(",", ":"))
-    text += " " * (-len(text) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text.encode() + b"".join(blobs))
-
-
-def write_model(directory, config, tensors, bf16=False):
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / "config.json").write_text(json.dumps(config))
-    # BF16 files hold the bf16 rounding of each value (exactly representable, so the writer truncates)
-    write_safetensors(directory / "model.safetensors", {k: bf16_round(v) for k, v in tensors.items()} if bf16
-                      else tensors, bf16)
-    return directory
 
 
 # ------------------------------------------------------------------ synthetic families
@@ -171,7 +136,8 @@ def rms64(x, w, eps):
 
 
 def reference64(config, t, ids):
-    """The whole model in float64, transformers' way; options at the float32 values the blocks use."""
+    """The whole model in float64, transformers' way; options at the float32 values the blocks use; shapes,
+    partial rotary and per-layer windows read from 4.x- or 5.x-style configs."""
     t = {k: v.astype(np.float64) for k, v in t.items()}
     mt = config["model_type"]
     eps = float(np.float32(config.get("rms_norm_eps", 1e-6)))
@@ -181,10 +147,13 @@ def reference64(config, t, ids):
     options = {"rope_theta": theta}
     if scaling is not None:
         options["rope_scaling"] = {k: float(np.float32(v)) if isinstance(v, float) else v for k, v in scaling.items()}
-    rd = int(HD * config.get("partial_rotary_factor", 1.0))
+    NH, IT = config["num_attention_heads"], config["intermediate_size"]
+    NKV, HD = config.get("num_key_value_heads", NH), config.get("head_dim", config["hidden_size"] // NH)
+    rd = int(HD * config.get("partial_rotary_factor", params.get("partial_rotary_factor", 1.0)))
     window = config.get("sliding_window") or 0
     if mt not in ("mistral", "phi3") and not config.get("use_sliding_window"):
         window = 0
+    kinds = config.get("layer_types") or ["sliding_attention"] * config["num_hidden_layers"]
     B, L = ids.shape
     x = t["model.embed_tokens.weight"][ids]
     inv = inverse_frequencies(options, rd)
@@ -196,9 +165,9 @@ def reference64(config, t, ids):
         return np.concatenate([lo * cos - hi * sin, hi * cos + lo * sin, rest], axis=-1)
 
     i_, j_ = np.arange(L)[:, None], np.arange(L)[None, :]
-    visible = (j_ <= i_) & ((i_ - j_ < window) if window else True)
     for i in range(config["num_hidden_layers"]):
         p = f"model.layers.{i}."
+        visible = (j_ <= i_) & ((i_ - j_ < window) if window and kinds[i] == "sliding_attention" else True)
 
         def lin(a, name, weight=None):
             y = a @ (t[p + name + ".weight"] if weight is None else weight).T
@@ -359,42 +328,15 @@ def test_mamba_families_are_their_blocks(name, tmp_path):
 @pytest.mark.parametrize("name", list(FAMILIES))
 def test_identities(name, tmp_path, thread_count):
     config, tensors = family(name)
-    model = CausalLM.load(write_model(tmp_path / name, config, tensors))
-    ids = ids_of(2, 7, 3)
-    whole = model.forward(ids)
-    assert whole.shape == (2, 7, V) and whole.dtype == np.float32
-    for threads in (1, 2, 3):
-        thread_count(threads)
-        state = model.allocate_state(2, 7)
-        assert np.array_equal(model.forward(ids, state).view(np.uint32), whole.view(np.uint32))
-        stepped = model.allocate_state(2, 7)
-        for t in range(7):
-            row = model.step(ids[:, t], stepped)
-            assert np.array_equal(row.view(np.uint32), whole[:, t].view(np.uint32)), (threads, t)
-        split = model.allocate_state(2, 7)
-        a, b = model.forward(ids[:, :3], split), model.forward(ids[:, 3:], split)
-        assert np.array_equal(np.concatenate([a, b], 1).view(np.uint32), whole.view(np.uint32))
-        assert split.positions == 7
-        alone = model.forward(ids[1:2])
-        assert np.array_equal(alone.view(np.uint32), whole[1:2].view(np.uint32))
-    state = model.allocate_state(1, 7)
-    model.forward(ids[:1, :3], state)
-    copy = state.clone()
-    assert np.array_equal(model.forward(ids[:1, 3:], state), model.forward(ids[:1, 3:], copy))
-    assert model.reset_state(state) is state and state.positions == 0
+    assert_identities(CausalLM.load(write_model(tmp_path / name, config, tensors)), ids_of(2, 7, 3), thread_count)
 
 
 @pytest.mark.parametrize("fmt", ["bfloat16", "int8"])
 @pytest.mark.parametrize("name", list(FAMILIES))
 def test_low_bit_formats_equal_their_materialized_float32(name, fmt, tmp_path):
     config, tensors = family(name)
-    packed = CausalLM.load(write_model(tmp_path / "src", config, tensors), fmt)
-    assert packed.weight_format == fmt
-    rewritten = dict(tensors)
-    rewritten.update(packed.parameters())
-    plain = CausalLM.load(write_model(tmp_path / "materialized", config, rewritten))
-    ids = ids_of(2, 6, 4)
-    assert np.array_equal(packed.forward(ids).view(np.uint32), plain.forward(ids).view(np.uint32))
+    source = write_model(tmp_path / "src", config, tensors)
+    assert_low_bit_equals_materialized(source, config, tensors, fmt, tmp_path, ids_of(2, 6, 4))
 
 
 def test_bfloat16_keeps_bf16_storage_bits(tmp_path):
