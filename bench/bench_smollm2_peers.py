@@ -103,7 +103,7 @@ def worker_samebits(args, threads, fmt):
 
     prefill_s, step_s = timed_rounds(args, prefill, step)
     return dict(prefill_s=prefill_s, step_s=step_s, weight_bytes=weight_bytes, kv_bytes_per_value=4,
-                isa=simd_target_name(), version=samebits.__version__)
+                isa=f"SIMD target {simd_target_name()}", version=f"samebits {samebits.__version__}")
 
 
 def simd_target_name():

@@ -137,7 +137,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", default=hf_dir())
     parser.add_argument("--convert-only", action="store_true")
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=2, help="samebits' threads (the reference uses one)")
     args = parser.parse_args()
     path = gguf_path()
     if not os.path.exists(os.path.join(args.dir, "model.safetensors")):
@@ -150,7 +150,7 @@ def main():
     from samebits.models import CausalLM, Tokenizer
     from make_smollm2_reference import GREEDY_STEPS, PROMPTS
 
-    torch.set_num_threads(args.threads)
+    torch.set_num_threads(1)  # the float64 reference: OpenMP's barriers stall badly on a shared machine
     samebits.set_num_threads(args.threads)
     ok = True
     tok = Tokenizer.from_pretrained(args.dir)
