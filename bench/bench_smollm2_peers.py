@@ -148,7 +148,7 @@ def llama_reference_checks(llm):
         same.append(list(ids) == ref["ids"][name])
         llm.reset()
         llm.eval(ref["ids"][name])
-        got = np.array(llm.scores[llm.n_tokens - 1], np.float64)
+        got = np.ctypeslib.as_array(llm._ctx.get_logits_ith(-1), shape=(llm.n_vocab(),)).astype(np.float64)
         lo, hi = ref["logit_bounds"][name]
         want = lo + codes[name].astype(np.float64) * ((hi - lo) / ref["logit_levels"])
         errors[name] = float(np.abs(got - want).max() / (hi - lo))
@@ -158,7 +158,19 @@ def llama_reference_checks(llm):
 
 def worker_llamacpp(args, threads):
     import llama_cpp
+    import llama_cpp.llama_cpp as low
 
+    if not args.llama_extra_buffers:
+        # llama.cpp's "extra buffer types" hand Q4_1 to its AMX kernel on CPUs that list AMX_INT8; on the
+        # measuring VM that kernel crashed (SIGSEGV in ggml_backend_amx_mul_mat), so the plain CPU kernels run
+        defaults = low.llama_model_default_params
+
+        def without_extra_buffers():
+            params = defaults()
+            params.use_extra_bufts = False
+            return params
+
+        low.llama_model_default_params = without_extra_buffers
     path = gguf_path()
     llm = llama_cpp.Llama(model_path=path, n_ctx=PROMPT + args.steps + 8, n_batch=PROMPT, n_ubatch=PROMPT,
                           n_threads=threads, n_threads_batch=threads, verbose=False)
@@ -172,8 +184,9 @@ def worker_llamacpp(args, threads):
 
     prefill_s, step_s = timed_rounds(args, prefill, step)
     out = dict(prefill_s=prefill_s, step_s=step_s, weight_bytes=int(llama_cpp.llama_model_size(llm.model)),
-               kv_bytes_per_value=2, version=f"llama-cpp-python {llama_cpp.__version__}",
-               isa=" ".join(part.strip() for part in llama_cpp.llama_print_system_info().decode().split("|")
+               kv_bytes_per_value=2, version=f"llama-cpp-python {llama_cpp.__version__}"
+               + ("" if args.llama_extra_buffers else ", extra buffer types off"),
+               isa=" ".join(part.strip() for part in llama_cpp.llama_print_system_info().decode().replace("CPU :", "").split("|")
                             if part.strip().endswith("= 1")))
     if args.reference_checks:
         out["checks"] = llama_reference_checks(llm)
@@ -206,6 +219,8 @@ def main():
     parser.add_argument("--quick", action="store_true", help="16 steps, one round")
     parser.add_argument("--torch-python", default=sys.executable)
     parser.add_argument("--llama-python", default=sys.executable)
+    parser.add_argument("--llama-extra-buffers", action="store_true",
+                        help="let llama.cpp use its extra buffer types (AMX, repacking); off by default")
     parser.add_argument("--worker", choices=ENGINES, help=argparse.SUPPRESS)
     parser.add_argument("--worker-threads", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--reference-checks", action="store_true", help=argparse.SUPPRESS)
@@ -229,6 +244,8 @@ def main():
                        "--worker-threads", str(threads), "--steps", str(args.steps), "--repeats", str(args.repeats)]
             if engine == "llamacpp-q4_1" and checks is None:
                 command.append("--reference-checks")
+            if engine == "llamacpp-q4_1" and args.llama_extra_buffers:
+                command.append("--llama-extra-buffers")
             run = subprocess.run(command, capture_output=True, text=True)
             if run.returncode != 0:
                 print(f"{engine} at {threads} threads failed:\n{run.stderr[-2000:]}", file=sys.stderr)
