@@ -47,10 +47,13 @@ def convert(path, out):
     from transformers import AutoTokenizer
 
     model = transformers_model(path, "float32")
+    # the weights are plain float32 now: drop the GGUF quantizer so that transformers saves them
+    model.config.quantization_config = None
+    model.hf_quantizer = None
     model.save_pretrained(out, safe_serialization=True)
     with open(os.path.join(out, "config.json"), encoding="utf-8") as f:
         config = json.load(f)
-    config.pop("quantization_config", None)  # the saved weights are plain float32, not GGUF codes
+    config.pop("quantization_config", None)  # written as null
     with open(os.path.join(out, "config.json"), "w", encoding="utf-8") as f:
         json.dump(config, f, indent=2)
     AutoTokenizer.from_pretrained(os.path.dirname(path), gguf_file=os.path.basename(path)).save_pretrained(out)
