@@ -155,6 +155,31 @@ def test_32_concurrent_mixed_requests_equal_each_served_alone(busy, cold):
         assert concurrent[i][0][0] == expected, (i, body)
 
 
+def _decode_rows_histogram(url):
+    """{bucket bound: cumulative count} of samebits_decode_rows on a server's /metrics."""
+    text = httpx.get(url + "/metrics").text
+    prefix = 'samebits_decode_rows_bucket{le="'
+    return {line[len(prefix):].split('"')[0]: int(line.rsplit(" ", 1)[1])
+            for line in text.splitlines() if line.startswith(prefix)}
+
+
+def test_concurrent_decodes_share_one_batched_step(busy):
+    """Sequences decoding in the same tick advance in one step_many call: the rows-per-step histogram records
+    steps of more than one row while 8 requests run at once (counts only, no timing)."""
+    before = _decode_rows_histogram(busy.url)
+    bodies = [{"prompt": VERSES[i % 4], "max_tokens": 24, "seed": i, "temperature": 0.7} for i in range(8)]
+
+    async def together():
+        async with httpx.AsyncClient() as client:
+            return await asyncio.gather(*[_call(client, busy.url, body) for body in bodies])
+
+    asyncio.run(together())
+    after = _decode_rows_histogram(busy.url)
+    steps = after["+Inf"] - before["+Inf"]
+    single = after["1"] - before["1"]
+    assert steps > 0 and steps - single > 0, (before, after)
+
+
 def test_prefix_cache_hit_equals_cold_run(busy, cold):
     shared = "".join(VERSES) * 2  # 390 bytes: several 64-token snapshots
     bodies = [{"prompt": shared + tail, "max_tokens": 24, "seed": 7, "temperature": 0.9, "logprobs": 2}
