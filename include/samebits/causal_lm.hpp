@@ -87,7 +87,7 @@ class CausalLM {
   std::vector<float> forward(const IdsView& ids, CausalLMState& state) const;
   // One token per row (ids (B, 1)): logits (B, vocab).
   std::vector<float> step(const IdsView& ids, CausalLMState& state) const;
-  // One token for each of N independent sequences (docs/api.md §12): ids[i] continues states[i], a one-row
+  // One token for each of N independent sequences (docs/api.md §18): ids[i] continues states[i], a one-row
   // state at its own position -> (N, vocab) logits, row i bit for bit step({ids[i]}, *states[i]). A
   // transformer layer's norms and projections run over all N rows at once (the weights are read once); a
   // Mamba layer steps each state in turn. Every state is checked (step's refusals; a state listed twice is

@@ -138,7 +138,7 @@ class SambaInference {
   std::vector<float> forward(const IdsView& ids, SambaState& state) const;
   // One token per row (ids (B, 1)) -> (B, vocab) logits; the state is required.
   std::vector<float> step(const IdsView& ids, SambaState& state) const;
-  // One decode token for each of N independent sequences (docs/api.md §12): ids[i] continues states[i], a
+  // One decode token for each of N independent sequences (docs/api.md §18): ids[i] continues states[i], a
   // one-row state at its own position -> (N, vocab) logits, row i bit for bit what step({ids[i]}, *states[i])
   // gives; the weights are read once for all rows. Every state is checked before any kernel runs (step's
   // refusals; a state listed twice is refused too); when a layer refuses its input, every state is put back.

@@ -140,7 +140,7 @@ class CausalLM:
         return self._engine.step(ids32, self._state(state, "step"))
 
     def step_many(self, ids, states):
-        """One token for each of N independent sequences (docs/api.md §12): ids (N,) continue `states`, N one-row
+        """One token for each of N independent sequences (docs/api.md §18): ids (N,) continue `states`, N one-row
         states each at its own position -> logits (N, vocab), row i bit for bit step([ids[i]], states[i])."""
         array = _int32(_ids(ids, "step_many", True), self.vocab_size, "step_many").reshape(-1)
         engines = [self._state(state, "step_many") for state in states]

@@ -254,7 +254,7 @@ class SambaInference:
         return out.reshape(rows, self.config.vocab)
 
     def step_many(self, inputs, states):
-        """One token for each of N independent sequences (docs/api.md §12): ids (N,) continue `states`, N one-row
+        """One token for each of N independent sequences (docs/api.md §18): ids (N,) continue `states`, N one-row
         SambaStates each at its own position -> (N, vocab) logits, row i bit for bit step([ids[i]], states[i]);
         the weights are read once for all rows."""
         what = "SambaInference.step_many"

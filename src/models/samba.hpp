@@ -49,7 +49,7 @@ class SambaModel {
   // refusals raised by the blocks.
   void forward(const std::int32_t* ids, std::int64_t batch, std::int64_t length,
                std::vector<SambaLayerState>& states, float* logits, const std::string& what) const;
-  // One decode token for each of `count` independent sequences (docs/api.md §12): ids[i] continues
+  // One decode token for each of `count` independent sequences (docs/api.md §18): ids[i] continues
   // sequences[i] (one one-row state per layer, each sequence at its own position, no state shared) into
   // logits row i [count, vocab]. Each layer's norms and projections run over all rows at once; row i's
   // bits are those of forward(ids + i, 1, 1, sequences[i], ...). Every sequence is checked before any

@@ -1,4 +1,4 @@
-"""step_many (docs/api.md §12): one batched decode step over independent one-row states at different positions
+"""step_many (docs/api.md §18): one batched decode step over independent one-row states at different positions
 equals, bit for bit, stepping each state alone, for every CausalLM family, GGUF packed weights, the low-bit
 formats and the Samba stack, on every SIMD target and 1-3 threads; and its refusals move no state."""
 

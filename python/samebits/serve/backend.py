@@ -62,7 +62,7 @@ class Backend:
         return self.model.step(np.asarray([token], dtype=np.int32), state)[0]
 
     def decode_many(self, tokens, states):
-        """One batched step: tokens[i] continues states[i] (docs/api.md §12); row i is decode(tokens[i], states[i])
+        """One batched step: tokens[i] continues states[i] (docs/api.md §18); row i is decode(tokens[i], states[i])
         bit for bit."""
         return self.model.step_many(np.asarray(tokens, dtype=np.int32), states)
 

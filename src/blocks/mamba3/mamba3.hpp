@@ -81,7 +81,7 @@ class Mamba3Block {
   // stack checks every layer before any layer moves), so the O(state) finiteness scan is not repeated.
   void forward(const float* x, std::int64_t B, std::int64_t L, Mamba3State& state, float* y,
                Mamba3Reports* reports, const char* entry, bool state_checked) const;
-  // One decode token for each of `count` independent sequences (docs/api.md §12): row i of x[count, d_model]
+  // One decode token for each of `count` independent sequences (docs/api.md §18): row i of x[count, d_model]
   // continues *states[i] (one row each, any buffered_tokens; distinct states). The norm and both
   // projections run over all rows at once (the weights are read once), the scan stages per state; row i's
   // bits are those of forward(x + i * d_model, 1, 1, *states[i], ...). Every row is refused before any

@@ -105,7 +105,7 @@ class TransformerBlock {
   void forward_reference(const float* x, std::int64_t batch, std::int64_t length, KvCache& cache, float* y,
                          const std::string& what, StateScan scan) const;
 
-  // One decode token for each of `count` independent sequences (docs/api.md §12): row i of x[count, d_model]
+  // One decode token for each of `count` independent sequences (docs/api.md §18): row i of x[count, d_model]
   // continues caches[i] (one row each, at its own position; distinct caches) and gives row i of y. The norms
   // and projections run over all rows at once (the weights are read once); RoPE, the cache append and
   // attention run per cache. The bits of row i are those of forward(x + i * d_model, 1, 1, *caches[i], ...).
