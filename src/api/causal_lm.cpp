@@ -17,6 +17,7 @@
 #include <set>
 #include <variant>
 
+#include "api/api_access.hpp"
 #include "api/checks.hpp"
 #include "api/gguf_packed.hpp"
 #include "io/gguf_model.hpp"
@@ -613,17 +614,18 @@ std::vector<float> CausalLM::step_many(const std::vector<std::int32_t>& ids,
         x = t->step_many({x.data(), {count, 1, d}}, caches);
         continue;
       }
-      // A Mamba layer's state is small next to its weights, but its chunk buffers hold a per-state count:
-      // each sequence steps alone.
       std::vector<float> y(x.size());
-      for (std::int64_t s = 0; s < count; ++s) {
-        LayerState& ls = states[static_cast<std::size_t>(s)]->impl_->layers[i];
-        const TensorView row{x.data() + s * d, {1, 1, d}};
-        const std::vector<float> out =
-            std::holds_alternative<Mamba1State>(ls)
-                ? std::get<Mamba1BlockInference>(block).step(row, &std::get<Mamba1State>(ls))
-                : std::get<Mamba2BlockInference>(block).step(row, &std::get<Mamba2State>(ls));
-        std::copy(out.begin(), out.end(), y.begin() + s * d);
+      if (const auto* m1 = std::get_if<Mamba1BlockInference>(&block)) {
+        std::vector<blocks::Mamba1State*> engines;
+        for (CausalLMState* state : states)
+          engines.push_back(&ApiAccess::engine(std::get<Mamba1State>(state->impl_->layers[i])));
+        ApiAccess::block(*m1)->step_many(x.data(), count, engines.data(), y.data(), "mamba1_decode_step");
+      } else {
+        std::vector<blocks::Mamba2State*> engines;
+        for (CausalLMState* state : states)
+          engines.push_back(&ApiAccess::engine(std::get<Mamba2State>(state->impl_->layers[i])));
+        ApiAccess::block(std::get<Mamba2BlockInference>(block))
+            ->step_many(x.data(), count, engines.data(), y.data(), "mamba2_decode_step");
       }
       x = std::move(y);
     }

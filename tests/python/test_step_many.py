@@ -62,8 +62,15 @@ def test_causal_lm_families(name, tmp_path, targets_and_threads):
     assert [s.positions for s in states] == [n + 1 for n in PROMPTS]
 
 
+def test_mamba2_across_its_chunk(tmp_path):
+    # A Mamba-2 state seals its 256-token chunk: one sequence crosses it during the rounds, the other does not.
+    config, tensors = family("mamba2")
+    model = CausalLM.load(write_model(tmp_path / "mamba2", config, tensors))
+    _expect_many_equals_alone(model, V, prompts=(254, 3), rounds=4, capacity=260)
+
+
 @pytest.mark.parametrize("fmt", ["bfloat16", "int8"])
-@pytest.mark.parametrize("name", ["llama_untied_biases", "mistral_window", "mamba"])
+@pytest.mark.parametrize("name", ["llama_untied_biases", "mistral_window", "mamba", "mamba2"])
 def test_causal_lm_low_bit_formats(name, fmt, tmp_path):
     config, tensors = family(name)
     _expect_many_equals_alone(CausalLM.load(write_model(tmp_path / name, config, tensors), fmt), V)
