@@ -111,7 +111,8 @@ def test_samba_many_equals_a_batched_state_at_one_position():
         state = model.allocate_state(1, 8)
         model.forward(ids[i : i + 1], state)
         rows.append(state)
-    assert model.step_many(np.asarray([1, 2, 3]), rows).tobytes() == model.step(np.asarray([1, 2, 3]), batched).tobytes()
+    tokens = np.asarray([1, 2, 3])
+    assert model.step_many(tokens, rows).tobytes() == model.step(tokens, batched).tobytes()
 
 
 def test_samba_refusals_move_nothing():
