@@ -475,9 +475,12 @@ void Mamba2Block::step_many(const float* x, std::int64_t count, Mamba2State* con
   for (std::int64_t i = 0; i < count; ++i) refuse_inputs(x + i * dm, dm, *states[i], entry);
   CallRows rows(dims_, count);
   project_in(x, count, rows);
-  for (std::int64_t i = 0; i < count; ++i)
-    advance(rows.proj.data() + i * dims_.d_in_proj, 1, 1, *states[i], rows.gated.data() + i * dims_.d_inner,
-            nullptr);
+  // The sequences side by side on the pool (each one's own parallel regions then run serially).
+  parallel_for(count, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i)
+      advance(rows.proj.data() + i * dims_.d_in_proj, 1, 1, *states[i], rows.gated.data() + i * dims_.d_inner,
+              nullptr);
+  });
   project_out(x, count, rows, y);
 }
 

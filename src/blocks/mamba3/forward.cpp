@@ -564,15 +564,19 @@ void Mamba3Block::step_many(const float* x, std::int64_t count, Mamba3State* con
   AlignedBuffer<float> proj(static_cast<std::size_t>(count * dims_.d_in_proj));
   AlignedBuffer<float> gate(static_cast<std::size_t>(count * dims_.d_inner));
   project_in(dims_, weights_, packed_in_proj_, x, count, normed.data(), proj.data());
-  for (std::int64_t i = 0; i < count; ++i) {
-    tracked_call(*states[i], 1, [&](bool h_t_reusable, bool krot_t_reusable) {
-      const SharedRows rows{proj.data() + i * dims_.d_in_proj, gate.data() + i * dims_.d_inner};
-      ForwardCall call(*this, packed_in_proj_, packed_out_proj_, x + i * dm, 1, 1, *states[i], nullptr,
-                       h_t_reusable, krot_t_reusable, rows);
-      call.run_sequence();
-      return call.facts();
-    });
-  }
+  // The sequences side by side on the pool (each call's own parallel regions then run serially on its
+  // thread, with that thread's arrays; no bit depends on the thread).
+  parallel_for(count, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) {
+      tracked_call(*states[i], 1, [&](bool h_t_reusable, bool krot_t_reusable) {
+        const SharedRows rows{proj.data() + i * dims_.d_in_proj, gate.data() + i * dims_.d_inner};
+        ForwardCall call(*this, packed_in_proj_, packed_out_proj_, x + i * dm, 1, 1, *states[i], nullptr,
+                         h_t_reusable, krot_t_reusable, rows);
+        call.run_sequence();
+        return call.facts();
+      });
+    }
+  });
   AlignedBuffer<float> out(static_cast<std::size_t>(count * dm));
   project_out(dims_, packed_out_proj_, gate.data(), x, count, out.data(), y);
 }

@@ -122,9 +122,13 @@ void TransformerBlock::step_many(const float* x, std::int64_t count, KvCache* co
   CallBuffers buffers(dims_, options_, count);
   project_rows(x, count, buffers);
   const std::int64_t qkv_width = dims_.q_width() + 2 * dims_.kv_width();
-  for (std::int64_t i = 0; i < count; ++i)
-    attend_segment(x + i * dm, 1, 1, *caches[i], buffers.qkv.data() + i * qkv_width,
-                   buffers.ctx.data() + i * dims_.q_width(), what, StateScan::kDone);
+  // The sequences side by side on the pool (a segment's own parallel regions then run serially on its
+  // thread; nothing in a segment depends on the thread that runs it).
+  parallel_for(count, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i)
+      attend_segment(x + i * dm, 1, 1, *caches[i], buffers.qkv.data() + i * qkv_width,
+                     buffers.ctx.data() + i * dims_.q_width(), what, StateScan::kDone);
+  });
   output_rows(x, count, buffers, y);
 }
 
