@@ -87,6 +87,13 @@ class CausalLM {
   std::vector<float> forward(const IdsView& ids, CausalLMState& state) const;
   // One token per row (ids (B, 1)): logits (B, vocab).
   std::vector<float> step(const IdsView& ids, CausalLMState& state) const;
+  // One token for each of N independent sequences (docs/api.md §18): ids[i] continues states[i], a one-row
+  // state at its own position -> (N, vocab) logits, row i bit for bit step({ids[i]}, *states[i]). Every
+  // layer's norms and projections run over all N rows at once (the weights are read once). Every state is
+  // checked (step's refusals; a state listed twice is refused) before any kernel runs; when a layer
+  // refuses, every state is put back.
+  std::vector<float> step_many(const std::vector<std::int32_t>& ids,
+                               const std::vector<CausalLMState*>& states) const;
   // Zero state for batch_size rows and up to max_tokens positions (both >= 1; <= max_positions).
   CausalLMState allocate_state(std::int64_t batch_size, std::int64_t max_tokens) const;
   // New zero layer states of the same shape, positions 0 (the state must be this model's).

@@ -138,6 +138,15 @@ class SambaInference {
   std::vector<float> forward(const IdsView& ids, SambaState& state) const;
   // One token per row (ids (B, 1)) -> (B, vocab) logits; the state is required.
   std::vector<float> step(const IdsView& ids, SambaState& state) const;
+  // One decode token for each of N independent sequences (docs/api.md §18): ids[i] continues states[i], a
+  // one-row state at its own position -> (N, vocab) logits, row i bit for bit what step({ids[i]}, *states[i])
+  // gives; the weights are read once for all rows. Every state is checked before any kernel runs (step's
+  // refusals; a state listed twice is refused too); when a layer refuses its input, every state is put back.
+  std::vector<float> step_many(const std::vector<std::int32_t>& ids,
+                               const std::vector<SambaState*>& states) const;
+  // The same over per-layer states held outside a SambaState (one list per sequence, as run_layers).
+  std::vector<float> step_many_layers(const std::vector<std::int32_t>& ids,
+                                      const std::vector<std::vector<SambaLayerRef>>& sequences) const;
   // Ragged, right padded: padding ids (any value) become id 0, padding logits +0.0.
   std::vector<float> forward_ragged(const IdsView& ids, const std::vector<std::int64_t>& lengths) const;
   // The scalar twin of the stateless and the carried forward.

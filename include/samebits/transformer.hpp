@@ -134,6 +134,11 @@ class TransformerBlockInference {
   std::vector<float> forward(const TensorView& x, TransformerState& state) const;
   // One token per row: x (B, 1, d_model) or (B, d_model); the output has x's rank.
   std::vector<float> step(const TensorView& x, TransformerState& state) const;
+  // One token for each of N independent sequences (docs/api.md §18): x (N, d_model) or (N, 1, d_model), row i
+  // continuing states[i] (one row each, at its own position, no state listed twice) -> (N, 1, d_model), row
+  // i bit for bit step(row i, *states[i]); the projections run over all rows at once. Every state is checked
+  // (step's refusals) before any cache moves.
+  std::vector<float> step_many(const TensorView& x, const std::vector<TransformerState*>& states) const;
   // Ragged (docs/blocks.md §6): padding inputs replaced by +0.0, the stateless forward, padding outputs +0.0.
   std::vector<float> forward_ragged(const TensorView& x, const std::vector<std::int64_t>& lengths) const;
 

@@ -139,6 +139,13 @@ class CausalLM:
         ids32 = _int32(_ids(ids, "step", True), self.vocab_size, "step")
         return self._engine.step(ids32, self._state(state, "step"))
 
+    def step_many(self, ids, states):
+        """One token for each of N independent sequences (docs/api.md §18): ids (N,) continue `states`, N one-row
+        states each at its own position -> logits (N, vocab), row i bit for bit step([ids[i]], states[i])."""
+        array = _int32(_ids(ids, "step_many", True), self.vocab_size, "step_many").reshape(-1)
+        engines = [self._state(state, "step_many") for state in states]
+        return self._engine.step_many(array.tolist(), engines)
+
     def allocate_state(self, batch_size, max_tokens):
         """Zero state for batch_size rows and up to max_tokens positions."""
         return CausalLMState(self._engine.allocate_state(int(batch_size), int(max_tokens)), self)

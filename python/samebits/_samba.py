@@ -253,6 +253,37 @@ class SambaInference:
         out = self._run(ids.reshape(rows, 1), state, True, what)
         return out.reshape(rows, self.config.vocab)
 
+    def step_many(self, inputs, states):
+        """One token for each of N independent sequences (docs/api.md §18): ids (N,) continue `states`, N one-row
+        SambaStates each at its own position -> (N, vocab) logits, row i bit for bit step([ids[i]], states[i]);
+        the weights are read once for all rows."""
+        what = "SambaInference.step_many"
+        ids = _ids(inputs, what, (1, 2))
+        if ids.ndim == 2 and ids.shape[1] != 1:
+            raise ValueError(f"{_CLASS}.step_many: inputs must be (N,) or (N, 1) integer ids")
+        ids = ids.reshape(-1)
+        states = list(states)
+        if ids.size < 1 or ids.size != len(states):
+            raise ValueError(f"{PACKAGE} {what}: give one id per state and at least one, got {ids.size} ids and "
+                             f"{len(states)} states")
+        if ids.min() < 0 or ids.max() >= self.config.vocab:
+            raise ValueError(f"{PACKAGE} {what}: inputs must be in [0, vocab)")
+        for i, state in enumerate(states):
+            if any(state is other for other in states[:i]):
+                raise ValueError(f"{PACKAGE} {what}: state {i} is state {states.index(state)} again; each sequence "
+                                 "needs its own state")
+        sequences = [self._layers(state, what, 1) for state in states]
+        for state in states:
+            for layer in state.layers:
+                if isinstance(layer, Mamba3State):
+                    layer._before_change()
+        logits = self._engine.step_many(ids.astype(np.int32).tolist(), sequences)
+        for state, handles in zip(states, sequences):
+            for layer, handle in zip(state.layers, handles):
+                if isinstance(layer, TransformerState):
+                    layer._engine_done(handle)
+        return logits
+
     def generate(self, prompt, max_new_tokens=200, *, temperature=0.8, top_k=0, top_p=1.0, min_p=0.0,
                  repetition_penalty=1.0, repetition_window=64, presence_penalty=0.0, frequency_penalty=0.0,
                  seed=None, stop=None, stream=False):

@@ -100,6 +100,16 @@ void bind_causal_lm(nb::module_& m) {
              return to_numpy(std::move(logits), {static_cast<std::size_t>(view.batch),
                                                  static_cast<std::size_t>(self.vocab_size())});
            })
+      .def("step_many",
+           [](const CausalLM& self, const std::vector<std::int32_t>& ids,
+              const std::vector<CausalLMState*>& states) {
+             std::vector<float> logits;
+             {
+               nb::gil_scoped_release release;
+               logits = self.step_many(ids, states);
+             }
+             return to_numpy(std::move(logits), {ids.size(), static_cast<std::size_t>(self.vocab_size())});
+           })
       .def("allocate_state", &CausalLM::allocate_state)
       .def("reset_state", [](const CausalLM& self, CausalLMState& state) { self.reset_state(state); })
       .def("generate",

@@ -67,6 +67,19 @@ FloatArrayOut run(const SambaInference& self, const IdsArrayIn& ids, const nb::o
                   {static_cast<std::size_t>(view.batch), static_cast<std::size_t>(view.length), vocab});
 }
 
+// (N, vocab) logits: ids[i] continues the one-row per-layer states sequences[i].
+FloatArrayOut step_many(const SambaInference& self, const std::vector<std::int32_t>& ids,
+                        const std::vector<nb::list>& sequences) {
+  std::vector<std::vector<SambaLayerRef>> refs;
+  for (const nb::list& layers : sequences) refs.push_back(layer_refs(self, layers));
+  std::vector<float> logits;
+  {
+    nb::gil_scoped_release release;
+    logits = self.step_many_layers(ids, refs);
+  }
+  return to_numpy(std::move(logits), {ids.size(), static_cast<std::size_t>(self.config().vocab())});
+}
+
 // A zero state per layer, in stack order (the Python SambaState holds them).
 nb::list allocate_layers(const SambaInference& self, std::int64_t batch_size, std::int64_t max_tokens) {
   SambaState state = self.allocate_state(batch_size, max_tokens);
@@ -87,6 +100,7 @@ void bind_samba(nb::module_& m) {
           nb::arg("config"), nb::arg("names"), nb::arg("arrays"), nb::arg("weight_format"))
       .def("run", &run, nb::arg("ids"), nb::arg("layers").none(), nb::arg("step"),
            nb::arg("reference") = false)
+      .def("step_many", &step_many, nb::arg("ids"), nb::arg("sequences"))
       .def("allocate_layers", &allocate_layers, nb::arg("batch_size"), nb::arg("max_tokens"))
       .def("parameter",
            [](const SambaInference& self, const std::string& name) {

@@ -28,7 +28,7 @@ void run_registrations(nb::module_& m) {
   for (const auto& entry : entries) entry.second(m);
 }
 
-// The Python exception class an engine error becomes (docs/api.md §12).
+// The Python exception class an engine error becomes (docs/api.md §18).
 PyObject* python_exception(ErrorKind kind) {
   const std::pair<ErrorKind, PyObject*> classes[] = {{ErrorKind::Value, PyExc_ValueError},
                                                      {ErrorKind::Type, PyExc_TypeError},

@@ -578,6 +578,68 @@ std::vector<float> CausalLM::step(const IdsView& ids, CausalLMState& state) cons
   return run(ids, &state, true, kCall + ".step");
 }
 
+std::vector<float> CausalLM::step_many(const std::vector<std::int32_t>& ids,
+                                       const std::vector<CausalLMState*>& states) const {
+  const CausalLMModel& m = *model_;
+  const std::string what = kCall + ".step_many";
+  const auto count = static_cast<std::int64_t>(ids.size());
+  if (count < 1 || states.size() != ids.size())
+    throw_value_error(what + ": give one id per state and at least one, got " + std::to_string(ids.size()) +
+                      " ids and " + std::to_string(states.size()) + " states");
+  const std::int64_t vocab = m.plan.vocab_size;
+  for (std::int32_t id : ids)
+    if (id < 0 || id >= vocab)
+      throw_value_error(what + ": ids must be in [0, " + std::to_string(vocab) + ")");
+  for (std::size_t s = 0; s < states.size(); ++s) {
+    if (states[s] == nullptr || !states[s]->impl_)
+      throw_value_error(what + ": state " + std::to_string(s) + " is missing");
+    for (std::size_t r = 0; r < s; ++r)
+      if (states[r] == states[s])
+        throw_value_error(what + ": state " + std::to_string(s) + " is state " + std::to_string(r) +
+                          " again; each sequence needs its own state");
+    check_state(*states[s], 1, 1, what);
+  }
+  const std::int64_t d = m.plan.d_model;
+  std::vector<float> x(static_cast<std::size_t>(count * d));
+  m.ends->embed(ids.data(), count, x.data());
+  std::vector<std::vector<LayerUndo>> undo(states.size());
+  try {
+    for (std::size_t i = 0; i < m.blocks.size(); ++i) {
+      for (std::size_t s = 0; s < states.size(); ++s) undo[s].push_back(save(states[s]->impl_->layers[i], 1));
+      const LayerBlock& block = block_at(m, i);
+      if (const auto* t = std::get_if<TransformerBlockInference>(&block)) {
+        std::vector<TransformerState*> caches;
+        for (CausalLMState* state : states)
+          caches.push_back(&std::get<TransformerState>(state->impl_->layers[i]));
+        x = t->step_many({x.data(), {count, 1, d}}, caches);
+        continue;
+      }
+      std::vector<float> y(x.size());
+      if (const auto* m1 = std::get_if<Mamba1BlockInference>(&block)) {
+        std::vector<blocks::Mamba1State*> engines;
+        for (CausalLMState* state : states)
+          engines.push_back(&ApiAccess::engine(std::get<Mamba1State>(state->impl_->layers[i])));
+        ApiAccess::block(*m1)->step_many(x.data(), count, engines.data(), y.data(), "mamba1_decode_step");
+      } else {
+        std::vector<blocks::Mamba2State*> engines;
+        for (CausalLMState* state : states)
+          engines.push_back(&ApiAccess::engine(std::get<Mamba2State>(state->impl_->layers[i])));
+        ApiAccess::block(std::get<Mamba2BlockInference>(block))
+            ->step_many(x.data(), count, engines.data(), y.data(), "mamba2_decode_step");
+      }
+      x = std::move(y);
+    }
+  } catch (...) {
+    for (std::size_t s = 0; s < states.size(); ++s)
+      for (std::size_t i = 0; i < undo[s].size(); ++i) restore(states[s]->impl_->layers[i], undo[s][i]);
+    throw;
+  }
+  std::vector<float> logits(static_cast<std::size_t>(count * vocab));
+  m.ends->logits(x.data(), count, logits.data());
+  for (CausalLMState* state : states) state->impl_->positions += 1;
+  return logits;
+}
+
 std::vector<std::int32_t> CausalLM::generate(const IdsView& ids, std::int64_t max_new_tokens) const {
   return generate(ids, max_new_tokens, GenerateOptions{});
 }

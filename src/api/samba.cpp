@@ -151,11 +151,9 @@ void SambaInference::check_state(const SambaState& state, std::int64_t batch, co
 }
 
 namespace {
-// run_layers on the blocks' raw caches, as its states' engine access hands them out.
-std::vector<float> run_borrowed(const SambaInference& self, const models::SambaModel& model,
-                                const IdsView& ids, std::vector<models::SambaLayerState>& layers,
-                                const std::string& what, bool reference) {
-  self.check_ids(ids, what);
+// Whether a call of `ids` may run on the borrowed layers: count, kinds, batch and KV capacity.
+void check_borrowed(const models::SambaModel& model, const IdsView& ids,
+                    const std::vector<models::SambaLayerState>& layers, const std::string& what) {
   if (static_cast<std::int64_t>(layers.size()) != model.layer_count())
     throw_value_error(what + ": the state has " + std::to_string(layers.size()) + " layers, the stack " +
                       std::to_string(model.layer_count()));
@@ -183,6 +181,14 @@ std::vector<float> run_borrowed(const SambaInference& self, const models::SambaM
                           " (allocate_state(B, max_tokens) with a larger max_tokens)");
     }
   }
+}
+
+// run_layers on the blocks' raw caches, as its states' engine access hands them out.
+std::vector<float> run_borrowed(const SambaInference& self, const models::SambaModel& model,
+                                const IdsView& ids, std::vector<models::SambaLayerState>& layers,
+                                const std::string& what, bool reference) {
+  self.check_ids(ids, what);
+  check_borrowed(model, ids, layers, what);
   std::vector<float> logits(static_cast<std::size_t>(ids.batch * ids.length * self.config().vocab()));
   if (reference)
     model.forward_reference(ids.data, ids.batch, ids.length, layers, logits.data(), what);
@@ -192,17 +198,72 @@ std::vector<float> run_borrowed(const SambaInference& self, const models::SambaM
 }
 }  // namespace
 
+namespace {
+// Each attention layer of `refs` through its state's engine access (which commits the cache when the call
+// returns), and the borrowed engine states the model reads.
+void borrow(const std::vector<SambaLayerRef>& refs, bool reference,
+            std::vector<std::optional<KvCacheState::EngineAccess>>& access,
+            std::vector<models::SambaLayerState>& borrowed) {
+  access = std::vector<std::optional<KvCacheState::EngineAccess>>(refs.size());
+  borrowed.assign(refs.size(), {});
+  for (std::size_t i = 0; i < refs.size(); ++i) {
+    if (refs[i].mamba3 != nullptr) borrowed[i].mamba3 = &ApiAccess::engine(*refs[i].mamba3);
+    if (refs[i].attention != nullptr)
+      borrowed[i].kv = &access[i].emplace(ApiAccess::engine(*refs[i].attention), reference).cache();
+  }
+}
+}  // namespace
+
+std::vector<float> SambaInference::step_many_layers(
+    const std::vector<std::int32_t>& ids, const std::vector<std::vector<SambaLayerRef>>& sequences) const {
+  const std::string what = what_of("step_many");
+  const auto count = static_cast<std::int64_t>(ids.size());
+  if (count < 1 || sequences.size() != ids.size())
+    throw_value_error(what + ": give one id per state and at least one, got " + std::to_string(ids.size()) +
+                      " ids and " + std::to_string(sequences.size()) + " states");
+  check_ids({ids.data(), count, 1}, what);
+  std::vector<std::vector<std::optional<KvCacheState::EngineAccess>>> access(sequences.size());
+  std::vector<std::vector<models::SambaLayerState>> borrowed(sequences.size());
+  for (std::size_t s = 0; s < sequences.size(); ++s) {
+    borrow(sequences[s], false, access[s], borrowed[s]);
+    check_borrowed(*model_, {ids.data() + s, 1, 1}, borrowed[s], what);
+  }
+  // A layer state (or a borrowed cache's buffer) listed twice would take two tokens at one position.
+  std::set<const void*> seen;
+  for (std::size_t s = 0; s < borrowed.size(); ++s)
+    for (const models::SambaLayerState& layer : borrowed[s]) {
+      const void* held = layer.mamba3 != nullptr ? static_cast<const void*>(layer.mamba3)
+                                                 : static_cast<const void*>(layer.kv->k);
+      if (!seen.insert(held).second)
+        throw_value_error(what + ": state " + std::to_string(s) +
+                          " shares a layer state with an earlier one; each sequence needs its own state");
+    }
+  std::vector<float> logits(static_cast<std::size_t>(count * config().vocab()));
+  model_->step_many(ids.data(), count, borrowed, logits.data(), what);
+  return logits;
+}
+
+std::vector<float> SambaInference::step_many(const std::vector<std::int32_t>& ids,
+                                             const std::vector<SambaState*>& states) const {
+  const std::string what = what_of("step_many");
+  std::vector<std::vector<SambaLayerRef>> sequences;
+  for (SambaState* state : states) {
+    if (state == nullptr) throw_value_error(what + ": a state is missing");
+    check_state(*state, 1, what);
+    std::vector<SambaLayerRef>& layers =
+        sequences.emplace_back(static_cast<std::size_t>(model_->layer_count()));
+    for (std::size_t i = 0; i < layers.size(); ++i)
+      layers[i] = {state->mamba3(static_cast<std::int64_t>(i)),
+                   state->attention(static_cast<std::int64_t>(i))};
+  }
+  return step_many_layers(ids, sequences);
+}
+
 std::vector<float> SambaInference::run_layers(const IdsView& ids, const std::vector<SambaLayerRef>& layers,
                                               const std::string& what, bool reference) const {
-  // Each attention layer through its state's engine access, which commits the cache when the call returns.
-  std::vector<std::optional<KvCacheState::EngineAccess>> access(layers.size());
-  std::vector<models::SambaLayerState> borrowed(layers.size());
-  for (std::size_t i = 0; i < layers.size(); ++i) {
-    if (layers[i].mamba3 != nullptr) borrowed[i].mamba3 = &ApiAccess::engine(*layers[i].mamba3);
-    if (layers[i].attention != nullptr) {
-      borrowed[i].kv = &access[i].emplace(ApiAccess::engine(*layers[i].attention), reference).cache();
-    }
-  }
+  std::vector<std::optional<KvCacheState::EngineAccess>> access;
+  std::vector<models::SambaLayerState> borrowed;
+  borrow(layers, reference, access, borrowed);
   return run_borrowed(*this, *model_, ids, borrowed, what, reference);
 }
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <samebits/errors.hpp>
 #include <samebits/transformer.hpp>
 
@@ -200,6 +201,32 @@ std::vector<float> TransformerBlockInference::step(const TensorView& x, Transfor
   check_tokens(x.shape, true);
   check_cache_dims(state, block_->dims(), true);
   return run(x, state, true, false);
+}
+
+std::vector<float> TransformerBlockInference::step_many(const TensorView& x,
+                                                        const std::vector<TransformerState*>& states) const {
+  const std::string what = what_of(true);
+  const auto [count, length] = check_tokens(x.shape, true);
+  if (static_cast<std::size_t>(count) != states.size())
+    throw_value_error(what + "_many: x has " + std::to_string(count) + " rows for " +
+                      std::to_string(states.size()) + " states");
+  if (x.data == nullptr) throw_value_error(what + ": x has no data");
+  for (std::size_t i = 0; i < states.size(); ++i) {
+    if (states[i] == nullptr) throw_value_error(what + "_many: state " + std::to_string(i) + " is missing");
+    for (std::size_t j = 0; j < i; ++j)
+      if (states[j] == states[i])
+        throw_value_error(what + "_many: state " + std::to_string(i) + " is state " + std::to_string(j) +
+                          " again; each sequence needs its own state");
+    check_cache_dims(*states[i], block_->dims(), true);
+    check_state(1, states[i]->batch_size(), states[i]->window(), true);
+  }
+  std::vector<std::optional<KvCacheState::EngineAccess>> access(states.size());
+  std::vector<blocks::KvCache*> caches(states.size());
+  for (std::size_t i = 0; i < states.size(); ++i)
+    caches[i] = &access[i].emplace(ApiAccess::engine(*states[i]), false).cache();
+  std::vector<float> y(static_cast<std::size_t>(count * length * block_->dims().d_model));
+  block_->step_many(x.data, count, caches.data(), y.data(), what);
+  return y;
 }
 
 std::vector<float> TransformerBlockInference::forward_ragged(const TensorView& x,

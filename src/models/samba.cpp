@@ -187,14 +187,55 @@ void SambaModel::run(const std::int32_t* ids, std::int64_t batch, std::int64_t l
     recheck_in_full();
     throw;
   }
-  const float* norm_f = norm_f_.data();
   if constexpr (Reference) {
-    rmsnorm::rmsnorm_reference(x.data(), norm_f, x.data(), rows, d, config_.norm_eps_f32());
+    rmsnorm::rmsnorm_reference(x.data(), norm_f_.data(), x.data(), rows, d, config_.norm_eps_f32());
     gemm::gemm_reference(gemm::Orientation::NT, x.data(), raw_head.data(), logits, rows, config_.vocab(), d);
   } else {
-    rmsnorm::rmsnorm(x.data(), norm_f, x.data(), rows, d, config_.norm_eps_f32());
-    gemm::gemm_packed({x.data(), d, 1}, rows, head_, logits);
+    head(x.data(), rows, logits);
   }
+}
+
+void SambaModel::head(float* x, std::int64_t rows, float* logits) const {
+  const std::int64_t d = config_.d_model();
+  rmsnorm::rmsnorm(x, norm_f_.data(), x, rows, d, config_.norm_eps_f32());
+  gemm::gemm_packed({x, d, 1}, rows, head_, logits);
+}
+
+void SambaModel::step_many(const std::int32_t* ids, std::int64_t count,
+                           std::vector<std::vector<SambaLayerState>>& sequences, float* logits,
+                           const std::string& what) const {
+  // Every sequence's state refusals first (the KV caches scanned now unless trusted), so no layer call can
+  // refuse a state after another sequence moved.
+  for (const std::vector<SambaLayerState>& states : sequences)
+    check_layer_states(*this, 1, 1, states, what, blocks::StateScan::kNow);
+  const std::int64_t d = config_.d_model();
+  std::vector<float> x(static_cast<std::size_t>(count * d));
+  std::vector<float> y(x.size());
+  embed(ids, count, x.data());
+  std::vector<StackUndo> undo(static_cast<std::size_t>(count));
+  std::vector<blocks::Mamba3State*> mamba3(static_cast<std::size_t>(count));
+  std::vector<blocks::KvCache*> caches(static_cast<std::size_t>(count));
+  try {
+    for (std::int64_t i = 0; i < layer_count(); ++i) {
+      const Layer& layer = layers_[static_cast<std::size_t>(i)];
+      for (std::int64_t s = 0; s < count; ++s) {
+        SambaLayerState& state = sequences[static_cast<std::size_t>(s)][static_cast<std::size_t>(i)];
+        if (i + 1 < layer_count()) undo[static_cast<std::size_t>(s)].save(*this, i, state, 1);
+        mamba3[static_cast<std::size_t>(s)] = state.mamba3;
+        caches[static_cast<std::size_t>(s)] = state.kv;
+      }
+      if (layer.mamba3)
+        layer.mamba3->step_many(x.data(), count, mamba3.data(), y.data(), what.c_str(), true);
+      else
+        layer.attention->step_many(x.data(), count, caches.data(), y.data(), what, true);
+      for (StackUndo& record : undo) record.commit();
+      std::swap(x, y);
+    }
+  } catch (...) {
+    for (StackUndo& record : undo) record.restore();
+    throw;
+  }
+  head(x.data(), count, logits);
 }
 
 void SambaModel::forward(const std::int32_t* ids, std::int64_t batch, std::int64_t length,

@@ -49,6 +49,14 @@ class SambaModel {
   // refusals raised by the blocks.
   void forward(const std::int32_t* ids, std::int64_t batch, std::int64_t length,
                std::vector<SambaLayerState>& states, float* logits, const std::string& what) const;
+  // One decode token for each of `count` independent sequences (docs/api.md §18): ids[i] continues
+  // sequences[i] (one one-row state per layer, each sequence at its own position, no state shared) into
+  // logits row i [count, vocab]. Each layer's norms and projections run over all rows at once; row i's
+  // bits are those of forward(ids + i, 1, 1, sequences[i], ...). Every sequence is checked before any
+  // layer moves; when a layer refuses its input, every sequence is put back.
+  void step_many(const std::int32_t* ids, std::int64_t count,
+                 std::vector<std::vector<SambaLayerState>>& sequences, float* logits,
+                 const std::string& what) const;
   // The scalar twin: every block's literal twin, reference embedding, norm and head GEMM.
   void forward_reference(const std::int32_t* ids, std::int64_t batch, std::int64_t length,
                          std::vector<SambaLayerState>& states, float* logits, const std::string& what) const;
@@ -59,6 +67,8 @@ class SambaModel {
            std::vector<SambaLayerState>& states, float* logits, const std::string& what) const;
   // x[count, d_model] = F(embed.weight[ids[t]]) (docs/numerics.md §5), from the raw table or the tied head.
   void embed(const std::int32_t* ids, std::int64_t count, float* x) const;
+  // The final RMSNorm (in place on x[rows, d_model]) and the head GEMM.
+  void head(float* x, std::int64_t rows, float* logits) const;
 
   SambaConfig config_;
   SambaRegistry registry_;

@@ -1,5 +1,5 @@
 // SambaInference through the public C++ header: step == forward, clone() forks a sequence, ragged batches,
-// refusals that leave the state untouched.
+// step_many == each state stepped alone, refusals that leave the state untouched.
 #include <gtest/gtest.h>
 
 #include <samebits/samebits.hpp>
@@ -57,6 +57,29 @@ TEST(SambaApi, RaggedRowsEqualRowsAlone) {
     for (std::int64_t i = (b * length + lengths[b]) * 48; i < (b + 1) * length * 48; ++i)
       ASSERT_EQ(fp::bits(ragged[static_cast<std::size_t>(i)]), 0u);
   }
+}
+
+TEST(SambaApi, StepManyEqualsEachStateSteppedAlone) {
+  const SambaInference model = small_model();
+  const auto ids = ids_of(40, 3);
+  // Three sequences at positions 2, 9 and 5, and a copy of each stepped alone.
+  std::vector<SambaState> together, alone;
+  for (std::int64_t fed : {2, 9, 5}) {
+    together.push_back(model.allocate_state(1, 16));
+    model.forward({ids.data(), 1, fed}, together.back());
+    alone.push_back(together.back().clone());
+  }
+  std::vector<SambaState*> states{&together[0], &together[1], &together[2]};
+  for (std::int64_t round = 0; round < 3; ++round) {
+    const std::vector<std::int32_t> next{ids[20 + round], ids[25 + round], ids[30 + round]};
+    const auto rows = model.step_many(next, states);
+    for (std::size_t i = 0; i < 3; ++i) {
+      const auto row = model.step({&next[i], 1, 1}, alone[i]);
+      ASSERT_EQ(testing::first_difference(row.data(), rows.data() + i * 48, 48), -1) << round << " " << i;
+    }
+  }
+  EXPECT_THROW(model.step_many({1, 2}, {states[0], states[0]}), Error);
+  EXPECT_THROW(model.step_many({1}, states), Error);
 }
 
 TEST(SambaApi, RefusalsLeaveTheStateUnchanged) {

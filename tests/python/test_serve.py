@@ -155,6 +155,31 @@ def test_32_concurrent_mixed_requests_equal_each_served_alone(busy, cold):
         assert concurrent[i][0][0] == expected, (i, body)
 
 
+def _decode_rows_histogram(url):
+    """{bucket bound: cumulative count} of samebits_decode_rows on a server's /metrics."""
+    text = httpx.get(url + "/metrics").text
+    prefix = 'samebits_decode_rows_bucket{le="'
+    return {line[len(prefix):].split('"')[0]: int(line.rsplit(" ", 1)[1])
+            for line in text.splitlines() if line.startswith(prefix)}
+
+
+def test_concurrent_decodes_share_one_batched_step(busy):
+    """Sequences decoding in the same tick advance in one step_many call: the rows-per-step histogram records
+    steps of more than one row while 8 requests run at once (counts only, no timing)."""
+    before = _decode_rows_histogram(busy.url)
+    bodies = [{"prompt": VERSES[i % 4], "max_tokens": 24, "seed": i, "temperature": 0.7} for i in range(8)]
+
+    async def together():
+        async with httpx.AsyncClient() as client:
+            return await asyncio.gather(*[_call(client, busy.url, body) for body in bodies])
+
+    asyncio.run(together())
+    after = _decode_rows_histogram(busy.url)
+    steps = after["+Inf"] - before["+Inf"]
+    single = after["1"] - before["1"]
+    assert steps > 0 and steps - single > 0, (before, after)
+
+
 def test_prefix_cache_hit_equals_cold_run(busy, cold):
     shared = "".join(VERSES) * 2  # 390 bytes: several 64-token snapshots
     bodies = [{"prompt": shared + tail, "max_tokens": 24, "seed": 7, "temperature": 0.9, "logprobs": 2}
@@ -420,3 +445,58 @@ def test_a_gguf_model_chats_through_its_template_as_the_python_api_does():
         server.stop()
     assert answer["choices"][0]["message"]["content"] == expected
     assert answer["usage"]["completion_tokens"] <= 8
+
+
+def _serve_in_process(backend, prompts):
+    """Runs one greedy 12-token job per prompt through a Scheduler on `backend` (no HTTP); each job's events."""
+    import queue
+
+    from samebits.serve.metrics import Metrics
+    from samebits.serve.scheduler import Job, Scheduler
+
+    params = dict(echo=False, frequency_penalty=0.0, logprobs=None, max_tokens=12, min_p=0.0, presence_penalty=0.0,
+                  repetition_penalty=1.0, stop=[], temperature=0.0, top_k=0, top_p=1.0)
+    scheduler = Scheduler(backend, None, None, Metrics())
+    sinks = [queue.Queue() for _ in prompts]
+    try:
+        for prompt, sink in zip(prompts, sinks):
+            scheduler.submit(Job(params, list(prompt.encode()), sink.put), [0])
+        events = []
+        for sink in sinks:
+            got = [sink.get(timeout=60)]
+            while got[-1][0] not in ("done", "error"):
+                got.append(sink.get(timeout=60))
+            events.append(got)
+        return events
+    finally:
+        scheduler.stop()
+
+
+def test_a_refused_batched_step_falls_back_to_each_sequence_alone():
+    """When step_many refuses, each sequence steps alone: the one whose step fails ends with an error, the
+    others finish with the tokens a plain run gives."""
+    from samebits.serve.backend import SambaBackend
+
+    class Refusing(SambaBackend):
+        def decode_many(self, tokens, states):
+            raise ValueError("refused")
+
+        def decode(self, token, state):
+            if state is self.poisoned:
+                raise ValueError("this sequence is refused")
+            return super().decode(token, state)
+
+        def new_state(self):
+            state = super().new_state()
+            if getattr(self, "poisoned", False) is None:
+                self.poisoned = state  # the first request's state
+            return state
+
+    prompts = ["In the beginning", "And God said", "and darkness"]
+    path = samebits.default_model_path()
+    plain = _serve_in_process(SambaBackend(path, 64), prompts)
+    refusing = Refusing(path, 64)
+    refusing.poisoned = None
+    got = _serve_in_process(refusing, prompts)
+    assert got[0][-1][0] == "error" and "this sequence is refused" in got[0][-1][1].message
+    assert got[1:] == plain[1:] and all(events[-1][0] == "done" for events in got[1:])

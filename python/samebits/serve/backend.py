@@ -61,6 +61,11 @@ class Backend:
     def decode(self, token, state):
         return self.model.step(np.asarray([token], dtype=np.int32), state)[0]
 
+    def decode_many(self, tokens, states):
+        """One batched step: tokens[i] continues states[i] (docs/api.md §18); row i is decode(tokens[i], states[i])
+        bit for bit."""
+        return self.model.step_many(np.asarray(tokens, dtype=np.int32), states)
+
     def prompt_logits(self, ids):
         """Logits at every prompt position, from a fresh state (echo with logprobs)."""
         state = self.new_state()

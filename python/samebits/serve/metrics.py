@@ -15,6 +15,7 @@ samebits_prefix_cache_bytes gauge bytes of state snapshots held by the prefix ca
 samebits_queue_depth gauge sequences waiting to join the running batch
 samebits_running gauge sequences in the running batch
 samebits_batch_size histogram running sequences per engine tick
+samebits_decode_rows histogram sequences advanced by one batched decode step
 samebits_time_to_first_token_seconds histogram seconds from arrival to the first generated token
 samebits_request_seconds histogram seconds from arrival to the last token
 """
@@ -22,6 +23,7 @@ _HELP = {name: (kind, text) for name, kind, text in
          (line.split(" ", 2) for line in _DEFINITIONS.strip().splitlines())}
 _BUCKETS = dict(
     samebits_batch_size=(1, 2, 4, 8, 16, 32, 64, 128),
+    samebits_decode_rows=(1, 2, 4, 8, 16, 32, 64, 128),
     samebits_time_to_first_token_seconds=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
     samebits_request_seconds=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60))
 

@@ -1,9 +1,13 @@
 """Continuous batching (docs/serving.md §3): one engine thread owns every running sequence; requests join
 between ticks and leave when done or cancelled. Each tick advances every running sequence by one unit of
-work, a bounded prefill chunk or one decode step, on that sequence's own one-row state, so a sequence's bits
-never depend on what else runs (the batch-invariance guarantee) and a long prompt never stalls the others."""
+work on its own one-row state: a bounded prefill chunk (per sequence), or one decode token, and every
+sequence that decodes in a tick does so in ONE batched step (step_many: the weights are read once for all of
+them, each row at its own position). A row of that step has the bits of the sequence stepped alone, so a
+sequence's bits never depend on what else runs (the batch-invariance guarantee), and a long prompt never
+stalls the others."""
 
 import codecs
+import contextlib
 import threading
 import time
 from collections import deque
@@ -133,23 +137,34 @@ class Scheduler:
                 running = list(self.running)
             self.metrics.set("samebits_running", len(running))
             self.metrics.observe("samebits_batch_size", len(running))
+            feeds = []  # (choice, token, finish) of the sequences that take a decode step this tick
             for choice in running:
                 if choice.job.cancelled:
                     self._finish(choice, "cancelled")
                     continue
-                try:
+                with self._guarded(choice):
                     if choice.state is None:
                         self._admit(choice)
                     elif choice.pending:
                         self._prefill(choice)
                     else:
-                        self._decode(choice)
-                except ServeError as error:
-                    choice.job.emit(("error", error))
-                    self._finish(choice, "error")
-                except Exception as error:  # a bug: the request fails, the server keeps serving
-                    choice.job.emit(("error", ServeError(500, f"internal error: {error!r}", "server_error")))
-                    self._finish(choice, "error")
+                        feed = self._pick(choice)
+                        if feed is not None:
+                            feeds.append(feed)
+            if feeds:
+                self._decode_together(feeds)
+
+    @contextlib.contextmanager
+    def _guarded(self, choice):
+        """A choice's failure ends that choice only: the request gets the error, the server keeps serving."""
+        try:
+            yield
+        except ServeError as error:
+            choice.job.emit(("error", error))
+            self._finish(choice, "error")
+        except Exception as error:  # a bug
+            choice.job.emit(("error", ServeError(500, f"internal error: {error!r}", "server_error")))
+            self._finish(choice, "error")
 
     def _admit(self, choice):
         job, backend, params = choice.job, self.backend, choice.job.params
@@ -192,7 +207,9 @@ class Scheduler:
             if not self.cache.holds(choice.fed):
                 self.cache.insert(tuple(choice.fed), self.backend.copy(choice.state), choice.logits.copy())
 
-    def _decode(self, choice):
+    def _pick(self, choice):
+        """Samples and emits a choice's next token; (choice, token, finish) when its state must take the token
+        (finish None: it continues; a session also takes its last token), else None after finishing it."""
         job, params, backend = choice.job, choice.job.params, self.backend
         logits = choice.logits
         token = int(choice.sampler.sample(logits))
@@ -219,14 +236,32 @@ class Scheduler:
         job.emit(("token", choice.index, token, text, info))
         if finish is None or job.session is not None:
             # A session's state takes in the whole completion, the last token included.
-            choice.logits = backend.decode(token, choice.state)
-            choice.fed.append(token)
-        if finish is not None:
-            choice.finish_reason = finish
-            if job.session is not None:
-                self.sessions.commit(job.session, choice.state, choice.fed)
-            job.emit(("done", choice.index, finish, choice.cached_tokens))
-            self._finish(choice, finish)
+            return choice, token, finish
+        self._done(choice, finish)
+        return None
+
+    def _decode_together(self, feeds):
+        """One batched decode step for every sequence that continues this tick. The step refuses before any
+        state moves, so when it does, each sequence steps alone and only the one at fault fails."""
+        self.metrics.observe("samebits_decode_rows", len(feeds))
+        try:
+            rows = self.backend.decode_many([token for _, token, _ in feeds], [c.state for c, _, _ in feeds])
+        except Exception:
+            rows = None
+        for i, (choice, token, finish) in enumerate(feeds):
+            with self._guarded(choice):
+                choice.logits = rows[i] if rows is not None else self.backend.decode(token, choice.state)
+                choice.fed.append(token)
+                if finish is not None:
+                    self._done(choice, finish)
+
+    def _done(self, choice, finish):
+        job = choice.job
+        choice.finish_reason = finish
+        if job.session is not None:
+            self.sessions.commit(job.session, choice.state, choice.fed)
+        job.emit(("done", choice.index, finish, choice.cached_tokens))
+        self._finish(choice, finish)
 
     @staticmethod
     def _logprob_info(logits, token, top):

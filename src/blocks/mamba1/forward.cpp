@@ -27,9 +27,33 @@ std::int64_t grain_for(std::int64_t cells_per_row, std::int64_t work = 16384) {
 
 void Mamba1Block::forward(const float* x, std::int64_t batch, std::int64_t length, Mamba1State& state,
                           float* y, const std::string& entry) const {
+  refuse_non_finite_inputs(x, batch * length * dims_.d_model, state, entry);
+  run(x, batch, length, state, y);
+}
+
+void Mamba1Block::step_many(const float* x, std::int64_t count, Mamba1State* const* states, float* y,
+                            const std::string& entry) const {
+  const std::int64_t dm = dims_.d_model, di = dims_.d_inner;
+  for (std::int64_t i = 0; i < count; ++i) refuse_non_finite_inputs(x + i * dm, dm, *states[i], entry);
+  // A Mamba-1 state holds no position count and is small next to the weights (d_inner x 20 floats per
+  // row): the rows are gathered into one batched state, run as one call (whose rows never mix) and put back.
+  Mamba1State batched(count, di);
+  const std::int64_t conv = di * Mamba1Dims::kConv, h = di * Mamba1Dims::kState;
+  for (std::int64_t i = 0; i < count; ++i) {
+    std::copy_n(states[i]->conv_window(), conv, batched.conv_window() + i * conv);
+    std::copy_n(states[i]->h(), h, batched.h() + i * h);
+  }
+  run(x, count, 1, batched, y);
+  for (std::int64_t i = 0; i < count; ++i) {
+    std::copy_n(batched.conv_window() + i * conv, conv, states[i]->conv_window());
+    std::copy_n(batched.h() + i * h, h, states[i]->h());
+  }
+}
+
+void Mamba1Block::run(const float* x, std::int64_t batch, std::int64_t length, Mamba1State& state,
+                      float* y) const {
   const std::int64_t dm = dims_.d_model, di = dims_.d_inner, xr = dims_.x_proj_rows(), R = dims_.dt_rank;
   const std::int64_t M = batch * length;
-  refuse_non_finite_inputs(x, M * dm, state, entry);
 
   std::vector<float> normed(static_cast<std::size_t>(M * dm));
   rmsnorm::rmsnorm(x, weights_[kM1NormWeight].data(), normed.data(), M, dm, kMamba1NormEps);

@@ -51,6 +51,11 @@ class Mamba1Block {
   // must already match.
   void forward(const float* x, std::int64_t batch, std::int64_t length, Mamba1State& state, float* y,
                const std::string& entry) const;
+  // One decode token for each of `count` independent sequences (docs/api.md §18): row i of x[count, d_model]
+  // continues *states[i] (one row each; distinct states), row i's bits those of forward(x + i * d_model, 1,
+  // 1, *states[i], ...), every GEMM over all rows at once. Every row is refused before any state moves.
+  void step_many(const float* x, std::int64_t count, Mamba1State* const* states, float* y,
+                 const std::string& entry) const;
   // The scalar twin: docs/blocks.md §1.3 literally (gemm_reference, primitives::, one cell at a time).
   void forward_reference(const float* x, std::int64_t batch, std::int64_t length, Mamba1State& state,
                          float* y, const std::string& entry) const;
@@ -61,6 +66,8 @@ class Mamba1Block {
  private:
   void refuse_non_finite_inputs(const float* x, std::int64_t count, const Mamba1State& state,
                                 const std::string& entry) const;
+  // forward after its refusals.
+  void run(const float* x, std::int64_t batch, std::int64_t length, Mamba1State& state, float* y) const;
 
   Mamba1Dims dims_;
   Mamba1Weights weights_;

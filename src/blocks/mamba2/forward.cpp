@@ -459,10 +459,53 @@ void Mamba2Block::ssd_fast(Mamba2StateData& data, bool copies_kept, std::int64_t
 std::shared_ptr<Mamba2Report> Mamba2Block::forward(const float* x, std::int64_t batch, std::int64_t length,
                                                    Mamba2State& state, float* y, const std::string& entry,
                                                    const Mamba2Report* superseded) const {
-  const std::int64_t dm = dims_.d_model, di = dims_.d_inner, cd = dims_.conv_dim, dip = dims_.d_in_proj;
+  const std::int64_t M = batch * length;
+  refuse_inputs(x, M * dims_.d_model, state, entry);
+  CallRows rows(dims_, M);
+  project_in(x, M, rows);
+  std::shared_ptr<Mamba2Report> report =
+      advance(rows.proj.data(), batch, length, state, rows.gated.data(), superseded);
+  project_out(x, M, rows, y);
+  return report;
+}
+
+void Mamba2Block::step_many(const float* x, std::int64_t count, Mamba2State* const* states, float* y,
+                            const std::string& entry) const {
+  const std::int64_t dm = dims_.d_model;
+  for (std::int64_t i = 0; i < count; ++i) refuse_inputs(x + i * dm, dm, *states[i], entry);
+  CallRows rows(dims_, count);
+  project_in(x, count, rows);
+  // The sequences side by side on the pool (each one's own parallel regions then run serially).
+  parallel_for(count, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i)
+      advance(rows.proj.data() + i * dims_.d_in_proj, 1, 1, *states[i], rows.gated.data() + i * dims_.d_inner,
+              nullptr);
+  });
+  project_out(x, count, rows, y);
+}
+
+Mamba2Block::CallRows::CallRows(const Mamba2Dims& dims, std::int64_t rows)
+    : normed(static_cast<std::size_t>(rows * dims.d_model)),
+      proj(static_cast<std::size_t>(rows * dims.d_in_proj)),
+      gated(static_cast<std::size_t>(rows * dims.d_inner)),
+      out(static_cast<std::size_t>(rows * dims.d_model)) {}
+
+void Mamba2Block::project_in(const float* x, std::int64_t rows, CallRows& call) const {
+  rmsnorm::rmsnorm(x, weights_[kM2BlockNorm].data(), call.normed.data(), rows, dims_.d_model, kNormEps);
+  gemm::gemm_packed({call.normed.data(), dims_.d_model, 1}, rows, in_proj_, call.proj.data());
+}
+
+void Mamba2Block::project_out(const float* x, std::int64_t rows, CallRows& call, float* y) const {
+  gemm::gemm_packed({call.gated.data(), dims_.d_inner, 1}, rows, out_proj_, call.out.data());
+  for (std::int64_t i = 0; i < rows * dims_.d_model; ++i) y[i] = F(F(x[i]) + call.out[i]);
+}
+
+std::shared_ptr<Mamba2Report> Mamba2Block::advance(const float* proj, std::int64_t batch, std::int64_t length,
+                                                   Mamba2State& state, float* gated,
+                                                   const Mamba2Report* superseded) const {
+  const std::int64_t di = dims_.d_inner, cd = dims_.conv_dim, dip = dims_.d_in_proj;
   const std::int64_t H = dims_.nheads;
   const std::int64_t M = batch * length;
-  refuse_inputs(x, M * dm, state, entry);
   state.settle_pending_report(superseded);
   Mamba2StateData& data = Mamba2State::EngineAccess(state).data();
   // Every array is finite here (trusted, or just scanned); the call's own writes are checked at its end,
@@ -470,16 +513,11 @@ std::shared_ptr<Mamba2Report> Mamba2Block::forward(const float* x, std::int64_t 
   const bool copies_kept = state.trusted() && data.open.kept_generation == data.generation;
   TrustScope<Mamba2State> trust(state, length);
 
-  std::vector<float> normed(static_cast<std::size_t>(M * dm));
-  rmsnorm::rmsnorm(x, weights_[kM2BlockNorm].data(), normed.data(), M, dm, kNormEps);
-  std::vector<float> proj(static_cast<std::size_t>(M * dip));  // z | xBC | dt_raw
-  gemm::gemm_packed({normed.data(), dm, 1}, M, in_proj_, proj.data());
   std::vector<float> xbc(static_cast<std::size_t>(M * cd));
-  conv_.run(proj.data() + di, dip, batch, length, data.conv_window.data(), xbc.data());
+  conv_.run(proj + di, dip, batch, length, data.conv_window.data(), xbc.data());
 
-  std::vector<float> gated(
-      static_cast<std::size_t>(M * di));  // the SSD output y, then the gate, then the norm
-  ssd_fast(data, copies_kept, length, xbc.data(), proj.data() + di + cd, dip, gated.data());
+  // The SSD output y, then the gate, then the norm.
+  ssd_fast(data, copies_kept, length, xbc.data(), proj + di + cd, dip, gated);
 
   // skip = F(y + F(MUL(F(x), F(D[h])))); g = F(MUL(F(skip), F(silu(F(z))))).
   const float* D = weights_[kM2D].data();
@@ -488,9 +526,9 @@ std::shared_ptr<Mamba2Report> Mamba2Block::forward(const float* x, std::int64_t 
       [&](std::int64_t begin, std::int64_t end) {
         std::vector<float> gate(static_cast<std::size_t>(di));
         for (std::int64_t t = begin; t < end; ++t) {
-          vector_math::flush(proj.data() + t * dip, gate.data(), static_cast<std::size_t>(di));
+          vector_math::flush(proj + t * dip, gate.data(), static_cast<std::size_t>(di));
           vector_math::silu(gate.data(), gate.data(), static_cast<std::size_t>(di));
-          float* row = gated.data() + t * di;
+          float* row = gated + t * di;
           const float* xrow = xbc.data() + t * cd;
           for (std::int64_t h = 0; h < H; ++h) {
             const float Dh = F(D[h]);
@@ -503,10 +541,7 @@ std::shared_ptr<Mamba2Report> Mamba2Block::forward(const float* x, std::int64_t 
         }
       },
       grain_for(di));
-  rmsnorm::rmsnorm(gated.data(), weights_[kM2GatedNorm].data(), gated.data(), M, di, kNormEps);
-  std::vector<float> out(static_cast<std::size_t>(M * dm));
-  gemm::gemm_packed({gated.data(), di, 1}, M, out_proj_, out.data());
-  for (std::int64_t i = 0; i < M * dm; ++i) y[i] = F(F(x[i]) + out[i]);
+  rmsnorm::rmsnorm(gated, weights_[kM2GatedNorm].data(), gated, M, di, kNormEps);
 
   trust.commit();
   ++data.generation;

@@ -79,6 +79,12 @@ class Mamba2Block {
   std::shared_ptr<Mamba2Report> forward(const float* x, std::int64_t batch, std::int64_t length,
                                         Mamba2State& state, float* y, const std::string& entry,
                                         const Mamba2Report* superseded = nullptr) const;
+  // One decode token for each of `count` independent sequences (docs/api.md §18): row i of x[count, d_model]
+  // continues *states[i] (one row each, any buffered_tokens; distinct states). The norms and both
+  // projections run over all rows at once, the conv and the scan per state; row i's bits are those of
+  // forward(x + i * d_model, 1, 1, *states[i], ...). Every row is refused before any state moves.
+  void step_many(const float* x, std::int64_t count, Mamba2State* const* states, float* y,
+                 const std::string& entry) const;
   // The scalar twin: docs/blocks.md §2.3 literally (the open chunk re-run from the buffer, every product
   // through gemm_reference); h_last is computed eagerly into *h_last when given.
   void forward_reference(const float* x, std::int64_t batch, std::int64_t length, Mamba2State& state,
@@ -91,6 +97,19 @@ class Mamba2Block {
  private:
   void refuse_inputs(const float* x, std::int64_t count, const Mamba2State& state,
                      const std::string& entry) const;
+  // A call's rows: the normed input, the in_proj product (z | xBC | dt_raw), the gated rows, out_proj's.
+  struct CallRows {
+    CallRows(const Mamba2Dims& dims, std::int64_t rows);
+    std::vector<float> normed, proj, gated, out;
+  };
+  // The phases of a call, shared by forward and step_many: the norm and in_proj over every row; one
+  // state's conv, SSD, gate and gated norm on its rows of `proj` (writing its rows of `gated`) with the
+  // state's bookkeeping (trust, generation, report); out_proj and the residual over every row.
+  void project_in(const float* x, std::int64_t rows, CallRows& call) const;
+  std::shared_ptr<Mamba2Report> advance(const float* proj, std::int64_t batch, std::int64_t length,
+                                        Mamba2State& state, float* gated,
+                                        const Mamba2Report* superseded) const;
+  void project_out(const float* x, std::int64_t rows, CallRows& call, float* y) const;
   // copies_kept: data.open.h_t and data.open_xd may be current (see Mamba2OpenChunkRows).
   void ssd_fast(Mamba2StateData& data, bool copies_kept, std::int64_t length, const float* xbc_new,
                 const float* dtraw_new, std::int64_t dtraw_stride, float* y_ssd) const;

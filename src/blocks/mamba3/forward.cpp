@@ -52,12 +52,38 @@ CallArrays& call_arrays() {
   return arrays;
 }
 
+// Steps 2-3's product and step 17's, over `rows` token rows: the only stages that read the projection
+// weights, so a multi-sequence step runs them once for all its rows (a GEMM cell depends only on its row).
+void project_in(const Mamba3Dims& d, const Mamba3Weights& w, const gemm::PackedRhs& in_proj, const float* x,
+                std::int64_t rows, float* normed, float* proj) {
+  rmsnorm::rmsnorm(x, w.block_norm().data(), normed, rows, d.d_model, kNormEps);
+  gemm::gemm_packed({normed, d.d_model, 1}, rows, in_proj, proj);
+}
+void project_out(const Mamba3Dims& d, const gemm::PackedRhs& out_proj, const float* gate, const float* x,
+                 std::int64_t rows, float* out, float* y) {
+  gemm::gemm_packed({gate, d.d_inner, 1}, rows, out_proj, out);
+  for (std::int64_t i = 0; i < rows * d.d_model; ++i) y[i] = F(F(x[i]) + out[i]);
+}
+
+// Where a call's in_proj rows come from and its gated rows go: its own arrays (nullptr), or a
+// multi-sequence step's rows of the shared products.
+struct SharedRows {
+  float* proj = nullptr;  // [M, d_in_proj], already projected
+  float* gate = nullptr;  // [M, d_inner], written here; out_proj is the caller's
+};
+
+// What the state's bookkeeping needs to know of a finished call.
+struct CallFacts {
+  bool used_h_transposed;           // h read through its transposed copy (and so both left alone)
+  std::int64_t first_written_slot;  // the first buffer slot written: its own rows, or all once a chunk seals
+};
+
 // One call of the block: the per-token stages, the per-(b, h) chunk schedule, the buffer update.
 class ForwardCall {
  public:
   ForwardCall(const Mamba3Block& block, const gemm::PackedRhs& in_proj, const gemm::PackedRhs& out_proj,
               const float* x, std::int64_t B, std::int64_t L, Mamba3State& state, float* y, bool h_t_reusable,
-              bool krot_t_reusable)
+              bool krot_t_reusable, SharedRows shared = {})
       : d_(block.dims()),
         w_(block.held_weights()),
         in_proj_(in_proj),
@@ -76,23 +102,35 @@ class ForwardCall {
         // h through the transposed copy when that copy is known to match h.
         use_h_t_(nc_ == 1 && !state.pending && h_t_reusable),
         // Such a call's rows read the buffered keys through their transposed copy likewise.
-        use_krot_t_(nc_ == 1 && krot_t_reusable) {
+        use_krot_t_(nc_ == 1 && krot_t_reusable),
+        proj_(shared.proj),
+        gate_(shared.gate) {
     for (int p = 0; p < Mamba3State::kPieceCount; ++p) pieces_[p] = Mamba3State::EngineAccess(state).piece(p);
   }
 
-  // Whether the call read h through its transposed copy (and so left both alone).
-  bool used_h_transposed() const { return use_h_t_; }
-  // The first buffer slot this call writes (update_buffer): its own rows, or all once it seals a chunk.
-  std::int64_t first_written_slot() const { return std::max(q0_, (nc_ - 1) * Q) - (nc_ - 1) * Q; }
+  CallFacts facts() const { return {use_h_t_, std::max(q0_, (nc_ - 1) * Q) - (nc_ - 1) * Q}; }
 
+  // The whole call: projections, the sequence's own stages, out_proj and the residual.
   void run() {
+    sized(a_.proj, M_ * d_.d_in_proj);
+    sized(a_.normed, M_ * d_.d_model);
+    proj_ = a_.proj.data();
+    project_in(d_, w_, in_proj_, x_, M_, a_.normed.data(), proj_);
+    sized(a_.gate, M_ * d_.d_inner);
+    gate_ = a_.gate.data();
+    run_sequence();
+    sized(a_.out, M_ * d_.d_model);
+    project_out(d_, out_proj_, gate_, x_, M_, a_.out.data(), y_);
+  }
+
+  // The stages between the projections (the rows come from and go to SharedRows).
+  void run_sequence() {
     token_stage();
     angle_stage();
     rotation_stage();
     prepare_open_chunk_cache();
     if (use_h_t_) h_t_ = Mamba3State::EngineAccess(state_).h_transposed();
     if (use_krot_t_) krot_t_ = Mamba3State::EngineAccess(state_).krot_transposed();
-    sized(gate_, M_ * d_.d_inner);
     parallel_for(B_ * H_, [&](std::int64_t begin, std::int64_t end) {
       for (std::int64_t bh = begin; bh < end; ++bh) head_schedule(bh / H_, bh % H_);
     });
@@ -101,7 +139,6 @@ class ForwardCall {
       std::fill_n(piece(Mamba3State::kPendingK), state_.piece_elements(Mamba3State::kPendingK), 0.0f);
       std::fill_n(piece(Mamba3State::kPendingV), state_.piece_elements(Mamba3State::kPendingV), 0.0f);
     }
-    output_stage();
     update_buffer();
   }
 
@@ -126,7 +163,7 @@ class ForwardCall {
   }
   const float* v_at(std::int64_t b, std::int64_t t, std::int64_t h) const {
     return t < q0_ ? piece(Mamba3State::kV) + buf_row(b, t, h) * P
-                   : proj_.data() + new_row(b, t) * d_.d_in_proj + d_.col_x() + h * P;
+                   : proj_ + new_row(b, t) * d_.d_in_proj + d_.col_x() + h * P;
   }
   // Step 7: scale_t = gamma_t + beta'_t, beta' from the next working row when it exists.
   float scale_at(std::int64_t b, std::int64_t t, std::int64_t h) const {
@@ -135,14 +172,9 @@ class ForwardCall {
     return F(gamma + beta);
   }
 
-  // Steps 2-4 and 6 for the new tokens, vectorized over tokens and heads.
+  // Steps 4 and 6 for the new tokens (their in_proj rows are ready), vectorized over tokens and heads.
   void token_stage() {
-    const std::int64_t dm = d_.d_model, dip = d_.d_in_proj;
-    std::vector<float>& normed = a_.normed;
-    sized(normed, M_ * dm);
-    rmsnorm::rmsnorm(x_, w_.block_norm().data(), normed.data(), M_, dm, kNormEps);
-    sized(proj_, M_ * dip);
-    gemm::gemm_packed({normed.data(), dm, 1}, M_, in_proj_, proj_.data());
+    const std::int64_t dip = d_.d_in_proj;
 
     sized(dt_, M_ * H_);
     sized(sig_, M_ * H_);
@@ -153,7 +185,7 @@ class ForwardCall {
     sized(pre_sig, M_ * H_);
     for (std::int64_t m = 0; m < M_; ++m)
       for (std::int64_t h = 0; h < H_; ++h) {
-        const float* row = proj_.data() + m * dip;
+        const float* row = proj_ + m * dip;
         pre_dt[m * H_ + h] = F(F(row[d_.col_dt() + h]) + F(w_.dt_bias()[h]));
         pre_sig[m * H_ + h] = F(row[d_.col_trap() + h]);
       }
@@ -173,8 +205,8 @@ class ForwardCall {
     sized(bn_, M_ * N);
     sized(cn_, M_ * N);
     for (std::int64_t m = 0; m < M_; ++m) {
-      std::memcpy(bn_.data() + m * N, proj_.data() + m * dip + d_.col_b(), N * sizeof(float));
-      std::memcpy(cn_.data() + m * N, proj_.data() + m * dip + d_.col_c(), N * sizeof(float));
+      std::memcpy(bn_.data() + m * N, proj_ + m * dip + d_.col_b(), N * sizeof(float));
+      std::memcpy(cn_.data() + m * N, proj_ + m * dip + d_.col_c(), N * sizeof(float));
     }
     rmsnorm::rmsnorm(bn_.data(), w_.b_norm().data(), bn_.data(), M_, N, kNormEps);
     rmsnorm::rmsnorm(cn_.data(), w_.c_norm().data(), cn_.data(), M_, N, kNormEps);
@@ -412,7 +444,7 @@ class ForwardCall {
     for (std::int64_t r = 0; r < rows; ++r) s.e_row[r] = F(s.dacs[first + r]);
     vector_math::exp(s.e_row.data(), s.e_row.data(), static_cast<std::size_t>(rows));
     for (std::int64_t r = 0; r < rows; ++r)
-      vector_math::flush(proj_.data() + (m0 + r) * dip + d_.col_z() + h * P, s.z.data() + r * P, P);
+      vector_math::flush(proj_ + (m0 + r) * dip + d_.col_z() + h * P, s.z.data() + r * P, P);
     vector_math::silu(s.z.data(), s.silu_z.data(), static_cast<std::size_t>(rows * P));
     const float d_skip = F(w_.d_skip()[h]);
     for (std::int64_t r = 0; r < rows; ++r) {
@@ -420,8 +452,8 @@ class ForwardCall {
       const float e = F(s.e_row[r]);
       const float tv = F(d_skip + qkdot_[m * H_ + h]);
       mamba3_kernels::gate_row(s.y_state.data() + r * P, s.y_intra.data() + r * P, e, tv,
-                               proj_.data() + m * dip + d_.col_x() + h * P, s.silu_z.data() + r * P,
-                               gate_.data() + m * d_.d_inner + h * P, P);
+                               proj_ + m * dip + d_.col_x() + h * P, s.silu_z.data() + r * P,
+                               gate_ + m * d_.d_inner + h * P, P);
     }
   }
 
@@ -430,15 +462,6 @@ class ForwardCall {
     const float* v_rows[Q];
     for (std::int64_t i = 0; i < real; ++i) v_rows[i] = v_at(b, c0 + i, h);
     fold_rows(s, v_rows, real);
-  }
-
-  // Step 17: out_proj and the residual.
-  void output_stage() {
-    const std::int64_t dm = d_.d_model;
-    std::vector<float>& out = a_.out;
-    sized(out, M_ * dm);
-    gemm::gemm_packed({gate_.data(), d_.d_inner, 1}, M_, out_proj_, out.data());
-    for (std::int64_t i = 0; i < M_ * dm; ++i) y_[i] = F(F(x_[i]) + out[i]);
   }
 
   // Step 18: theta, and the last working chunk's rows (only new rows change: when no chunk was sealed
@@ -480,23 +503,22 @@ class ForwardCall {
   const std::int64_t q0_, T_, nc_;
   const bool use_h_t_;
   const bool use_krot_t_;
+  float* proj_;  // [M, d_in_proj]
+  float* gate_;  // [M, d_inner]
 
   CallArrays& a_ = call_arrays();
-  std::vector<float>&proj_ = a_.proj, &dt_ = a_.dt, &sig_ = a_.sig, &adt_ = a_.adt, &gamma_ = a_.gamma;
+  std::vector<float>&dt_ = a_.dt, &sig_ = a_.sig, &adt_ = a_.adt, &gamma_ = a_.gamma;
   std::vector<float>&bn_ = a_.bn, &cn_ = a_.cn, &rate_ = a_.rate, &angle_ = a_.angle,
   &theta_after_ = a_.theta_after;
-  std::vector<float>&rotq_ = a_.rotq, &rotk_ = a_.rotk, &qkdot_ = a_.qkdot, &gate_ = a_.gate;
+  std::vector<float>&rotq_ = a_.rotq, &rotk_ = a_.rotk, &qkdot_ = a_.qkdot;
 };
 
-}  // namespace
-
-void Mamba3Block::forward(const float* x, std::int64_t B, std::int64_t L, Mamba3State& state, float* y,
-                          Mamba3Reports* reports, const char* entry, bool state_checked) const {
-  if (x == nullptr) throw_value_error(std::string(entry) + ": x has no data");
-  refuse(x, B, L, state, entry, !state_checked);
-  // Every piece is finite here (trusted, or just scanned). The call's own writes are checked afterwards,
-  // so a state only this engine has written is trusted again and its next call skips the scan; until
-  // then (an exception mid-call included) it is not.
+// One call's bookkeeping on its state around `run_call` (which builds the call with the two reuse flags,
+// runs it and returns its facts). Every piece is finite here (trusted, or just scanned). The call's own
+// writes are checked afterwards, so a state only this engine has written is trusted again and its next
+// call skips the scan; until then (an exception mid-call included) it is not.
+template <typename RunCall>
+void tracked_call(Mamba3State& state, std::int64_t L, const RunCall& run_call) {
   Mamba3State::EngineAccess engine(state);
   // h's transposed copy may be reused only if nobody outside the engine can have written h since it was
   // made: the state must be trusted now.
@@ -505,20 +527,58 @@ void Mamba3Block::forward(const float* x, std::int64_t B, std::int64_t L, Mamba3
                                state.buffered_tokens <= engine.krot_transposed_rows();
   TrustScope<Mamba3State> trust(state, L);
   engine.drop_derived_copies();  // until the call has run
-  ForwardCall call(*this, packed_in_proj_, packed_out_proj_, x, B, L, state, y, h_t_reusable,
-                   krot_t_reusable);
-  call.run();
+  const CallFacts call = run_call(h_t_reusable, krot_t_reusable);
   trust.commit();
   // A trusted state keeps h's transposed copy current for its next decode rows: made anew after a call
   // that changed h (a sealed chunk, Input_States) or that could not rely on the old copy.
   if (state.trusted()) {
-    if (!call.used_h_transposed()) engine.transpose_h();
+    if (!call.used_h_transposed) engine.transpose_h();
     engine.set_h_transposed_current(true);
     // The keys' copy takes the rows this call wrote, or every buffered row when it could not be relied on.
-    engine.mirror_krot(krot_t_reusable ? call.first_written_slot() : 0, state.buffered_tokens);
+    engine.mirror_krot(krot_t_reusable ? call.first_written_slot : 0, state.buffered_tokens);
     engine.set_krot_transposed_current(true);
   }
+}
+
+}  // namespace
+
+void Mamba3Block::forward(const float* x, std::int64_t B, std::int64_t L, Mamba3State& state, float* y,
+                          Mamba3Reports* reports, const char* entry, bool state_checked) const {
+  if (x == nullptr) throw_value_error(std::string(entry) + ": x has no data");
+  refuse(x, B, L, state, entry, !state_checked);
+  tracked_call(state, L, [&](bool h_t_reusable, bool krot_t_reusable) {
+    ForwardCall call(*this, packed_in_proj_, packed_out_proj_, x, B, L, state, y, h_t_reusable,
+                     krot_t_reusable);
+    call.run();
+    return call.facts();
+  });
   if (reports != nullptr) *reports = reports_of(state);
+}
+
+void Mamba3Block::step_many(const float* x, std::int64_t count, Mamba3State* const* states, float* y,
+                            const char* entry, bool states_checked) const {
+  if (x == nullptr) throw_value_error(std::string(entry) + ": x has no data");
+  const std::int64_t dm = dims_.d_model;
+  for (std::int64_t i = 0; i < count; ++i) refuse(x + i * dm, 1, 1, *states[i], entry, !states_checked);
+  AlignedBuffer<float> normed(static_cast<std::size_t>(count * dm));
+  AlignedBuffer<float> proj(static_cast<std::size_t>(count * dims_.d_in_proj));
+  AlignedBuffer<float> gate(static_cast<std::size_t>(count * dims_.d_inner));
+  project_in(dims_, weights_, packed_in_proj_, x, count, normed.data(), proj.data());
+  // The sequences side by side on the pool (each call's own parallel regions then run serially on its
+  // thread, with that thread's arrays; no bit depends on the thread).
+  parallel_for(count, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) {
+      tracked_call(*states[i], 1, [&](bool h_t_reusable, bool krot_t_reusable) {
+        const SharedRows rows{proj.data() + i * dims_.d_in_proj, gate.data() + i * dims_.d_inner};
+        ForwardCall call(*this, packed_in_proj_, packed_out_proj_, x + i * dm, 1, 1, *states[i], nullptr,
+                         h_t_reusable, krot_t_reusable, rows);
+        call.run_sequence();
+        return call.facts();
+      });
+    }
+  });
+  AlignedBuffer<float> out(static_cast<std::size_t>(count * dm));
+  project_out(dims_, packed_out_proj_, gate.data(), x, count, out.data(), y);
 }
 
 }  // namespace samebits::blocks

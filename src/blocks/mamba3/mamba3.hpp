@@ -81,6 +81,13 @@ class Mamba3Block {
   // stack checks every layer before any layer moves), so the O(state) finiteness scan is not repeated.
   void forward(const float* x, std::int64_t B, std::int64_t L, Mamba3State& state, float* y,
                Mamba3Reports* reports, const char* entry, bool state_checked) const;
+  // One decode token for each of `count` independent sequences (docs/api.md §18): row i of x[count, d_model]
+  // continues *states[i] (one row each, any buffered_tokens; distinct states). The norm and both
+  // projections run over all rows at once (the weights are read once), the scan stages per state; row i's
+  // bits are those of forward(x + i * d_model, 1, 1, *states[i], ...). Every row is refused before any
+  // state moves (`states_checked` as in forward).
+  void step_many(const float* x, std::int64_t count, Mamba3State* const* states, float* y, const char* entry,
+                 bool states_checked = false) const;
   // The four reports of the call that left `state` as it is: they are a pure function of the post-call state
   // (the sealed h, the buffered rows of the last working chunk, theta), so they can be taken right after a
   // call or later, as long as the state has not changed in between. forward(..., reports) calls this.

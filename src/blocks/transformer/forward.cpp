@@ -104,22 +104,60 @@ void TransformerBlock::forward(const float* x, std::int64_t batch, std::int64_t 
                                float* y, const std::string& what, StateScan scan) const {
   if (x == nullptr) throw_value_error(what + ": x has no data");
   check_call(x, batch, length, cache, what, scan);
+  const std::int64_t rows = batch * length;
+  CallBuffers buffers(dims_, options_, rows);
+  project_rows(x, rows, buffers);
+  attend_segment(x, batch, length, cache, buffers.qkv.data(), buffers.ctx.data(), what, scan);
+  output_rows(x, rows, buffers, y);
+}
+
+void TransformerBlock::step_many(const float* x, std::int64_t count, KvCache* const* caches, float* y,
+                                 const std::string& what, bool caches_checked) const {
+  if (x == nullptr) throw_value_error(what + ": x has no data");
+  const std::int64_t dm = dims_.d_model;
+  // Every row's refusals before any row moves; a scan at append could refuse after earlier rows moved, so
+  // an unchecked cache is scanned here.
+  for (std::int64_t i = 0; i < count; ++i)
+    check_call(x + i * dm, 1, 1, *caches[i], what, caches_checked ? StateScan::kDone : StateScan::kNow);
+  CallBuffers buffers(dims_, options_, count);
+  project_rows(x, count, buffers);
+  const std::int64_t qkv_width = dims_.q_width() + 2 * dims_.kv_width();
+  // The sequences side by side on the pool (a segment's own parallel regions then run serially on its
+  // thread; nothing in a segment depends on the thread that runs it).
+  parallel_for(count, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i)
+      attend_segment(x + i * dm, 1, 1, *caches[i], buffers.qkv.data() + i * qkv_width,
+                     buffers.ctx.data() + i * dims_.q_width(), what, StateScan::kDone);
+  });
+  output_rows(x, count, buffers, y);
+}
+
+TransformerBlock::CallBuffers::CallBuffers(const TransformerDims& d, const BlockOptions& o, std::int64_t rows)
+    : normed(static_cast<std::size_t>(rows * d.d_model)),
+      qkv(static_cast<std::size_t>(rows * (d.q_width() + 2 * d.kv_width()))),
+      ctx(static_cast<std::size_t>(rows * d.q_width())),
+      gate_up(static_cast<std::size_t>(rows * (o.gated() ? 2 : 1) * d.intermediate)) {}
+
+void TransformerBlock::project_rows(const float* x, std::int64_t rows, CallBuffers& buffers) const {
+  // Steps 1-2: input norm, the q/k/v projections in one product (a cell depends only on k, never on the
+  // row count, so a row's bits are those of the row alone).
+  norm_rows(x, 0, buffers.normed.data(), rows);
+  gemm::gemm_packed({buffers.normed.data(), dims_.d_model, 1}, rows, qkv_, buffers.qkv.data());
+}
+
+void TransformerBlock::attend_segment(const float* x, std::int64_t batch, std::int64_t length, KvCache& cache,
+                                      float* qkv_rows, float* ctx_rows, const std::string& what,
+                                      StateScan scan) const {
   const TransformerDims& d = dims_;
-  const std::int64_t dm = d.d_model, hd = d.head_dim, qw = d.q_width(), kw = d.kv_width(),
-                     it = d.intermediate;
+  const std::int64_t hd = d.head_dim, qw = d.q_width(), kw = d.kv_width();
   const std::int64_t rows = batch * length;
   const std::int64_t pos0 = cache.cached_tokens;
   const std::int64_t qkv_width = qw + 2 * kw;
   const std::shared_ptr<const rope::Table> table = rope_rows(pos0 + length);
 
-  // Steps 1-4: input norm, the q/k/v projections in one product (a cell depends only on k), then per row
-  // the biases and q/k norms of the options (docs/models.md §7, §8) and RoPE on q, k.
+  // Steps 3-4: per row the biases and q/k norms of the options (docs/models.md §7, §8) and RoPE on q, k.
   const BlockOptions& o = options_;
   const std::int64_t rd = o.rotary_dim(hd);
-  AlignedBuffer<float> normed(static_cast<std::size_t>(rows * dm));
-  norm_rows(x, 0, normed.data(), rows);
-  AlignedBuffer<float> qkv(static_cast<std::size_t>(rows * qkv_width));
-  gemm::gemm_packed({normed.data(), dm, 1}, rows, qkv_, qkv.data());
   const bool offset_norm = o.norm == NormKind::kRmsnormOffset;
   const float* q_norm = offset_norm ? q_norm_offset_.data() : weights_.q_norm.data();
   const float* k_norm = offset_norm ? k_norm_offset_.data() : weights_.k_norm.data();
@@ -128,7 +166,7 @@ void TransformerBlock::forward(const float* x, std::int64_t batch, std::int64_t 
       [&](std::int64_t begin, std::int64_t end) {
         for (std::int64_t t = begin; t < end; ++t) {
           const std::int64_t position = pos0 + t % length;
-          float* row = qkv.data() + t * qkv_width;
+          float* row = qkv_rows + t * qkv_width;
           if (o.qkv_bias) {
             block_ops::bias_add(row, weights_.q_bias.data(), static_cast<std::size_t>(qw));
             block_ops::bias_add(row + qw, weights_.k_bias.data(), static_cast<std::size_t>(kw));
@@ -147,7 +185,6 @@ void TransformerBlock::forward(const float* x, std::int64_t batch, std::int64_t 
 
   // Steps 6-9 for one (batch row, kv head) unit and one slice of its queries, over `keys` / `values`
   // laid out [B, KV, span, HD].
-  AlignedBuffer<float> ctx(static_cast<std::size_t>(rows * qw));
   const std::int64_t key_lo = d.window > 0 ? std::max<std::int64_t>(0, pos0 - d.window + 1) : 0;
   const std::int64_t span = pos0 + length - key_lo;
   const std::int64_t group = d.group();
@@ -164,9 +201,9 @@ void TransformerBlock::forward(const float* x, std::int64_t batch, std::int64_t 
     const std::int64_t b = unit_index / d.n_kv_heads;
     const std::int64_t g = unit_index % d.n_kv_heads;
     attention::Unit unit;
-    unit.q = qkv.data() + b * length * qkv_width + g * group * hd;
+    unit.q = qkv_rows + b * length * qkv_width + g * group * hd;
     unit.q_stride = qkv_width;
-    unit.ctx = ctx.data() + b * length * qw + g * group * hd;
+    unit.ctx = ctx_rows + b * length * qw + g * group * hd;
     unit.ctx_stride = qw;
     unit.queries = length;
     unit.heads = group;
@@ -185,7 +222,7 @@ void TransformerBlock::forward(const float* x, std::int64_t batch, std::int64_t 
   };
 
   // Step 5: the key span of every (batch row, kv head), then the cache append.
-  const kv::NewRows fresh{qkv.data() + qw, qkv.data() + qw + kw, qkv_width, length};
+  const kv::NewRows fresh{qkv_rows + qw, qkv_rows + qw + kw, qkv_width, length};
   AlignedBuffer<float> span_keys, span_values;
   bool attended = false;
   if (d.window > 0) {
@@ -224,18 +261,21 @@ void TransformerBlock::forward(const float* x, std::int64_t batch, std::int64_t 
       for (std::int64_t task = begin; task < end; ++task) attend_task(task);
     });
   }
+}
 
+void TransformerBlock::output_rows(const float* x, std::int64_t rows, CallBuffers& buffers, float* y) const {
+  const std::int64_t dm = dims_.d_model, qw = dims_.q_width(), it = dims_.intermediate;
+  const BlockOptions& o = options_;
   // Step 10: the output projection and the first residual.
   AlignedBuffer<float> residual(static_cast<std::size_t>(rows * dm));
-  gemm::gemm_packed({ctx.data(), qw, 1}, rows, o_, residual.data());
+  gemm::gemm_packed({buffers.ctx.data(), qw, 1}, rows, o_, residual.data());
   add_bias_and_residual(residual.data(), o.o_bias ? &weights_.o_bias : nullptr, x, residual.data(), rows, dm);
 
   // Steps 11-12: post-attention norm, the MLP (SwiGLU by default), down projection, second residual.
-  norm_rows(residual.data(), 1, normed.data(), rows);
-  AlignedBuffer<float> gate_up(static_cast<std::size_t>(rows * (o.gated() ? 2 : 1) * it));
-  gemm::gemm_packed({normed.data(), dm, 1}, rows, gate_up_, gate_up.data());
+  norm_rows(residual.data(), 1, buffers.normed.data(), rows);
+  gemm::gemm_packed({buffers.normed.data(), dm, 1}, rows, gate_up_, buffers.gate_up.data());
   AlignedBuffer<float> hidden(static_cast<std::size_t>(rows * it));
-  mlp_hidden(gate_up.data(), hidden.data(), rows);
+  mlp_hidden(buffers.gate_up.data(), hidden.data(), rows);
   AlignedBuffer<float> down(static_cast<std::size_t>(rows * dm));
   gemm::gemm_packed({hidden.data(), it, 1}, rows, down_, down.data());
   add_bias_and_residual(down.data(), o.mlp_bias ? &weights_.down_bias : nullptr, residual.data(), y, rows,

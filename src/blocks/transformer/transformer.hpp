@@ -13,6 +13,7 @@
 #include "blocks/common/tensor_spec.hpp"
 #include "blocks/transformer/options.hpp"
 #include "blocks/transformer/state.hpp"
+#include "core/aligned_buffer.hpp"
 #include "numerics/gemm.hpp"
 #include "numerics/rope.hpp"
 
@@ -104,6 +105,15 @@ class TransformerBlock {
   void forward_reference(const float* x, std::int64_t batch, std::int64_t length, KvCache& cache, float* y,
                          const std::string& what, StateScan scan) const;
 
+  // One decode token for each of `count` independent sequences (docs/api.md §18): row i of x[count, d_model]
+  // continues caches[i] (one row each, at its own position; distinct caches) and gives row i of y. The norms
+  // and projections run over all rows at once (the weights are read once); RoPE, the cache append and
+  // attention run per cache. The bits of row i are those of forward(x + i * d_model, 1, 1, *caches[i], ...).
+  // Every row's refusals come before any cache moves (`caches_checked`: the caller already ran check_call
+  // on each with x null and scan kNow, so only x is checked here).
+  void step_many(const float* x, std::int64_t count, KvCache* const* caches, float* y,
+                 const std::string& what, bool caches_checked = false) const;
+
   // Every refusal of a call, in order, without touching the cache: B/L, the cache bounds and the rotary
   // table, non-finite x (skipped when x is null), non-finite cache contents, overflow. The contents are
   // scanned for kNow, not for kDone, and for kAtAppend only when a later refusal here would otherwise
@@ -116,6 +126,18 @@ class TransformerBlock {
   std::shared_ptr<const rope::Table> rope_rows(std::int64_t positions) const;
 
  private:
+  // A call's working rows: normed input, q/k/v, attention context, gate/up products.
+  struct CallBuffers {
+    CallBuffers(const TransformerDims& dims, const BlockOptions& options, std::int64_t rows);
+    AlignedBuffer<float> normed, qkv, ctx, gate_up;
+  };
+  // The three phases of a call, shared by forward and step_many: steps 1-2 over every row (norm, q/k/v
+  // product); steps 3-9 for one cache (biases, q/k norms, RoPE at the cache's positions, append,
+  // attention) on its rows of qkv, writing their context rows; steps 10-12 over every row.
+  void project_rows(const float* x, std::int64_t rows, CallBuffers& buffers) const;
+  void attend_segment(const float* x, std::int64_t batch, std::int64_t length, KvCache& cache,
+                      float* qkv_rows, float* ctx_rows, const std::string& what, StateScan scan) const;
+  void output_rows(const float* x, std::int64_t rows, CallBuffers& buffers, float* y) const;
   // Step 1 / 11 under the block's norm (docs/models.md §6): `which` 0 = input, 1 = post-attention.
   void norm_rows(const float* x, int which, float* y, std::int64_t rows) const;
   // The MLP's hidden rows from the gate/up product (docs/models.md §10): activation, product when gated.

@@ -33,6 +33,9 @@ def decode(lm: samebits.SambaInference) -> npt.NDArray[np.float32]:
     a = lm.step(np.array([32]), state)
     b = lm.step(np.array([32]), fork)
     assert a.tobytes() == b.tobytes()
+    other: samebits.SambaState = lm.allocate_state(1, 32)
+    both = lm.step_many(np.array([101, 32]), [state, other])
+    assert both.shape == (2, lm.config.vocab)
     return a
 
 
