@@ -37,9 +37,8 @@ struct PanelGroup {
 };
 
 void run_leaves(const Problem& pb, const detail::LeafKernel* table, std::int64_t row0, int rows,
-                const PanelGroup& group, float* partials) {
+                const PanelGroup& group, const detail::PanelSpan& panels, float* partials) {
   const std::int64_t k = pb.rhs->k();
-  const detail::PanelSpan panels{pb.rhs->panel(group.first), pb.rhs->panel_bytes(), pb.rhs->block_depth()};
   const std::int64_t leaf_stride = group.count * detail::kLeafStride;
   for (std::int64_t t = 0; t < pb.leaves; ++t) {
     const std::int64_t p0 = t * pb.leaf;
@@ -50,13 +49,31 @@ void run_leaves(const Problem& pb, const detail::LeafKernel* table, std::int64_t
 }
 
 // One task: a group of column panels times a range of row tiles.
-void run_task(const Problem& pb, const PanelGroup& group, int tile_rows, std::int64_t tile_begin,
+void run_task(const Problem& pb, const PanelGroup& task_group, int tile_rows, std::int64_t tile_begin,
               std::int64_t tile_end) {
   const std::int64_t n = pb.rhs->n();
-  const std::int64_t leaf_stride = group.count * detail::kLeafStride;
+  const std::int64_t leaf_stride = task_group.count * detail::kLeafStride;
   thread_local AlignedBuffer<float> partials;
   const std::size_t need = static_cast<std::size_t>(pb.leaves * leaf_stride);
   if (partials.size() < need) partials.resize_uninitialized(need);
+
+  // A narrow panel read by several row tiles is widened once, to the very float32 values its own kernels
+  // would form, and the tiles run the float32 kernels on that copy: the widening is paid once per panel
+  // instead of once per tile, and every cell's chain is unchanged (docs/numerics.md §3.6).
+  PanelGroup group = task_group;
+  detail::PanelSpan panels{pb.rhs->panel(group.first), pb.rhs->panel_bytes(), pb.rhs->block_depth()};
+  thread_local AlignedBuffer<float> widened;
+  if (pb.rhs->storage() != PanelStorage::F32 && group.count == 1 && tile_end - tile_begin >= 2) {
+    const std::int64_t k = pb.rhs->k();
+    if (widened.size() < static_cast<std::size_t>(k * kPanelWidth))
+      widened.resize_uninitialized(static_cast<std::size_t>(k * kPanelWidth));
+    pb.kernels->storage[static_cast<int>(pb.rhs->storage())].widen(panels.first, panels.block_depth, k,
+                                                                   widened.data());
+    const detail::LeafKernels& f32 = pb.kernels->storage[static_cast<int>(PanelStorage::F32)];
+    group.fast = f32.fast;
+    group.exact = f32.exact;
+    panels = {reinterpret_cast<const unsigned char*>(widened.data()), k * kPanelWidth * 4, 0};
+  }
 
   mxcsr_flags::FlagScope mxcsr;
   // Neighbouring tiles read the same panel and rows of the same kind of data, so a tile that needed the
@@ -69,12 +86,12 @@ void run_task(const Problem& pb, const PanelGroup& group, int tile_rows, std::in
     const int rows = static_cast<int>(std::min<std::int64_t>(tile_rows, pb.m - row0));
     mxcsr.clear();
     if (flushing_predicted && group.fast[rows] != group.exact[rows]) {
-      run_leaves(pb, group.exact, row0, rows, group, partials.data());
+      run_leaves(pb, group.exact, row0, rows, group, panels, partials.data());
       flushing_predicted = mxcsr_flags::FlagScope::subnormal_seen();
     } else {
-      run_leaves(pb, group.fast, row0, rows, group, partials.data());
+      run_leaves(pb, group.fast, row0, rows, group, panels, partials.data());
       if (group.fast[rows] != group.exact[rows] && mxcsr_flags::FlagScope::subnormal_seen()) {
-        run_leaves(pb, group.exact, row0, rows, group, partials.data());
+        run_leaves(pb, group.exact, row0, rows, group, panels, partials.data());
         flushing_predicted = true;
       }
     }

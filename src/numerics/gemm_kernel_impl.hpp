@@ -1,9 +1,13 @@
 // Leaf kernel template shared by the scalar, AVX2 and AVX-512 translation units. Include it inside a
 // TU-unique namespace after defining `struct Isa` (vector type, lane count, load/store/fma/flush and the
-// widening loads load_bf16 / load_i8 / load_nibbles).
+// row widenings widen_bf16_row / widen_i8_row / widen_nibble_row).
 // Each output cell is its own serial FMA chain in ascending depth: SIMD runs across columns only. The
 // right operand's values come from a panel source, which widens the stored form (float32, bfloat16, int8 or
-// 4-bit codes with per-block scales) to exact float32 lanes in registers (docs/numerics.md §3.6).
+// 4-bit codes with per-block scales) to exact float32 lanes in registers (docs/numerics.md §3.6), one
+// panel row (32 columns, kRowVecs vectors) at a time, so the shuffles that unpack a row are shared by its
+// vectors.
+
+inline constexpr int kRowVecs = 32 / Isa::kLanes;
 
 // Float32 panels: [k][32], already flushed.
 struct SourceF32 {
@@ -13,7 +17,9 @@ struct SourceF32 {
   static Cursor seek(const unsigned char* panel, std::int64_t, std::int64_t q) {
     return {reinterpret_cast<const float*>(panel) + q * 32};
   }
-  static typename Isa::V widen(const Cursor& c, int lane0) { return Isa::load(c.row + lane0); }
+  static void widen_row(const Cursor& c, typename Isa::V* out) {
+    for (int v = 0; v < kRowVecs; ++v) out[v] = Isa::load(c.row + v * Isa::kLanes);
+  }
   static void advance(Cursor& c, std::int64_t) { c.row += 32; }
 };
 
@@ -25,14 +31,14 @@ struct SourceBF16 {
   static Cursor seek(const unsigned char* panel, std::int64_t, std::int64_t q) {
     return {reinterpret_cast<const std::uint16_t*>(panel) + q * 32};
   }
-  static typename Isa::V widen(const Cursor& c, int lane0) { return Isa::load_bf16(c.row + lane0); }
+  static void widen_row(const Cursor& c, typename Isa::V* out) { Isa::widen_bf16_row(c.row, out); }
   static void advance(Cursor& c, std::int64_t) { c.row += 32; }
 };
 
 // Integer codes with per-(depth block, column) float32 scales and, with kHasOffset, offsets: each block is
 // [32 scales][32 offsets][block_depth rows of codes]. A value is code * scale (+ offset): the product is
-// exact for every producer of these panels, and the one rounding of the offset's addition is the
-// reference's own (docs/numerics.md §3.6).
+// exact for every producer of these panels, so with an offset the value is one FMA, whose single rounding
+// is the reference's own rounding of the addition (docs/numerics.md §3.6).
 template <bool kNibbles, bool kHasOffset>
 struct SourceCodes {
   static constexpr std::int64_t kHeaderBytes = (kHasOffset ? 2 : 1) * 32 * 4;
@@ -49,15 +55,18 @@ struct SourceCodes {
     const unsigned char* head = panel + block * (kHeaderBytes + block_depth * kRowBytes);
     return {head + kHeaderBytes + row * kRowBytes, reinterpret_cast<const float*>(head), block_depth - row};
   }
-  static typename Isa::V widen(const Cursor& c, int lane0) {
-    typename Isa::V code;
+  static void widen_row(const Cursor& c, typename Isa::V* out) {
     if constexpr (kNibbles)
-      code = Isa::load_nibbles(c.codes + lane0 % 16, lane0 >= 16, kNibbleBias);
+      Isa::widen_nibble_row(c.codes, kNibbleBias, out);
     else
-      code = Isa::load_i8(reinterpret_cast<const std::int8_t*>(c.codes) + lane0);
-    typename Isa::V value = Isa::mul(code, Isa::load(c.scale + lane0));
-    if constexpr (kHasOffset) value = Isa::add(value, Isa::load(c.scale + 32 + lane0));
-    return value;
+      Isa::widen_i8_row(reinterpret_cast<const std::int8_t*>(c.codes), out);
+    for (int v = 0; v < kRowVecs; ++v) {
+      const typename Isa::V scale = Isa::load(c.scale + v * Isa::kLanes);
+      if constexpr (kHasOffset)
+        out[v] = Isa::fma(out[v], scale, Isa::load(c.scale + 32 + v * Isa::kLanes));
+      else
+        out[v] = Isa::mul(out[v], scale);
+    }
   }
   static void advance(Cursor& c, std::int64_t block_depth) {
     c.codes += kRowBytes;
@@ -76,7 +85,7 @@ template <int Rows, int Panels, bool Exact, class Source>
 void leaf_kernel(const float* a, std::int64_t a_row, std::int64_t a_depth,
                  const samebits::gemm::detail::PanelSpan& panels, std::int64_t p0, std::int64_t len,
                  float* out) {
-  constexpr int kVecs = 32 / Isa::kLanes;
+  constexpr int kVecs = kRowVecs;
   typename Isa::V acc[Rows][Panels * kVecs];
   for (int r = 0; r < Rows; ++r)
     for (int v = 0; v < Panels * kVecs; ++v) acc[r][v] = Isa::zero();
@@ -97,12 +106,14 @@ void leaf_kernel(const float* a, std::int64_t a_row, std::int64_t a_depth,
       if constexpr (Exact) value = samebits::fp::F(value);
       a_lane[r] = Isa::set1(value);
     }
-    for (int v = 0; v < Panels * kVecs; ++v) {
-      const typename Isa::V b = Source::widen(cursor[v / kVecs], (v % kVecs) * Isa::kLanes);
-      for (int r = 0; r < Rows; ++r) {
-        acc[r][v] = Isa::fma(a_lane[r], b, acc[r][v]);
-        if constexpr (Exact) acc[r][v] = Isa::flush(acc[r][v]);
-      }
+    for (int c = 0; c < Panels; ++c) {
+      typename Isa::V b[kVecs];
+      Source::widen_row(cursor[c], b);
+      for (int v = 0; v < kVecs; ++v)
+        for (int r = 0; r < Rows; ++r) {
+          acc[r][c * kVecs + v] = Isa::fma(a_lane[r], b[v], acc[r][c * kVecs + v]);
+          if constexpr (Exact) acc[r][c * kVecs + v] = Isa::flush(acc[r][c * kVecs + v]);
+        }
     }
 #if !defined(SAMEBITS_SABOTAGE_REVERSED_LEAF)
     for (int c = 0; c < Panels; ++c) Source::advance(cursor[c], panels.block_depth);
@@ -112,6 +123,18 @@ void leaf_kernel(const float* a, std::int64_t a_row, std::int64_t a_depth,
   for (int r = 0; r < Rows; ++r)
     for (int v = 0; v < Panels * kVecs; ++v)
       Isa::store(out + (v / kVecs) * kStride + r * 32 + (v % kVecs) * Isa::kLanes, Isa::flush(acc[r][v]));
+}
+
+// A panel's rows widened exactly as leaf_kernel widens them, stored as float32.
+template <class Source>
+void widen_panel(const unsigned char* panel, std::int64_t block_depth, std::int64_t depth, float* out) {
+  typename Source::Cursor cursor = Source::seek(panel, block_depth, 0);
+  for (std::int64_t q = 0; q < depth; ++q) {
+    typename Isa::V b[kRowVecs];
+    Source::widen_row(cursor, b);
+    for (int v = 0; v < kRowVecs; ++v) Isa::store(out + q * 32 + v * Isa::kLanes, b[v]);
+    Source::advance(cursor, block_depth);
+  }
 }
 
 // The fold runs level by level exactly as the twin's fold_partials, but on whole vectors of cells:
@@ -163,6 +186,7 @@ void fill_storages(samebits::gemm::detail::KernelSet& set, bool skinny) {
   if constexpr (StorageIndex < samebits::gemm::kPanelStorageCount) {
     using Source = decltype(source_of<StorageIndex>());
     samebits::gemm::detail::LeafKernels& k = set.storage[StorageIndex];
+    k.widen = &widen_panel<Source>;
     (skinny ? k.skinny_fast : k.fast)[Rows] = &leaf_kernel<Rows, Panels, false, Source>;
     (skinny ? k.skinny_exact : k.exact)[Rows] = &leaf_kernel<Rows, Panels, true, Source>;
     fill_storages<Rows, Panels, StorageIndex + 1>(set, skinny);

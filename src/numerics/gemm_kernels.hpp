@@ -57,8 +57,14 @@ using FoldTile = void (*)(float* partials, std::int64_t leaves, std::int64_t lea
                           std::int64_t ldc, int cols);
 inline constexpr int kMaxSkinnyPanels = 4;
 
+// Widens the first `depth` rows of one panel, as stored, to the float32 values its leaf kernels would form
+// ([depth][32] at out): a task with several row tiles widens its panel once and runs them all on float32.
+using WidenPanel = void (*)(const unsigned char* panel, std::int64_t block_depth, std::int64_t depth,
+                            float* out);
+
 // Leaf kernels of one panel storage, indexed by the rows in the tile (1..tile_rows, or 1..skinny_rows).
 struct LeafKernels {
+  WidenPanel widen;
   LeafKernel fast[kMaxTileRows + 1];
   LeafKernel exact[kMaxTileRows + 1];
   LeafKernel skinny_fast[kMaxTileRows + 1];

@@ -18,10 +18,18 @@ struct Isa {
   static void store(float* p, V v) { *p = v; }
   static V add(V a, V b) { return a + b; }
   static V mul(V a, V b) { return a * b; }
-  static V load_bf16(const std::uint16_t* p) { return fp::from_bits(static_cast<std::uint32_t>(*p) << 16); }
-  static V load_i8(const std::int8_t* p) { return static_cast<float>(*p); }
-  static V load_nibbles(const unsigned char* p, bool high, int bias) {
-    return static_cast<float>((high ? *p >> 4 : *p & 15) - bias);
+  // The row widenings of docs/numerics.md §3.6, one column per "vector".
+  static void widen_bf16_row(const std::uint16_t* p, V* out) {
+    for (int c = 0; c < 32; ++c) out[c] = fp::from_bits(static_cast<std::uint32_t>(p[c]) << 16);
+  }
+  static void widen_i8_row(const std::int8_t* p, V* out) {
+    for (int c = 0; c < 32; ++c) out[c] = static_cast<float>(p[c]);
+  }
+  static void widen_nibble_row(const unsigned char* p, int bias, V* out) {
+    for (int c = 0; c < 16; ++c) {
+      out[c] = static_cast<float>((p[c] & 15) - bias);
+      out[c + 16] = static_cast<float>((p[c] >> 4) - bias);
+    }
   }
   static V fma(V a, V b, V c) { return fp::FMA(a, b, c); }
   static V flush(V x) { return fp::F(x); }
