@@ -41,6 +41,7 @@ struct SourceBF16 {
 // is the reference's own rounding of the addition (docs/numerics.md §3.6).
 template <bool kNibbles, bool kHasOffset>
 struct SourceCodes {
+  static constexpr bool kOffsets = kHasOffset;
   static constexpr std::int64_t kHeaderBytes = (kHasOffset ? 2 : 1) * 32 * 4;
   static constexpr std::int64_t kRowBytes = kNibbles ? 16 : 32;
   // Nibble codes without an offset are stored with a bias of 8 (GGUF's Q4_0).
@@ -55,18 +56,25 @@ struct SourceCodes {
     const unsigned char* head = panel + block * (kHeaderBytes + block_depth * kRowBytes);
     return {head + kHeaderBytes + row * kRowBytes, reinterpret_cast<const float*>(head), block_depth - row};
   }
-  static void widen_row(const Cursor& c, typename Isa::V* out) {
+  // One row of codes as floats (the bias already taken off).
+  static void widen_codes(const unsigned char* codes, typename Isa::V* out) {
     if constexpr (kNibbles)
-      Isa::widen_nibble_row(c.codes, kNibbleBias, out);
+      Isa::widen_nibble_row(codes, kNibbleBias, out);
     else
-      Isa::widen_i8_row(reinterpret_cast<const std::int8_t*>(c.codes), out);
-    for (int v = 0; v < kRowVecs; ++v) {
-      const typename Isa::V scale = Isa::load(c.scale + v * Isa::kLanes);
-      if constexpr (kHasOffset)
-        out[v] = Isa::fma(out[v], scale, Isa::load(c.scale + 32 + v * Isa::kLanes));
-      else
-        out[v] = Isa::mul(out[v], scale);
-    }
+      Isa::widen_i8_row(reinterpret_cast<const std::int8_t*>(codes), out);
+  }
+  // A code's value: code * scale, or with an offset the one FMA code * scale + offset.
+  static typename Isa::V value(typename Isa::V code, typename Isa::V scale, typename Isa::V offset) {
+    if constexpr (kHasOffset)
+      return Isa::fma(code, scale, offset);
+    else
+      return Isa::mul(code, scale);
+  }
+  static void widen_row(const Cursor& c, typename Isa::V* out) {
+    widen_codes(c.codes, out);
+    for (int v = 0; v < kRowVecs; ++v)
+      out[v] = value(out[v], Isa::load(c.scale + v * Isa::kLanes),
+                     kHasOffset ? Isa::load(c.scale + 32 + v * Isa::kLanes) : Isa::zero());
   }
   static void advance(Cursor& c, std::int64_t block_depth) {
     c.codes += kRowBytes;
@@ -118,6 +126,60 @@ void leaf_kernel(const float* a, std::int64_t a_row, std::int64_t a_depth,
 #if !defined(SAMEBITS_SABOTAGE_REVERSED_LEAF)
     for (int c = 0; c < Panels; ++c) Source::advance(cursor[c], panels.block_depth);
 #endif
+  }
+  constexpr std::int64_t kStride = samebits::gemm::detail::kLeafStride;
+  for (int r = 0; r < Rows; ++r)
+    for (int v = 0; v < Panels * kVecs; ++v)
+      Isa::store(out + (v / kVecs) * kStride + r * 32 + (v % kVecs) * Isa::kLanes, Isa::flush(acc[r][v]));
+}
+
+// leaf_kernel for code panels, walked block by block: a block's scales and offsets are loaded once for all
+// of its rows, and the panels of a skinny tile step together through one row offset. Each cell's chain and
+// each value are leaf_kernel's own.
+template <int Rows, int Panels, bool Exact, class Source>
+void codes_leaf_kernel(const float* a, std::int64_t a_row, std::int64_t a_depth,
+                       const samebits::gemm::detail::PanelSpan& panels, std::int64_t p0, std::int64_t len,
+                       float* out) {
+  constexpr int kVecs = kRowVecs;
+  using V = typename Isa::V;
+  V acc[Rows][Panels * kVecs];
+  for (int r = 0; r < Rows; ++r)
+    for (int v = 0; v < Panels * kVecs; ++v) acc[r][v] = Isa::zero();
+  const std::int64_t block_depth = panels.block_depth;
+  const std::int64_t block_bytes = Source::kHeaderBytes + block_depth * Source::kRowBytes;
+  for (std::int64_t q = 0; q < len;) {
+    const std::int64_t block = (p0 + q) / block_depth, row = (p0 + q) % block_depth;
+    const std::int64_t run = block_depth - row < len - q ? block_depth - row : len - q;
+    const unsigned char* head = panels.first + block * block_bytes;
+    V scale[Panels * kVecs], offset[Panels * kVecs];
+    for (int c = 0; c < Panels; ++c)
+      for (int v = 0; v < kVecs; ++v) {
+        const float* header = reinterpret_cast<const float*>(head + c * panels.panel_bytes);
+        scale[c * kVecs + v] = Isa::load(header + v * Isa::kLanes);
+        offset[c * kVecs + v] = Source::kOffsets ? Isa::load(header + 32 + v * Isa::kLanes) : Isa::zero();
+      }
+    const unsigned char* codes = head + Source::kHeaderBytes + row * Source::kRowBytes;
+    const float* a_step = a + q * a_depth;
+    for (std::int64_t i = 0; i < run; ++i, codes += Source::kRowBytes, a_step += a_depth) {
+      V a_lane[Rows];
+      for (int r = 0; r < Rows; ++r) {
+        float x = a_step[r * a_row];
+        if constexpr (Exact) x = samebits::fp::F(x);
+        a_lane[r] = Isa::set1(x);
+      }
+      for (int c = 0; c < Panels; ++c) {
+        V b[kVecs];
+        Source::widen_codes(codes + c * panels.panel_bytes, b);
+        for (int v = 0; v < kVecs; ++v) {
+          const V value = Source::value(b[v], scale[c * kVecs + v], offset[c * kVecs + v]);
+          for (int r = 0; r < Rows; ++r) {
+            acc[r][c * kVecs + v] = Isa::fma(a_lane[r], value, acc[r][c * kVecs + v]);
+            if constexpr (Exact) acc[r][c * kVecs + v] = Isa::flush(acc[r][c * kVecs + v]);
+          }
+        }
+      }
+    }
+    q += run;
   }
   constexpr std::int64_t kStride = samebits::gemm::detail::kLeafStride;
   for (int r = 0; r < Rows; ++r)
@@ -187,8 +249,16 @@ void fill_storages(samebits::gemm::detail::KernelSet& set, bool skinny) {
     using Source = decltype(source_of<StorageIndex>());
     samebits::gemm::detail::LeafKernels& k = set.storage[StorageIndex];
     k.widen = &widen_panel<Source>;
-    (skinny ? k.skinny_fast : k.fast)[Rows] = &leaf_kernel<Rows, Panels, false, Source>;
-    (skinny ? k.skinny_exact : k.exact)[Rows] = &leaf_kernel<Rows, Panels, true, Source>;
+#if !defined(SAMEBITS_SABOTAGE_REVERSED_LEAF)  // the sabotage build reverses leaf_kernel's walk only
+    if constexpr (StorageIndex >= static_cast<int>(samebits::gemm::PanelStorage::Codes8)) {
+      (skinny ? k.skinny_fast : k.fast)[Rows] = &codes_leaf_kernel<Rows, Panels, false, Source>;
+      (skinny ? k.skinny_exact : k.exact)[Rows] = &codes_leaf_kernel<Rows, Panels, true, Source>;
+    } else
+#endif
+    {
+      (skinny ? k.skinny_fast : k.fast)[Rows] = &leaf_kernel<Rows, Panels, false, Source>;
+      (skinny ? k.skinny_exact : k.exact)[Rows] = &leaf_kernel<Rows, Panels, true, Source>;
+    }
     fill_storages<Rows, Panels, StorageIndex + 1>(set, skinny);
   }
 }
