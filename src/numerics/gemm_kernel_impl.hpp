@@ -8,19 +8,20 @@
 // vectors.
 
 inline constexpr int kRowVecs = 32 / Isa::kLanes;
+using PanelSpan = samebits::gemm::detail::PanelSpan;
 
 // Float32 panels: [k][32], already flushed.
 struct SourceF32 {
   struct Cursor {
     const float* row;
   };
-  static Cursor seek(const unsigned char* panel, std::int64_t, std::int64_t q) {
+  static Cursor seek(const unsigned char* panel, const PanelSpan&, std::int64_t q) {
     return {reinterpret_cast<const float*>(panel) + q * 32};
   }
-  static void widen_row(const Cursor& c, typename Isa::V* out) {
+  static void widen_row(const Cursor& c, const PanelSpan&, typename Isa::V* out) {
     for (int v = 0; v < kRowVecs; ++v) out[v] = Isa::load(c.row + v * Isa::kLanes);
   }
-  static void advance(Cursor& c, std::int64_t) { c.row += 32; }
+  static void advance(Cursor& c, const PanelSpan&) { c.row += 32; }
 };
 
 // bfloat16 panels: [k][32] upper halves of flushed float32 values; widening appends 16 zero bits.
@@ -28,33 +29,56 @@ struct SourceBF16 {
   struct Cursor {
     const std::uint16_t* row;
   };
-  static Cursor seek(const unsigned char* panel, std::int64_t, std::int64_t q) {
+  static Cursor seek(const unsigned char* panel, const PanelSpan&, std::int64_t q) {
     return {reinterpret_cast<const std::uint16_t*>(panel) + q * 32};
   }
-  static void widen_row(const Cursor& c, typename Isa::V* out) { Isa::widen_bf16_row(c.row, out); }
-  static void advance(Cursor& c, std::int64_t) { c.row += 32; }
+  static void widen_row(const Cursor& c, const PanelSpan&, typename Isa::V* out) {
+    Isa::widen_bf16_row(c.row, out);
+  }
+  static void advance(Cursor& c, const PanelSpan&) { c.row += 32; }
 };
 
-// Integer codes with per-(depth block, column) float32 scales and, with kHasOffset, offsets: each block is
-// [32 scales][32 offsets][block_depth rows of codes]. A value is code * scale (+ offset): the product is
-// exact for every producer of these panels, so with an offset the value is one FMA, whose single rounding
-// is the reference's own rounding of the addition (docs/numerics.md §3.6).
+// Integer codes with per-(depth block, column) scales and, with kHasOffset, offsets: each block is
+// [32 scales][32 offsets][block_depth rows of codes], the scales and offsets float32, or fp16 where the
+// panels say every one of them is an fp16 value (PanelSpan::half_headers). A value is code * scale
+// (+ offset): the product is exact for every producer of these panels, so with an offset the value is one
+// FMA, whose single rounding is the reference's own rounding of the addition (docs/numerics.md §3.6).
 template <bool kNibbles, bool kHasOffset>
 struct SourceCodes {
   static constexpr bool kOffsets = kHasOffset;
-  static constexpr std::int64_t kHeaderBytes = (kHasOffset ? 2 : 1) * 32 * 4;
   static constexpr std::int64_t kRowBytes = kNibbles ? 16 : 32;
   // Nibble codes without an offset are stored with a bias of 8 (GGUF's Q4_0).
   static constexpr int kNibbleBias = kHasOffset ? 0 : 8;
+  static std::int64_t header_bytes(const PanelSpan& span) {
+    return (kHasOffset ? 2 : 1) * 32 * (span.half_headers ? 2 : 4);
+  }
+  static std::int64_t block_bytes(const PanelSpan& span) {
+    return header_bytes(span) + span.block_depth * kRowBytes;
+  }
+  // The block header at `head` as float32 lanes: scale[v] (and offset[v]) for columns v * kLanes onwards.
+  static void load_header(const unsigned char* head, bool halves, typename Isa::V* scale,
+                          typename Isa::V* offset) {
+    for (int v = 0; v < kRowVecs; ++v) {
+      if (halves) {
+        const auto* h = reinterpret_cast<const std::uint16_t*>(head);
+        scale[v] = Isa::load_halves(h + v * Isa::kLanes);
+        offset[v] = kHasOffset ? Isa::load_halves(h + 32 + v * Isa::kLanes) : Isa::zero();
+      } else {
+        const auto* f = reinterpret_cast<const float*>(head);
+        scale[v] = Isa::load(f + v * Isa::kLanes);
+        offset[v] = kHasOffset ? Isa::load(f + 32 + v * Isa::kLanes) : Isa::zero();
+      }
+    }
+  }
   struct Cursor {
     const unsigned char* codes;
-    const float* scale;
+    const unsigned char* head;
     std::int64_t rows_left;
   };
-  static Cursor seek(const unsigned char* panel, std::int64_t block_depth, std::int64_t q) {
-    const std::int64_t block = q / block_depth, row = q % block_depth;
-    const unsigned char* head = panel + block * (kHeaderBytes + block_depth * kRowBytes);
-    return {head + kHeaderBytes + row * kRowBytes, reinterpret_cast<const float*>(head), block_depth - row};
+  static Cursor seek(const unsigned char* panel, const PanelSpan& span, std::int64_t q) {
+    const std::int64_t block = q / span.block_depth, row = q % span.block_depth;
+    const unsigned char* head = panel + block * block_bytes(span);
+    return {head + header_bytes(span) + row * kRowBytes, head, span.block_depth - row};
   }
   // One row of codes as floats (the bias already taken off).
   static void widen_codes(const unsigned char* codes, typename Isa::V* out) {
@@ -70,18 +94,18 @@ struct SourceCodes {
     else
       return Isa::mul(code, scale);
   }
-  static void widen_row(const Cursor& c, typename Isa::V* out) {
+  static void widen_row(const Cursor& c, const PanelSpan& span, typename Isa::V* out) {
+    typename Isa::V scale[kRowVecs], offset[kRowVecs];
+    load_header(c.head, span.half_headers, scale, offset);
     widen_codes(c.codes, out);
-    for (int v = 0; v < kRowVecs; ++v)
-      out[v] = value(out[v], Isa::load(c.scale + v * Isa::kLanes),
-                     kHasOffset ? Isa::load(c.scale + 32 + v * Isa::kLanes) : Isa::zero());
+    for (int v = 0; v < kRowVecs; ++v) out[v] = value(out[v], scale[v], offset[v]);
   }
-  static void advance(Cursor& c, std::int64_t block_depth) {
+  static void advance(Cursor& c, const PanelSpan& span) {
     c.codes += kRowBytes;
     if (--c.rows_left == 0) {  // the next block's header follows this block's last row
-      c.scale = reinterpret_cast<const float*>(c.codes);
-      c.codes += kHeaderBytes;
-      c.rows_left = block_depth;
+      c.head = c.codes;
+      c.codes += header_bytes(span);
+      c.rows_left = span.block_depth;
     }
   }
 };
@@ -99,12 +123,12 @@ void leaf_kernel(const float* a, std::int64_t a_row, std::int64_t a_depth,
     for (int v = 0; v < Panels * kVecs; ++v) acc[r][v] = Isa::zero();
   typename Source::Cursor cursor[Panels];
   for (int c = 0; c < Panels; ++c)
-    cursor[c] = Source::seek(panels.first + c * panels.panel_bytes, panels.block_depth, p0);
+    cursor[c] = Source::seek(panels.first + c * panels.panel_bytes, panels, p0);
   for (std::int64_t step = 0; step < len; ++step) {
 #if defined(SAMEBITS_SABOTAGE_REVERSED_LEAF)
     const std::int64_t q = len - 1 - step;  // test-only sabotage: the suite must catch this
     for (int c = 0; c < Panels; ++c)
-      cursor[c] = Source::seek(panels.first + c * panels.panel_bytes, panels.block_depth, p0 + q);
+      cursor[c] = Source::seek(panels.first + c * panels.panel_bytes, panels, p0 + q);
 #else
     const std::int64_t q = step;
 #endif
@@ -116,7 +140,7 @@ void leaf_kernel(const float* a, std::int64_t a_row, std::int64_t a_depth,
     }
     for (int c = 0; c < Panels; ++c) {
       typename Isa::V b[kVecs];
-      Source::widen_row(cursor[c], b);
+      Source::widen_row(cursor[c], panels, b);
       for (int v = 0; v < kVecs; ++v)
         for (int r = 0; r < Rows; ++r) {
           acc[r][c * kVecs + v] = Isa::fma(a_lane[r], b[v], acc[r][c * kVecs + v]);
@@ -124,7 +148,7 @@ void leaf_kernel(const float* a, std::int64_t a_row, std::int64_t a_depth,
         }
     }
 #if !defined(SAMEBITS_SABOTAGE_REVERSED_LEAF)
-    for (int c = 0; c < Panels; ++c) Source::advance(cursor[c], panels.block_depth);
+    for (int c = 0; c < Panels; ++c) Source::advance(cursor[c], panels);
 #endif
   }
   constexpr std::int64_t kStride = samebits::gemm::detail::kLeafStride;
@@ -146,19 +170,16 @@ void codes_leaf_kernel(const float* a, std::int64_t a_row, std::int64_t a_depth,
   for (int r = 0; r < Rows; ++r)
     for (int v = 0; v < Panels * kVecs; ++v) acc[r][v] = Isa::zero();
   const std::int64_t block_depth = panels.block_depth;
-  const std::int64_t block_bytes = Source::kHeaderBytes + block_depth * Source::kRowBytes;
+  const std::int64_t block_bytes = Source::block_bytes(panels);
   for (std::int64_t q = 0; q < len;) {
     const std::int64_t block = (p0 + q) / block_depth, row = (p0 + q) % block_depth;
     const std::int64_t run = block_depth - row < len - q ? block_depth - row : len - q;
     const unsigned char* head = panels.first + block * block_bytes;
     V scale[Panels * kVecs], offset[Panels * kVecs];
     for (int c = 0; c < Panels; ++c)
-      for (int v = 0; v < kVecs; ++v) {
-        const float* header = reinterpret_cast<const float*>(head + c * panels.panel_bytes);
-        scale[c * kVecs + v] = Isa::load(header + v * Isa::kLanes);
-        offset[c * kVecs + v] = Source::kOffsets ? Isa::load(header + 32 + v * Isa::kLanes) : Isa::zero();
-      }
-    const unsigned char* codes = head + Source::kHeaderBytes + row * Source::kRowBytes;
+      Source::load_header(head + c * panels.panel_bytes, panels.half_headers, scale + c * kVecs,
+                          offset + c * kVecs);
+    const unsigned char* codes = head + Source::header_bytes(panels) + row * Source::kRowBytes;
     const float* a_step = a + q * a_depth;
     for (std::int64_t i = 0; i < run; ++i, codes += Source::kRowBytes, a_step += a_depth) {
       V a_lane[Rows];
@@ -189,13 +210,13 @@ void codes_leaf_kernel(const float* a, std::int64_t a_row, std::int64_t a_depth,
 
 // A panel's rows widened exactly as leaf_kernel widens them, stored as float32.
 template <class Source>
-void widen_panel(const unsigned char* panel, std::int64_t block_depth, std::int64_t depth, float* out) {
-  typename Source::Cursor cursor = Source::seek(panel, block_depth, 0);
+void widen_panel(const PanelSpan& panel, std::int64_t depth, float* out) {
+  typename Source::Cursor cursor = Source::seek(panel.first, panel, 0);
   for (std::int64_t q = 0; q < depth; ++q) {
     typename Isa::V b[kRowVecs];
-    Source::widen_row(cursor, b);
+    Source::widen_row(cursor, panel, b);
     for (int v = 0; v < kRowVecs; ++v) Isa::store(out + q * 32 + v * Isa::kLanes, b[v]);
-    Source::advance(cursor, block_depth);
+    Source::advance(cursor, panel);
   }
 }
 

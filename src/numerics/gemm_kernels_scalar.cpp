@@ -1,6 +1,7 @@
 // GEMM leaf kernels for the scalar target: the same tile template with one-lane "vectors".
 // Used where no FMA-capable SIMD target is available (or when forced); every flush is applied.
 #include <cstdint>
+#include <samebits/lowbit.hpp>
 
 #include "numerics/fp.hpp"
 #include "numerics/gemm_kernels.hpp"
@@ -25,6 +26,7 @@ struct Isa {
   static void widen_i8_row(const std::int8_t* p, V* out) {
     for (int c = 0; c < 32; ++c) out[c] = static_cast<float>(p[c]);
   }
+  static V load_halves(const std::uint16_t* p) { return lowbit::f32_from_f16(*p); }
   static void widen_nibble_row(const unsigned char* p, int bias, V* out) {
     for (int c = 0; c < 16; ++c) {
       out[c] = static_cast<float>((p[c] & 15) - bias);

@@ -95,6 +95,10 @@ struct Isa {
       out[v] = _mm256_cvtepi32_ps(
           _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * v))));
   }
+  // kLanes fp16 values as float32, exactly (F16C, which the avx2 target requires).
+  static V load_halves(const std::uint16_t* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
   // Each zero-extended half row serves two output vectors: its low nibbles and its high ones.
   static void widen_nibble_row(const unsigned char* p, int bias, V* out) {
     const __m256i low_mask = _mm256_set1_epi32(15), biases = _mm256_set1_epi32(bias);

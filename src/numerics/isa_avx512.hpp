@@ -98,6 +98,10 @@ struct Isa {
       out[v] = cvt_f(
           _mm512_maskz_cvtepi8_epi32(kAll, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * v))));
   }
+  // kLanes fp16 values (finite) as float32, exactly.
+  static V load_halves(const std::uint16_t* p) {
+    return _mm512_maskz_cvtph_ps(kAll, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
   // One zero extension serves both halves, and vpermps, which reads only the low four bits of each index
   // lane, looks a nibble's float up in a 16-entry table: no mask, no subtraction, no conversion.
   static void widen_nibble_row(const unsigned char* p, int bias, V* out) {
