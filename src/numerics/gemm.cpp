@@ -116,6 +116,10 @@ bool sabotage_build() {
 
 namespace {
 
+// Where column c of a bfloat16 panel row sits: columns c and c + 16 share one 32-bit word, c in its low
+// half, so that a shift and a mask widen 16 columns each (docs/numerics.md §3.6).
+std::int64_t bf16_slot(std::int64_t c) { return c < 16 ? 2 * c : 2 * (c - 16) + 1; }
+
 bool has_offsets(PanelStorage storage) {
   return storage == PanelStorage::Codes8Min || storage == PanelStorage::Codes4Min;
 }
@@ -227,7 +231,7 @@ float PackedRhs::at(std::int64_t p, std::int64_t j) const {
       return load_float(panel_data + (p * kPanelWidth + c) * 4);
     case PanelStorage::BF16: {
       std::uint16_t half;
-      std::memcpy(&half, panel_data + (p * kPanelWidth + c) * 2, sizeof half);
+      std::memcpy(&half, panel_data + (p * kPanelWidth + bf16_slot(c)) * 2, sizeof half);
       return fp::from_bits(static_cast<std::uint32_t>(half) << 16);
     }
     default: {
@@ -294,7 +298,7 @@ std::optional<PackedRhs> PackedRhs::from_transposed_as(const float* W, std::int6
     PackedRhs packed(n, k, storage, 0, placement);
     auto* halves = reinterpret_cast<std::uint16_t*>(packed.data_.data());
     for (std::int64_t j = 0; j < n; ++j) {
-      std::uint16_t* column = halves + (j / kPanelWidth) * k * kPanelWidth + j % kPanelWidth;
+      std::uint16_t* column = halves + (j / kPanelWidth) * k * kPanelWidth + bf16_slot(j % kPanelWidth);
       const float* row = W + j * k;
       for (std::int64_t p = 0; p < k; ++p) {
         const std::uint32_t flushed = fp::bits(fp::F(row[p]));

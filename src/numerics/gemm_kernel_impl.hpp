@@ -24,7 +24,8 @@ struct SourceF32 {
   static void advance(Cursor& c, const PanelSpan&) { c.row += 32; }
 };
 
-// bfloat16 panels: [k][32] upper halves of flushed float32 values; widening appends 16 zero bits.
+// bfloat16 panels: [k][32] upper halves of flushed float32 values, columns c and c + 16 in one 32-bit word
+// (c in the low half); widening appends 16 zero bits.
 struct SourceBF16 {
   struct Cursor {
     const std::uint16_t* row;

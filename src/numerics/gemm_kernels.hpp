@@ -10,7 +10,7 @@ namespace samebits::gemm {
 // same for all of them.
 enum class PanelStorage : std::uint8_t {
   F32,   // [k][32] float32, flushed
-  BF16,  // [k][32] bfloat16 bits of the flushed values: value = bits << 16
+  BF16,  // [k][32] bfloat16 bits of the flushed values (columns c, c + 16 share a word): value = bits << 16
   // The code formats' scales and offsets are float32, or fp16 when every one of them is an fp16 value.
   Codes8,     // per depth block: 32 scales, then [depth][32] int8 codes: value = code * scale
   Codes8Min,  // per depth block: 32 scales, 32 offsets, [depth][32] int8: value = code * scale + offset

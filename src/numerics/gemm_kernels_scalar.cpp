@@ -21,7 +21,10 @@ struct Isa {
   static V mul(V a, V b) { return a * b; }
   // The row widenings of docs/numerics.md §3.6, one column per "vector".
   static void widen_bf16_row(const std::uint16_t* p, V* out) {
-    for (int c = 0; c < 32; ++c) out[c] = fp::from_bits(static_cast<std::uint32_t>(p[c]) << 16);
+    for (int c = 0; c < 16; ++c) {  // columns c and c + 16 share a 32-bit word, c in its low half
+      out[c] = fp::from_bits(static_cast<std::uint32_t>(p[2 * c]) << 16);
+      out[c + 16] = fp::from_bits(static_cast<std::uint32_t>(p[2 * c + 1]) << 16);
+    }
   }
   static void widen_i8_row(const std::int8_t* p, V* out) {
     for (int c = 0; c < 32; ++c) out[c] = static_cast<float>(p[c]);

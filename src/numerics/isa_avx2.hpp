@@ -83,11 +83,14 @@ struct Isa {
   // The GEMM's row widenings (docs/numerics.md §3.6), each exact, one panel row of 32 columns into out[0..4):
   // bfloat16 patterns as the float32 values they are the upper halves of; int8 codes as floats; 4-bit codes
   // (column c in the low nibble of byte c, column c + 16 in the high one) minus `bias`, as floats.
+  // A bfloat16 row holds columns c and c + 16 in one 32-bit word (c in the low half): each 8-word load
+  // gives 8 columns by a shift and the 8 columns 16 further on by a mask.
   static void widen_bf16_row(const std::uint16_t* p, V* out) {
-    for (int v = 0; v < 4; ++v) {
-      const __m256i wide =
-          _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8 * v)));
-      out[v] = _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+    const __m256i high_halves = _mm256_set1_epi32(static_cast<int>(0xFFFF0000u));
+    for (int half = 0; half < 2; ++half) {
+      const __m256i words = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16 * half));
+      out[half] = _mm256_castsi256_ps(_mm256_slli_epi32(words, 16));
+      out[2 + half] = _mm256_castsi256_ps(_mm256_and_si256(words, high_halves));
     }
   }
   static void widen_i8_row(const std::int8_t* p, V* out) {

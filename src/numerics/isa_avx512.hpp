@@ -87,11 +87,12 @@ struct Isa {
   // The GEMM's row widenings (docs/numerics.md §3.6), each exact, one panel row of 32 columns into out[0..2):
   // bfloat16 patterns as the float32 values they are the upper halves of; int8 codes as floats; 4-bit codes
   // (column c in the low nibble of byte c, column c + 16 in the high one) minus `bias`, as floats.
+  // A bfloat16 row holds columns c and c + 16 in one 32-bit word (c in the low half): one load, then a
+  // shift for columns 0..15 and a mask for 16..31.
   static void widen_bf16_row(const std::uint16_t* p, V* out) {
-    for (int v = 0; v < 2; ++v) {
-      const __m256i halves = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16 * v));
-      out[v] = cast_f(slli<16>(_mm512_maskz_cvtepu16_epi32(kAll, halves)));
-    }
+    const I words = _mm512_loadu_si512(p);
+    out[0] = cast_f(slli<16>(words));
+    out[1] = cast_f(and_i(words, set1i(static_cast<std::int32_t>(0xFFFF0000u))));
   }
   static void widen_i8_row(const std::int8_t* p, V* out) {
     for (int v = 0; v < 2; ++v)
