@@ -37,9 +37,8 @@ struct PanelGroup {
 };
 
 void run_leaves(const Problem& pb, const detail::LeafKernel* table, std::int64_t row0, int rows,
-                const PanelGroup& group, float* partials) {
+                const PanelGroup& group, const detail::PanelSpan& panels, float* partials) {
   const std::int64_t k = pb.rhs->k();
-  const detail::PanelSpan panels{pb.rhs->panel(group.first), pb.rhs->panel_bytes(), pb.rhs->block_depth()};
   const std::int64_t leaf_stride = group.count * detail::kLeafStride;
   for (std::int64_t t = 0; t < pb.leaves; ++t) {
     const std::int64_t p0 = t * pb.leaf;
@@ -50,13 +49,31 @@ void run_leaves(const Problem& pb, const detail::LeafKernel* table, std::int64_t
 }
 
 // One task: a group of column panels times a range of row tiles.
-void run_task(const Problem& pb, const PanelGroup& group, int tile_rows, std::int64_t tile_begin,
+void run_task(const Problem& pb, const PanelGroup& task_group, int tile_rows, std::int64_t tile_begin,
               std::int64_t tile_end) {
   const std::int64_t n = pb.rhs->n();
-  const std::int64_t leaf_stride = group.count * detail::kLeafStride;
+  const std::int64_t leaf_stride = task_group.count * detail::kLeafStride;
   thread_local AlignedBuffer<float> partials;
   const std::size_t need = static_cast<std::size_t>(pb.leaves * leaf_stride);
   if (partials.size() < need) partials.resize_uninitialized(need);
+
+  // A narrow panel read by several row tiles is widened once, to the very float32 values its own kernels
+  // would form, and the tiles run the float32 kernels on that copy: the widening is paid once per panel
+  // instead of once per tile, and every cell's chain is unchanged (docs/numerics.md §3.6).
+  PanelGroup group = task_group;
+  detail::PanelSpan panels{pb.rhs->panel(group.first), pb.rhs->panel_bytes(), pb.rhs->block_depth(),
+                           pb.rhs->half_headers()};
+  thread_local AlignedBuffer<float> widened;
+  if (pb.rhs->storage() != PanelStorage::F32 && group.count == 1 && tile_end - tile_begin >= 2) {
+    const std::int64_t k = pb.rhs->k();
+    if (widened.size() < static_cast<std::size_t>(k * kPanelWidth))
+      widened.resize_uninitialized(static_cast<std::size_t>(k * kPanelWidth));
+    pb.kernels->storage[static_cast<int>(pb.rhs->storage())].widen(panels, k, widened.data());
+    const detail::LeafKernels& f32 = pb.kernels->storage[static_cast<int>(PanelStorage::F32)];
+    group.fast = f32.fast;
+    group.exact = f32.exact;
+    panels = {reinterpret_cast<const unsigned char*>(widened.data()), k * kPanelWidth * 4, 0, false};
+  }
 
   mxcsr_flags::FlagScope mxcsr;
   // Neighbouring tiles read the same panel and rows of the same kind of data, so a tile that needed the
@@ -69,12 +86,12 @@ void run_task(const Problem& pb, const PanelGroup& group, int tile_rows, std::in
     const int rows = static_cast<int>(std::min<std::int64_t>(tile_rows, pb.m - row0));
     mxcsr.clear();
     if (flushing_predicted && group.fast[rows] != group.exact[rows]) {
-      run_leaves(pb, group.exact, row0, rows, group, partials.data());
+      run_leaves(pb, group.exact, row0, rows, group, panels, partials.data());
       flushing_predicted = mxcsr_flags::FlagScope::subnormal_seen();
     } else {
-      run_leaves(pb, group.fast, row0, rows, group, partials.data());
+      run_leaves(pb, group.fast, row0, rows, group, panels, partials.data());
       if (group.fast[rows] != group.exact[rows] && mxcsr_flags::FlagScope::subnormal_seen()) {
-        run_leaves(pb, group.exact, row0, rows, group, partials.data());
+        run_leaves(pb, group.exact, row0, rows, group, panels, partials.data());
         flushing_predicted = true;
       }
     }
@@ -99,11 +116,12 @@ bool sabotage_build() {
 
 namespace {
 
-// Bytes of one depth block's per-column header (scales, and offsets where the storage has them) and of one
-// depth row of codes.
-std::int64_t header_bytes(PanelStorage storage) {
-  return storage == PanelStorage::Codes8Min || storage == PanelStorage::Codes4Min ? 2 * kPanelWidth * 4
-                                                                                  : kPanelWidth * 4;
+// Where column c of a bfloat16 panel row sits: columns c and c + 16 share one 32-bit word, c in its low
+// half, so that a shift and a mask widen 16 columns each (docs/numerics.md §3.6).
+std::int64_t bf16_slot(std::int64_t c) { return c < 16 ? 2 * c : 2 * (c - 16) + 1; }
+
+bool has_offsets(PanelStorage storage) {
+  return storage == PanelStorage::Codes8Min || storage == PanelStorage::Codes4Min;
 }
 bool nibble_codes(PanelStorage storage) {
   return storage == PanelStorage::Codes4 || storage == PanelStorage::Codes4Min;
@@ -118,12 +136,38 @@ float load_float(const unsigned char* at) {
   return value;
 }
 void store_float(unsigned char* at, float value) { std::memcpy(at, &value, sizeof value); }
+std::uint16_t load_half(const unsigned char* at) {
+  std::uint16_t bits;
+  std::memcpy(&bits, at, sizeof bits);
+  return bits;
+}
 
 }  // namespace
 
+std::optional<std::uint16_t> exact_half(float value) {
+  const std::uint32_t sign = fp::bits(value) >> 16 & 0x8000u;
+  const float magnitude = fp::from_bits(fp::bits(value) & 0x7FFFFFFFu);
+  std::uint32_t bits = 0;
+  if (!(magnitude <= 65504.0f)) return std::nullopt;  // past the largest half, or NaN
+  if (magnitude >= 0x1p-14f) {                        // a normal half: 10 mantissa bits, exponent rebased
+    bits = ((fp::bits(magnitude) >> 23) - 112) << 10 | (fp::bits(magnitude) >> 13 & 0x3FFu);
+  } else {                                    // a subnormal half (or zero): a whole number of 2^-24 steps
+    const float steps = magnitude * 0x1p24f;  // exact: a power-of-two scaling of a value below 2^-14
+    bits = static_cast<std::uint32_t>(steps);
+  }
+  const auto half = static_cast<std::uint16_t>(sign | bits);
+  // Kept only if it gives the value back bit for bit (this rejects any dropped mantissa bit).
+  if (fp::bits(lowbit::f32_from_f16(half)) != fp::bits(value)) return std::nullopt;
+  return half;
+}
+
+std::int64_t PackedRhs::header_bytes() const {
+  return (has_offsets(storage_) ? 2 : 1) * kPanelWidth * (half_headers_ ? 2 : 4);
+}
+
 PackedRhs::PackedRhs(std::int64_t n, std::int64_t k, PanelStorage storage, std::int64_t block_depth,
-                     Placement placement)
-    : n_(n), k_(k), storage_(storage), block_depth_(block_depth) {
+                     Placement placement, bool half_headers)
+    : n_(n), k_(k), storage_(storage), block_depth_(block_depth), half_headers_(half_headers) {
   switch (storage) {
     case PanelStorage::F32:
       panel_bytes_ = k * kPanelWidth * 4;
@@ -132,7 +176,7 @@ PackedRhs::PackedRhs(std::int64_t n, std::int64_t k, PanelStorage storage, std::
       panel_bytes_ = k * kPanelWidth * 2;
       break;
     default:  // whole blocks of block_depth rows, each led by its header
-      panel_bytes_ = k / block_depth * (header_bytes(storage) + block_depth * code_row_bytes(storage));
+      panel_bytes_ = k / block_depth * (header_bytes() + block_depth * code_row_bytes(storage));
       break;
   }
   data_.assign_zero(static_cast<std::size_t>(panel_count() * panel_bytes_), placement);
@@ -140,16 +184,16 @@ PackedRhs::PackedRhs(std::int64_t n, std::int64_t k, PanelStorage storage, std::
 
 unsigned char* PackedRhs::block_at(std::int64_t panel, std::int64_t block) {
   return data_.data() + panel * panel_bytes_ +
-         block * (header_bytes(storage_) + block_depth_ * code_row_bytes(storage_));
+         block * (header_bytes() + block_depth_ * code_row_bytes(storage_));
 }
 
 const unsigned char* PackedRhs::block_at(std::int64_t panel, std::int64_t block) const {
   return data_.data() + panel * panel_bytes_ +
-         block * (header_bytes(storage_) + block_depth_ * code_row_bytes(storage_));
+         block * (header_bytes() + block_depth_ * code_row_bytes(storage_));
 }
 
 void PackedRhs::set_code(std::int64_t p, std::int64_t j, int code) {
-  unsigned char* row = block_at(j / kPanelWidth, p / block_depth_) + header_bytes(storage_) +
+  unsigned char* row = block_at(j / kPanelWidth, p / block_depth_) + header_bytes() +
                        (p % block_depth_) * code_row_bytes(storage_);
   const std::int64_t c = j % kPanelWidth;
   if (!nibble_codes(storage_)) {
@@ -164,9 +208,19 @@ void PackedRhs::set_code(std::int64_t p, std::int64_t j, int code) {
 
 void PackedRhs::set_scale(std::int64_t p, std::int64_t j, float scale, float offset) {
   unsigned char* head = block_at(j / kPanelWidth, p / block_depth_);
-  store_float(head + (j % kPanelWidth) * 4, scale);
-  if (header_bytes(storage_) > kPanelWidth * 4)
-    store_float(head + (kPanelWidth + j % kPanelWidth) * 4, offset);
+  const std::int64_t c = j % kPanelWidth;
+  if (half_headers_) {  // the caller checked that both are fp16 values
+    const std::uint16_t halves[2] = {*exact_half(scale), *exact_half(offset)};
+    std::memcpy(head + c * 2, &halves[0], 2);
+    if (has_offsets(storage_)) std::memcpy(head + (kPanelWidth + c) * 2, &halves[1], 2);
+    return;
+  }
+  store_float(head + c * 4, scale);
+  if (has_offsets(storage_)) store_float(head + (kPanelWidth + c) * 4, offset);
+}
+
+float PackedRhs::header_value(const unsigned char* head, std::int64_t index) const {
+  return half_headers_ ? lowbit::f32_from_f16(load_half(head + index * 2)) : load_float(head + index * 4);
 }
 
 float PackedRhs::at(std::int64_t p, std::int64_t j) const {
@@ -177,22 +231,20 @@ float PackedRhs::at(std::int64_t p, std::int64_t j) const {
       return load_float(panel_data + (p * kPanelWidth + c) * 4);
     case PanelStorage::BF16: {
       std::uint16_t half;
-      std::memcpy(&half, panel_data + (p * kPanelWidth + c) * 2, sizeof half);
+      std::memcpy(&half, panel_data + (p * kPanelWidth + bf16_slot(c)) * 2, sizeof half);
       return fp::from_bits(static_cast<std::uint32_t>(half) << 16);
     }
     default: {
       // The kernels' widening, one lane: code * scale, then + offset where the storage has one.
       const unsigned char* head = block_at(j / kPanelWidth, p / block_depth_);
-      const unsigned char* row =
-          head + header_bytes(storage_) + (p % block_depth_) * code_row_bytes(storage_);
+      const unsigned char* row = head + header_bytes() + (p % block_depth_) * code_row_bytes(storage_);
       int code = 0;
       if (!nibble_codes(storage_))
         code = static_cast<std::int8_t>(row[c]);
       else
         code = (c < 16 ? row[c % 16] & 0xF : row[c % 16] >> 4) - (storage_ == PanelStorage::Codes4 ? 8 : 0);
-      const float value = fp::MUL(static_cast<float>(code), load_float(head + c * 4));
-      return header_bytes(storage_) > kPanelWidth * 4 ? value + load_float(head + (kPanelWidth + c) * 4)
-                                                      : value;
+      const float value = fp::MUL(static_cast<float>(code), header_value(head, c));
+      return has_offsets(storage_) ? value + header_value(head, kPanelWidth + c) : value;
     }
   }
 }
@@ -246,7 +298,7 @@ std::optional<PackedRhs> PackedRhs::from_transposed_as(const float* W, std::int6
     PackedRhs packed(n, k, storage, 0, placement);
     auto* halves = reinterpret_cast<std::uint16_t*>(packed.data_.data());
     for (std::int64_t j = 0; j < n; ++j) {
-      std::uint16_t* column = halves + (j / kPanelWidth) * k * kPanelWidth + j % kPanelWidth;
+      std::uint16_t* column = halves + (j / kPanelWidth) * k * kPanelWidth + bf16_slot(j % kPanelWidth);
       const float* row = W + j * k;
       for (std::int64_t p = 0; p < k; ++p) {
         const std::uint32_t flushed = fp::bits(fp::F(row[p]));
@@ -300,6 +352,7 @@ PackedRhs PackedRhs::clone() const {
   copy.k_ = k_;
   copy.storage_ = storage_;
   copy.block_depth_ = block_depth_;
+  copy.half_headers_ = half_headers_;
   copy.panel_bytes_ = panel_bytes_;
   copy.data_ = data_.clone();
   copy.flushed_ = flushed_;
@@ -405,9 +458,11 @@ void gemm_packed(LhsView A, std::int64_t m, const PackedRhs& rhs, float* C) {
 
   const std::int64_t tile_rows = ks.tile_rows;
   const std::int64_t tiles = (m + tile_rows - 1) / tile_rows;
-  // Up to ~64 rows per task keeps a task's A rows and its panel in L2 while leaving enough tasks.
+  // Up to ~64 rows per task keeps a task's A rows and its panel in L2 while leaving enough tasks; a narrow
+  // panel, which a task widens once for all its tiles, takes twice as many to halve that widening's share.
+  const std::int64_t rows_per_task = rhs.storage() == PanelStorage::F32 ? 64 : 128;
   const std::int64_t tiles_per_task =
-      std::max<std::int64_t>(1, std::min<std::int64_t>(tiles, 64 / tile_rows));
+      std::max<std::int64_t>(1, std::min<std::int64_t>(tiles, rows_per_task / tile_rows));
   const std::int64_t groups = (tiles + tiles_per_task - 1) / tiles_per_task;
   parallel_for(panels * groups, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t task = begin; task < end; ++task) {

@@ -37,6 +37,9 @@ void gemm_reference(Orientation orientation, const float* A, const float* B, flo
 // Columns per packed panel; the fast kernels of every target tile by this width.
 inline constexpr std::int64_t kPanelWidth = 32;
 
+// The fp16 bits of `value` when it is exactly an fp16 value (either zero), nothing otherwise.
+std::optional<std::uint16_t> exact_half(float value);
+
 // Rows of one GGUF tensor for PackedRhs::from_ggml: `rows` rows of k elements of ggml type `type`, stored
 // back to back at `bytes` as in the file. Output row r takes stored row row_order[r] (all rows in order
 // when empty): llama's permuted Q/K rows can be put back in their original order while packing.
@@ -91,6 +94,9 @@ class PackedRhs {
   const unsigned char* panel(std::int64_t index) const { return data_.data() + index * panel_bytes_; }
   std::int64_t panel_bytes() const { return panel_bytes_; }
   std::int64_t block_depth() const { return block_depth_; }
+  // Block formats: the blocks' scales and offsets are fp16 (every one is an fp16 value, as in GGUF's
+  // Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0), so the panels hold as many bytes per weight as the file.
+  bool half_headers() const { return half_headers_; }
   // B_eff[p, j] as the kernels see it (widened, already flushed).
   float at(std::int64_t p, std::int64_t j) const;
 
@@ -109,7 +115,11 @@ class PackedRhs {
  private:
   // n x k of zero panels in `storage` (block formats: blocks of block_depth rows) in `placement`.
   PackedRhs(std::int64_t n, std::int64_t k, PanelStorage storage, std::int64_t block_depth,
-            Placement placement);
+            Placement placement, bool half_headers = false);
+  // Bytes of one block's header: per-column scales (and offsets), float32 or fp16.
+  std::int64_t header_bytes() const;
+  // Entry `index` of a block header (scales first, then offsets) as float32.
+  float header_value(const unsigned char* head, std::int64_t index) const;
   void remember_flushed(std::int64_t p, std::int64_t j, float original);
   void restore_flushed(std::int64_t first, std::int64_t count, float* W_out) const;
   // The bytes of block `block` of panel `panel` (block formats): scales, offsets, then the codes.
@@ -125,6 +135,7 @@ class PackedRhs {
   std::int64_t k_ = 0;
   PanelStorage storage_ = PanelStorage::F32;
   std::int64_t block_depth_ = 0;
+  bool half_headers_ = false;
   std::int64_t panel_bytes_ = 0;
   AlignedBuffer<unsigned char> data_;
   // One word per value F changed, sorted: (j * k + p) << 23 | the 23 mantissa bits (the sign survives

@@ -1,70 +1,112 @@
 // Leaf kernel template shared by the scalar, AVX2 and AVX-512 translation units. Include it inside a
 // TU-unique namespace after defining `struct Isa` (vector type, lane count, load/store/fma/flush and the
-// widening loads load_bf16 / load_i8 / load_nibbles).
+// row widenings widen_bf16_row / widen_i8_row / widen_nibble_row).
 // Each output cell is its own serial FMA chain in ascending depth: SIMD runs across columns only. The
 // right operand's values come from a panel source, which widens the stored form (float32, bfloat16, int8 or
-// 4-bit codes with per-block scales) to exact float32 lanes in registers (docs/numerics.md §3.6).
+// 4-bit codes with per-block scales) to exact float32 lanes in registers (docs/numerics.md §3.6), one
+// panel row (32 columns, kRowVecs vectors) at a time, so the shuffles that unpack a row are shared by its
+// vectors.
+
+inline constexpr int kRowVecs = 32 / Isa::kLanes;
+using PanelSpan = samebits::gemm::detail::PanelSpan;
 
 // Float32 panels: [k][32], already flushed.
 struct SourceF32 {
   struct Cursor {
     const float* row;
   };
-  static Cursor seek(const unsigned char* panel, std::int64_t, std::int64_t q) {
+  static Cursor seek(const unsigned char* panel, const PanelSpan&, std::int64_t q) {
     return {reinterpret_cast<const float*>(panel) + q * 32};
   }
-  static typename Isa::V widen(const Cursor& c, int lane0) { return Isa::load(c.row + lane0); }
-  static void advance(Cursor& c, std::int64_t) { c.row += 32; }
+  static void widen_row(const Cursor& c, const PanelSpan&, typename Isa::V* out) {
+    for (int v = 0; v < kRowVecs; ++v) out[v] = Isa::load(c.row + v * Isa::kLanes);
+  }
+  static void advance(Cursor& c, const PanelSpan&) { c.row += 32; }
 };
 
-// bfloat16 panels: [k][32] upper halves of flushed float32 values; widening appends 16 zero bits.
+// bfloat16 panels: [k][32] upper halves of flushed float32 values, columns c and c + 16 in one 32-bit word
+// (c in the low half); widening appends 16 zero bits.
 struct SourceBF16 {
   struct Cursor {
     const std::uint16_t* row;
   };
-  static Cursor seek(const unsigned char* panel, std::int64_t, std::int64_t q) {
+  static Cursor seek(const unsigned char* panel, const PanelSpan&, std::int64_t q) {
     return {reinterpret_cast<const std::uint16_t*>(panel) + q * 32};
   }
-  static typename Isa::V widen(const Cursor& c, int lane0) { return Isa::load_bf16(c.row + lane0); }
-  static void advance(Cursor& c, std::int64_t) { c.row += 32; }
+  static void widen_row(const Cursor& c, const PanelSpan&, typename Isa::V* out) {
+    Isa::widen_bf16_row(c.row, out);
+  }
+  static void advance(Cursor& c, const PanelSpan&) { c.row += 32; }
 };
 
-// Integer codes with per-(depth block, column) float32 scales and, with kHasOffset, offsets: each block is
-// [32 scales][32 offsets][block_depth rows of codes]. A value is code * scale (+ offset): the product is
-// exact for every producer of these panels, and the one rounding of the offset's addition is the
-// reference's own (docs/numerics.md §3.6).
+// Integer codes with per-(depth block, column) scales and, with kHasOffset, offsets: each block is
+// [32 scales][32 offsets][block_depth rows of codes], the scales and offsets float32, or fp16 where the
+// panels say every one of them is an fp16 value (PanelSpan::half_headers). A value is code * scale
+// (+ offset): the product is exact for every producer of these panels, so with an offset the value is one
+// FMA, whose single rounding is the reference's own rounding of the addition (docs/numerics.md §3.6).
 template <bool kNibbles, bool kHasOffset>
 struct SourceCodes {
-  static constexpr std::int64_t kHeaderBytes = (kHasOffset ? 2 : 1) * 32 * 4;
+  static constexpr bool kOffsets = kHasOffset;
   static constexpr std::int64_t kRowBytes = kNibbles ? 16 : 32;
   // Nibble codes without an offset are stored with a bias of 8 (GGUF's Q4_0).
   static constexpr int kNibbleBias = kHasOffset ? 0 : 8;
+  static std::int64_t header_bytes(const PanelSpan& span) {
+    return (kHasOffset ? 2 : 1) * 32 * (span.half_headers ? 2 : 4);
+  }
+  static std::int64_t block_bytes(const PanelSpan& span) {
+    return header_bytes(span) + span.block_depth * kRowBytes;
+  }
+  // The block header at `head` as float32 lanes: scale[v] (and offset[v]) for columns v * kLanes onwards.
+  static void load_header(const unsigned char* head, bool halves, typename Isa::V* scale,
+                          typename Isa::V* offset) {
+    for (int v = 0; v < kRowVecs; ++v) {
+      if (halves) {
+        const auto* h = reinterpret_cast<const std::uint16_t*>(head);
+        scale[v] = Isa::load_halves(h + v * Isa::kLanes);
+        offset[v] = kHasOffset ? Isa::load_halves(h + 32 + v * Isa::kLanes) : Isa::zero();
+      } else {
+        const auto* f = reinterpret_cast<const float*>(head);
+        scale[v] = Isa::load(f + v * Isa::kLanes);
+        offset[v] = kHasOffset ? Isa::load(f + 32 + v * Isa::kLanes) : Isa::zero();
+      }
+    }
+  }
   struct Cursor {
     const unsigned char* codes;
-    const float* scale;
+    const unsigned char* head;
     std::int64_t rows_left;
   };
-  static Cursor seek(const unsigned char* panel, std::int64_t block_depth, std::int64_t q) {
-    const std::int64_t block = q / block_depth, row = q % block_depth;
-    const unsigned char* head = panel + block * (kHeaderBytes + block_depth * kRowBytes);
-    return {head + kHeaderBytes + row * kRowBytes, reinterpret_cast<const float*>(head), block_depth - row};
+  static Cursor seek(const unsigned char* panel, const PanelSpan& span, std::int64_t q) {
+    const std::int64_t block = q / span.block_depth, row = q % span.block_depth;
+    const unsigned char* head = panel + block * block_bytes(span);
+    return {head + header_bytes(span) + row * kRowBytes, head, span.block_depth - row};
   }
-  static typename Isa::V widen(const Cursor& c, int lane0) {
-    typename Isa::V code;
+  // One row of codes as floats (the bias already taken off).
+  static void widen_codes(const unsigned char* codes, typename Isa::V* out) {
     if constexpr (kNibbles)
-      code = Isa::load_nibbles(c.codes + lane0 % 16, lane0 >= 16, kNibbleBias);
+      Isa::widen_nibble_row(codes, kNibbleBias, out);
     else
-      code = Isa::load_i8(reinterpret_cast<const std::int8_t*>(c.codes) + lane0);
-    typename Isa::V value = Isa::mul(code, Isa::load(c.scale + lane0));
-    if constexpr (kHasOffset) value = Isa::add(value, Isa::load(c.scale + 32 + lane0));
-    return value;
+      Isa::widen_i8_row(reinterpret_cast<const std::int8_t*>(codes), out);
   }
-  static void advance(Cursor& c, std::int64_t block_depth) {
+  // A code's value: code * scale, or with an offset the one FMA code * scale + offset.
+  static typename Isa::V value(typename Isa::V code, typename Isa::V scale, typename Isa::V offset) {
+    if constexpr (kHasOffset)
+      return Isa::fma(code, scale, offset);
+    else
+      return Isa::mul(code, scale);
+  }
+  static void widen_row(const Cursor& c, const PanelSpan& span, typename Isa::V* out) {
+    typename Isa::V scale[kRowVecs], offset[kRowVecs];
+    load_header(c.head, span.half_headers, scale, offset);
+    widen_codes(c.codes, out);
+    for (int v = 0; v < kRowVecs; ++v) out[v] = value(out[v], scale[v], offset[v]);
+  }
+  static void advance(Cursor& c, const PanelSpan& span) {
     c.codes += kRowBytes;
     if (--c.rows_left == 0) {  // the next block's header follows this block's last row
-      c.scale = reinterpret_cast<const float*>(c.codes);
-      c.codes += kHeaderBytes;
-      c.rows_left = block_depth;
+      c.head = c.codes;
+      c.codes += header_bytes(span);
+      c.rows_left = span.block_depth;
     }
   }
 };
@@ -76,18 +118,18 @@ template <int Rows, int Panels, bool Exact, class Source>
 void leaf_kernel(const float* a, std::int64_t a_row, std::int64_t a_depth,
                  const samebits::gemm::detail::PanelSpan& panels, std::int64_t p0, std::int64_t len,
                  float* out) {
-  constexpr int kVecs = 32 / Isa::kLanes;
+  constexpr int kVecs = kRowVecs;
   typename Isa::V acc[Rows][Panels * kVecs];
   for (int r = 0; r < Rows; ++r)
     for (int v = 0; v < Panels * kVecs; ++v) acc[r][v] = Isa::zero();
   typename Source::Cursor cursor[Panels];
   for (int c = 0; c < Panels; ++c)
-    cursor[c] = Source::seek(panels.first + c * panels.panel_bytes, panels.block_depth, p0);
+    cursor[c] = Source::seek(panels.first + c * panels.panel_bytes, panels, p0);
   for (std::int64_t step = 0; step < len; ++step) {
 #if defined(SAMEBITS_SABOTAGE_REVERSED_LEAF)
     const std::int64_t q = len - 1 - step;  // test-only sabotage: the suite must catch this
     for (int c = 0; c < Panels; ++c)
-      cursor[c] = Source::seek(panels.first + c * panels.panel_bytes, panels.block_depth, p0 + q);
+      cursor[c] = Source::seek(panels.first + c * panels.panel_bytes, panels, p0 + q);
 #else
     const std::int64_t q = step;
 #endif
@@ -97,21 +139,86 @@ void leaf_kernel(const float* a, std::int64_t a_row, std::int64_t a_depth,
       if constexpr (Exact) value = samebits::fp::F(value);
       a_lane[r] = Isa::set1(value);
     }
-    for (int v = 0; v < Panels * kVecs; ++v) {
-      const typename Isa::V b = Source::widen(cursor[v / kVecs], (v % kVecs) * Isa::kLanes);
-      for (int r = 0; r < Rows; ++r) {
-        acc[r][v] = Isa::fma(a_lane[r], b, acc[r][v]);
-        if constexpr (Exact) acc[r][v] = Isa::flush(acc[r][v]);
-      }
+    for (int c = 0; c < Panels; ++c) {
+      typename Isa::V b[kVecs];
+      Source::widen_row(cursor[c], panels, b);
+      for (int v = 0; v < kVecs; ++v)
+        for (int r = 0; r < Rows; ++r) {
+          acc[r][c * kVecs + v] = Isa::fma(a_lane[r], b[v], acc[r][c * kVecs + v]);
+          if constexpr (Exact) acc[r][c * kVecs + v] = Isa::flush(acc[r][c * kVecs + v]);
+        }
     }
 #if !defined(SAMEBITS_SABOTAGE_REVERSED_LEAF)
-    for (int c = 0; c < Panels; ++c) Source::advance(cursor[c], panels.block_depth);
+    for (int c = 0; c < Panels; ++c) Source::advance(cursor[c], panels);
 #endif
   }
   constexpr std::int64_t kStride = samebits::gemm::detail::kLeafStride;
   for (int r = 0; r < Rows; ++r)
     for (int v = 0; v < Panels * kVecs; ++v)
       Isa::store(out + (v / kVecs) * kStride + r * 32 + (v % kVecs) * Isa::kLanes, Isa::flush(acc[r][v]));
+}
+
+// leaf_kernel for code panels, walked block by block: a block's scales and offsets are loaded once for all
+// of its rows, and the panels of a skinny tile step together through one row offset. Each cell's chain and
+// each value are leaf_kernel's own.
+template <int Rows, int Panels, bool Exact, class Source>
+void codes_leaf_kernel(const float* a, std::int64_t a_row, std::int64_t a_depth,
+                       const samebits::gemm::detail::PanelSpan& panels, std::int64_t p0, std::int64_t len,
+                       float* out) {
+  constexpr int kVecs = kRowVecs;
+  using V = typename Isa::V;
+  V acc[Rows][Panels * kVecs];
+  for (int r = 0; r < Rows; ++r)
+    for (int v = 0; v < Panels * kVecs; ++v) acc[r][v] = Isa::zero();
+  const std::int64_t block_depth = panels.block_depth;
+  const std::int64_t block_bytes = Source::block_bytes(panels);
+  for (std::int64_t q = 0; q < len;) {
+    const std::int64_t block = (p0 + q) / block_depth, row = (p0 + q) % block_depth;
+    const std::int64_t run = block_depth - row < len - q ? block_depth - row : len - q;
+    const unsigned char* head = panels.first + block * block_bytes;
+    V scale[Panels * kVecs], offset[Panels * kVecs];
+    for (int c = 0; c < Panels; ++c)
+      Source::load_header(head + c * panels.panel_bytes, panels.half_headers, scale + c * kVecs,
+                          offset + c * kVecs);
+    const unsigned char* codes = head + Source::header_bytes(panels) + row * Source::kRowBytes;
+    const float* a_step = a + q * a_depth;
+    for (std::int64_t i = 0; i < run; ++i, codes += Source::kRowBytes, a_step += a_depth) {
+      V a_lane[Rows];
+      for (int r = 0; r < Rows; ++r) {
+        float x = a_step[r * a_row];
+        if constexpr (Exact) x = samebits::fp::F(x);
+        a_lane[r] = Isa::set1(x);
+      }
+      for (int c = 0; c < Panels; ++c) {
+        V b[kVecs];
+        Source::widen_codes(codes + c * panels.panel_bytes, b);
+        for (int v = 0; v < kVecs; ++v) {
+          const V value = Source::value(b[v], scale[c * kVecs + v], offset[c * kVecs + v]);
+          for (int r = 0; r < Rows; ++r) {
+            acc[r][c * kVecs + v] = Isa::fma(a_lane[r], value, acc[r][c * kVecs + v]);
+            if constexpr (Exact) acc[r][c * kVecs + v] = Isa::flush(acc[r][c * kVecs + v]);
+          }
+        }
+      }
+    }
+    q += run;
+  }
+  constexpr std::int64_t kStride = samebits::gemm::detail::kLeafStride;
+  for (int r = 0; r < Rows; ++r)
+    for (int v = 0; v < Panels * kVecs; ++v)
+      Isa::store(out + (v / kVecs) * kStride + r * 32 + (v % kVecs) * Isa::kLanes, Isa::flush(acc[r][v]));
+}
+
+// A panel's rows widened exactly as leaf_kernel widens them, stored as float32.
+template <class Source>
+void widen_panel(const PanelSpan& panel, std::int64_t depth, float* out) {
+  typename Source::Cursor cursor = Source::seek(panel.first, panel, 0);
+  for (std::int64_t q = 0; q < depth; ++q) {
+    typename Isa::V b[kRowVecs];
+    Source::widen_row(cursor, panel, b);
+    for (int v = 0; v < kRowVecs; ++v) Isa::store(out + q * 32 + v * Isa::kLanes, b[v]);
+    Source::advance(cursor, panel);
+  }
 }
 
 // The fold runs level by level exactly as the twin's fold_partials, but on whole vectors of cells:
@@ -163,8 +270,17 @@ void fill_storages(samebits::gemm::detail::KernelSet& set, bool skinny) {
   if constexpr (StorageIndex < samebits::gemm::kPanelStorageCount) {
     using Source = decltype(source_of<StorageIndex>());
     samebits::gemm::detail::LeafKernels& k = set.storage[StorageIndex];
-    (skinny ? k.skinny_fast : k.fast)[Rows] = &leaf_kernel<Rows, Panels, false, Source>;
-    (skinny ? k.skinny_exact : k.exact)[Rows] = &leaf_kernel<Rows, Panels, true, Source>;
+    k.widen = &widen_panel<Source>;
+#if !defined(SAMEBITS_SABOTAGE_REVERSED_LEAF)  // the sabotage build reverses leaf_kernel's walk only
+    if constexpr (StorageIndex >= static_cast<int>(samebits::gemm::PanelStorage::Codes8)) {
+      (skinny ? k.skinny_fast : k.fast)[Rows] = &codes_leaf_kernel<Rows, Panels, false, Source>;
+      (skinny ? k.skinny_exact : k.exact)[Rows] = &codes_leaf_kernel<Rows, Panels, true, Source>;
+    } else
+#endif
+    {
+      (skinny ? k.skinny_fast : k.fast)[Rows] = &leaf_kernel<Rows, Panels, false, Source>;
+      (skinny ? k.skinny_exact : k.exact)[Rows] = &leaf_kernel<Rows, Panels, true, Source>;
+    }
     fill_storages<Rows, Panels, StorageIndex + 1>(set, skinny);
   }
 }

@@ -9,8 +9,9 @@ namespace samebits::gemm {
 // exactly defined float32 in registers, right before it enters the FMA chain; the chain itself is the
 // same for all of them.
 enum class PanelStorage : std::uint8_t {
-  F32,        // [k][32] float32, flushed
-  BF16,       // [k][32] bfloat16 bits of the flushed values: value = bits << 16
+  F32,   // [k][32] float32, flushed
+  BF16,  // [k][32] bfloat16 bits of the flushed values (columns c, c + 16 share a word): value = bits << 16
+  // The code formats' scales and offsets are float32, or fp16 when every one of them is an fp16 value.
   Codes8,     // per depth block: 32 scales, then [depth][32] int8 codes: value = code * scale
   Codes8Min,  // per depth block: 32 scales, 32 offsets, [depth][32] int8: value = code * scale + offset
   Codes4,     // per depth block: 32 scales, [depth][16] nibble pairs: value = (nibble - 8) * scale
@@ -33,6 +34,7 @@ struct PanelSpan {
   const unsigned char* first;
   std::int64_t panel_bytes;
   std::int64_t block_depth;
+  bool half_headers = false;  // block formats: scales and offsets stored as fp16 rather than float32
 };
 
 // One leaf of a register tile: for rows r < R (R fixed per function) and the 32 columns c of one panel,
@@ -57,8 +59,14 @@ using FoldTile = void (*)(float* partials, std::int64_t leaves, std::int64_t lea
                           std::int64_t ldc, int cols);
 inline constexpr int kMaxSkinnyPanels = 4;
 
+// Widens the first `depth` rows of one panel (at panel.first), as stored, to the float32 values its leaf
+// kernels would form ([depth][32] at out): a task with several row tiles widens its panel once and runs
+// them all on float32.
+using WidenPanel = void (*)(const PanelSpan& panel, std::int64_t depth, float* out);
+
 // Leaf kernels of one panel storage, indexed by the rows in the tile (1..tile_rows, or 1..skinny_rows).
 struct LeafKernels {
+  WidenPanel widen;
   LeafKernel fast[kMaxTileRows + 1];
   LeafKernel exact[kMaxTileRows + 1];
   LeafKernel skinny_fast[kMaxTileRows + 1];

@@ -35,6 +35,25 @@ numerics::GgmlTypeInfo checked_info(const GgmlPart& part, std::int64_t k) {
   return info;
 }
 
+// Whether every scale and offset the panels would hold is an fp16 value (GGUF's Q4_0, Q4_1, Q5_0, Q5_1 and
+// Q8_0 store them as fp16): the panels then keep them as fp16, as many bytes per weight as the file.
+bool all_scales_are_halves(const std::vector<GgmlPart>& parts, std::int64_t k, std::int64_t block_depth,
+                           std::vector<numerics::GgmlElement>& elements) {
+  for (const GgmlPart& part : parts) {
+    const numerics::GgmlTypeInfo info = numerics::ggml_type_info(part.type);
+    const bool has_offset = numerics::ggml_code_layout(part.type).has_offset;
+    const std::int64_t blocks = part.rows * (k / info.block_elements);
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      const unsigned char* block = part.bytes + b * info.block_bytes;
+      if (numerics::ggml_block_nonfinite(part.type, block)) return false;  // refused while packing
+      numerics::ggml_block_codes(part.type, block, elements.data());
+      for (std::uint32_t e = 0; e < info.block_elements; e += static_cast<std::uint32_t>(block_depth))
+        if (!exact_half(elements[e].scale) || (has_offset && !exact_half(elements[e].offset))) return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 PackedRhs PackedRhs::from_ggml(const std::string& name, std::uint32_t type, const unsigned char* bytes,
@@ -96,8 +115,9 @@ PackedRhs PackedRhs::from_ggml(const std::vector<GgmlPart>& parts, std::int64_t 
         return std::move(*packed);
     return *from_transposed_as(values.data(), n, k, PanelStorage::F32, placement);
   }
-  PackedRhs packed(n, k, storage, block_depth, placement);
   std::vector<numerics::GgmlElement> elements(256);
+  PackedRhs packed(n, k, storage, block_depth, placement,
+                   all_scales_are_halves(parts, k, block_depth, elements));
   std::int64_t row0 = 0;
   for (const GgmlPart& part : parts) {
     const numerics::GgmlTypeInfo info = numerics::ggml_type_info(part.type);

@@ -80,20 +80,37 @@ struct Isa {
                                  _mm256_castsi256_ps(_mm256_set1_epi32(0x00800000)), _CMP_LT_OQ);
     return _mm256_blendv_ps(x, _mm256_and_ps(x, sign), tiny);
   }
-  // The GEMM's widening loads (docs/numerics.md §3.6), each exact: kLanes bfloat16 patterns as the float32
-  // values they are the upper halves of; kLanes int8 codes as floats; kLanes 4-bit codes (the low nibbles
-  // of p[0..kLanes), or the high ones) minus `bias`, as floats.
-  static V load_bf16(const std::uint16_t* p) {
-    const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+  // The GEMM's row widenings (docs/numerics.md §3.6), each exact, one panel row of 32 columns into out[0..4):
+  // bfloat16 patterns as the float32 values they are the upper halves of; int8 codes as floats; 4-bit codes
+  // (column c in the low nibble of byte c, column c + 16 in the high one) minus `bias`, as floats.
+  // A bfloat16 row holds columns c and c + 16 in one 32-bit word (c in the low half): each 8-word load
+  // gives 8 columns by a shift and the 8 columns 16 further on by a mask.
+  static void widen_bf16_row(const std::uint16_t* p, V* out) {
+    const __m256i high_halves = _mm256_set1_epi32(static_cast<int>(0xFFFF0000u));
+    for (int half = 0; half < 2; ++half) {
+      const __m256i words = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16 * half));
+      out[half] = _mm256_castsi256_ps(_mm256_slli_epi32(words, 16));
+      out[2 + half] = _mm256_castsi256_ps(_mm256_and_si256(words, high_halves));
+    }
   }
-  static V load_i8(const std::int8_t* p) {
-    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+  static void widen_i8_row(const std::int8_t* p, V* out) {
+    for (int v = 0; v < 4; ++v)
+      out[v] = _mm256_cvtepi32_ps(
+          _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * v))));
   }
-  static V load_nibbles(const unsigned char* p, bool high, int bias) {
-    const __m256i bytes = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
-    const __m256i codes = high ? _mm256_srli_epi32(bytes, 4) : _mm256_and_si256(bytes, _mm256_set1_epi32(15));
-    return _mm256_cvtepi32_ps(_mm256_sub_epi32(codes, _mm256_set1_epi32(bias)));
+  // kLanes fp16 values as float32, exactly (F16C, which the avx2 target requires).
+  static V load_halves(const std::uint16_t* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  // Each zero-extended half row serves two output vectors: its low nibbles and its high ones.
+  static void widen_nibble_row(const unsigned char* p, int bias, V* out) {
+    const __m256i low_mask = _mm256_set1_epi32(15), biases = _mm256_set1_epi32(bias);
+    for (int half = 0; half < 2; ++half) {
+      const __m256i bytes =
+          _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * half)));
+      out[half] = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_and_si256(bytes, low_mask), biases));
+      out[2 + half] = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32(bytes, 4), biases));
+    }
   }
   // Lane i reads base[i * stride] (stride * (kLanes - 1) must fit in int32).
   static I lane_offsets(std::int64_t stride) {

@@ -84,20 +84,33 @@ struct Isa {
     return _mm512_mask_and_ps(x, denormal, x,
                               _mm512_castsi512_ps(_mm512_set1_epi32(static_cast<int>(0x80000000u))));
   }
-  // The GEMM's widening loads (docs/numerics.md §3.6), each exact: kLanes bfloat16 patterns as the float32
-  // values they are the upper halves of; kLanes int8 codes as floats; kLanes 4-bit codes (the low nibbles
-  // of p[0..kLanes), or the high ones) minus `bias`, as floats.
-  static V load_bf16(const std::uint16_t* p) {
-    const I wide = _mm512_maskz_cvtepu16_epi32(kAll, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-    return cast_f(slli<16>(wide));
+  // The GEMM's row widenings (docs/numerics.md §3.6), each exact, one panel row of 32 columns into out[0..2):
+  // bfloat16 patterns as the float32 values they are the upper halves of; int8 codes as floats; 4-bit codes
+  // (column c in the low nibble of byte c, column c + 16 in the high one) minus `bias`, as floats.
+  // A bfloat16 row holds columns c and c + 16 in one 32-bit word (c in the low half): one load, then a
+  // shift for columns 0..15 and a mask for 16..31.
+  static void widen_bf16_row(const std::uint16_t* p, V* out) {
+    const I words = _mm512_loadu_si512(p);
+    out[0] = cast_f(slli<16>(words));
+    out[1] = cast_f(and_i(words, set1i(static_cast<std::int32_t>(0xFFFF0000u))));
   }
-  static V load_i8(const std::int8_t* p) {
-    return cvt_f(_mm512_maskz_cvtepi8_epi32(kAll, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  static void widen_i8_row(const std::int8_t* p, V* out) {
+    for (int v = 0; v < 2; ++v)
+      out[v] = cvt_f(
+          _mm512_maskz_cvtepi8_epi32(kAll, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * v))));
   }
-  static V load_nibbles(const unsigned char* p, bool high, int bias) {
+  // kLanes fp16 values (finite) as float32, exactly.
+  static V load_halves(const std::uint16_t* p) {
+    return _mm512_maskz_cvtph_ps(kAll, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  // One zero extension serves both halves, and vpermps, which reads only the low four bits of each index
+  // lane, looks a nibble's float up in a 16-entry table: no mask, no subtraction, no conversion.
+  static void widen_nibble_row(const unsigned char* p, int bias, V* out) {
+    const V table = sub(_mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                        set1(static_cast<float>(bias)));
     const I bytes = _mm512_maskz_cvtepu8_epi32(kAll, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-    const I codes = high ? srli<4>(bytes) : and_i(bytes, set1i(15));
-    return cvt_f(sub_i(codes, set1i(bias)));
+    out[0] = _mm512_mask_permutexvar_ps(table, kAll, bytes, table);
+    out[1] = _mm512_mask_permutexvar_ps(table, kAll, srli<4>(bytes), table);
   }
   // Lane i reads base[i * stride] (stride * (kLanes - 1) must fit in int32).
   static I lane_offsets(std::int64_t stride) {

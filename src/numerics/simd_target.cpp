@@ -6,6 +6,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <utility>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 namespace samebits::simd {
 namespace {
@@ -17,6 +20,15 @@ constexpr std::array<std::pair<Target, const char*>, 3> kTargetNames{{
     {Target::Avx512, "avx512"},
 }};
 
+#if defined(SAMEBITS_HAVE_SIMD) && (defined(__x86_64__) || defined(__i386__))
+// F16C (the AVX2 kernels widen fp16 scales with it): CPUID leaf 1, ECX bit 29. Every AVX2 CPU has it, but
+// the compilers' feature-name builtins do not all know its name.
+bool cpu_has_f16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & (1u << 29)) != 0;
+}
+#endif
+
 bool cpu_supports(Target target) {
 #if defined(SAMEBITS_HAVE_SIMD) && (defined(__x86_64__) || defined(__i386__))
   __builtin_cpu_init();
@@ -24,11 +36,11 @@ bool cpu_supports(Target target) {
     case Target::Scalar:
       return true;
     case Target::Avx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
     case Target::Avx512:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
              __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw") &&
-             __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+             __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
   }
   return false;
 #else

@@ -133,15 +133,18 @@ std::vector<unsigned char> random_blocks(std::uint32_t type, std::int64_t blocks
 struct GgmlCase {
   std::uint32_t type;
   PanelStorage storage;
+  bool half_headers;  // the type's scales and offsets are fp16 values: the panels keep them as fp16
 };
 
 TEST(GemmPacked, GgufTypesEqualTwin) {
   const GgmlCase cases[] = {
-      {2, PanelStorage::Codes4},    {3, PanelStorage::Codes4Min},  {6, PanelStorage::Codes8},
-      {7, PanelStorage::Codes8Min}, {8, PanelStorage::Codes8},     {10, PanelStorage::Codes4Min},
-      {11, PanelStorage::Codes4},   {12, PanelStorage::Codes4Min}, {13, PanelStorage::Codes8Min},
-      {14, PanelStorage::Codes8},   {0, PanelStorage::F32},        {1, PanelStorage::F32},
-      {30, PanelStorage::BF16},
+      {2, PanelStorage::Codes4, true},      {3, PanelStorage::Codes4Min, true},
+      {6, PanelStorage::Codes8, true},      {7, PanelStorage::Codes8Min, true},
+      {8, PanelStorage::Codes8, true},      {10, PanelStorage::Codes4Min, false},
+      {11, PanelStorage::Codes4, false},    {12, PanelStorage::Codes4Min, false},
+      {13, PanelStorage::Codes8Min, false}, {14, PanelStorage::Codes8, false},
+      {0, PanelStorage::F32, false},        {1, PanelStorage::F32, false},
+      {30, PanelStorage::BF16, false},
   };
   Rng rng(12);
   for (const GgmlCase& c : cases) {
@@ -158,6 +161,10 @@ TEST(GemmPacked, GgufTypesEqualTwin) {
                   -1);
         const PackedRhs packed = PackedRhs::from_ggml("w", c.type, bytes.data(), n, k);
         ASSERT_EQ(packed.storage(), c.storage) << info.name;
+        // The K-quants' sub-block scales (an fp16 times a 4- or 6-bit integer) are rarely fp16 values.
+        if (c.half_headers || n * k >= 1024) {
+          ASSERT_EQ(packed.half_headers(), c.half_headers) << info.name;
+        }
         expect_packed_equals_twin(
             packed, W, n, k, rng,
             std::string(info.name) + " n=" + std::to_string(n) + " k=" + std::to_string(k));
@@ -211,9 +218,24 @@ TEST(GemmPacked, GgufQ4_1KeepsItsBytes) {
   const std::int64_t n = 64, k = 576;
   const auto bytes = random_blocks(3, n * k / 32, rng);
   const PackedRhs packed = PackedRhs::from_ggml("w", 3, bytes.data(), n, k);
-  // 4-bit codes plus a float32 scale and offset per 32 values: 6 bits a weight (the file's 5 bits carry
-  // fp16 scales).
-  EXPECT_EQ(packed.bytes(), static_cast<std::size_t>(n * k * 6 / 8));
+  // 4-bit codes plus an fp16 scale and offset per 32 values: the file's own 5 bits a weight.
+  EXPECT_TRUE(packed.half_headers());
+  EXPECT_EQ(packed.bytes(), bytes.size());
+  EXPECT_EQ(packed.bytes(), static_cast<std::size_t>(n * k * 5 / 8));
+}
+
+TEST(GemmPacked, ExactHalfKeepsOnlyFp16Values) {
+  EXPECT_EQ(gemm::exact_half(1.0f), std::uint16_t{0x3C00});
+  EXPECT_EQ(gemm::exact_half(-2.5f), std::uint16_t{0xC100});
+  EXPECT_EQ(gemm::exact_half(65504.0f), std::uint16_t{0x7BFF});
+  EXPECT_EQ(gemm::exact_half(0x1p-14f), std::uint16_t{0x0400});
+  EXPECT_EQ(gemm::exact_half(0x1p-24f), std::uint16_t{0x0001});
+  EXPECT_EQ(gemm::exact_half(-1023 * 0x1p-24f), std::uint16_t{0x83FF});
+  EXPECT_EQ(gemm::exact_half(0.0f), std::uint16_t{0x0000});
+  EXPECT_EQ(gemm::exact_half(-0.0f), std::uint16_t{0x8000});
+  for (float no : {65520.0f, 1.0f + 0x1p-11f, 0x1p-25f, 3 * 0x1p-25f, 0.1f, 1e-30f, 1e30f,
+                   fp::from_bits(0x7F800000u), fp::from_bits(0x7FC00000u)})
+    EXPECT_FALSE(gemm::exact_half(no)) << no;
 }
 
 TEST(GemmPacked, GgufRefusalsNameTheTensor) {
