@@ -12,6 +12,7 @@ command -v ninja >/dev/null 2>&1 || need_apt+=(ninja-build)
 # The tokenizer (docs/tokenizer.md): PCRE2 for the pre-tokenizer regexes, utf8proc for NFC.
 [ -f /usr/include/pcre2.h ] || need_apt+=(libpcre2-dev)
 [ -f /usr/include/utf8proc.h ] || need_apt+=(libutf8proc-dev)
+[ -f /usr/include/openssl/evp.h ] || need_apt+=(libssl-dev)
 command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
 if [ "${1:-}" = "--fuzz" ]; then
   command -v clang++ >/dev/null 2>&1 || need_apt+=(clang)
