@@ -126,6 +126,12 @@ bool has_offsets(PanelStorage storage) {
 bool nibble_codes(PanelStorage storage) {
   return storage == PanelStorage::Codes4 || storage == PanelStorage::Codes4Min;
 }
+// Column c's code in one depth row of a block's codes (int8, or a nibble; Codes4 nibbles are offset by 8).
+int code_in_row(PanelStorage storage, const unsigned char* row, std::int64_t c) {
+  if (!nibble_codes(storage)) return static_cast<std::int8_t>(row[c]);
+  return (c < 16 ? row[c % 16] & 0xF : row[c % 16] >> 4) - (storage == PanelStorage::Codes4 ? 8 : 0);
+}
+
 std::int64_t code_row_bytes(PanelStorage storage) {
   return nibble_codes(storage) ? kPanelWidth / 2 : kPanelWidth;
 }
@@ -238,12 +244,7 @@ float PackedRhs::at(std::int64_t p, std::int64_t j) const {
       // The kernels' widening, one lane: code * scale, then + offset where the storage has one.
       const unsigned char* head = block_at(j / kPanelWidth, p / block_depth_);
       const unsigned char* row = head + header_bytes() + (p % block_depth_) * code_row_bytes(storage_);
-      int code = 0;
-      if (!nibble_codes(storage_))
-        code = static_cast<std::int8_t>(row[c]);
-      else
-        code = (c < 16 ? row[c % 16] & 0xF : row[c % 16] >> 4) - (storage_ == PanelStorage::Codes4 ? 8 : 0);
-      const float value = fp::MUL(static_cast<float>(code), header_value(head, c));
+      const float value = fp::MUL(static_cast<float>(code_in_row(storage_, row, c)), header_value(head, c));
       return has_offsets(storage_) ? value + header_value(head, kPanelWidth + c) : value;
     }
   }
@@ -387,8 +388,29 @@ void PackedRhs::widen_rows(std::int64_t first, std::int64_t count, float* W_out)
     if (storage_ == PanelStorage::F32) {  // the common case, without the per-value dispatch
       const float* column = reinterpret_cast<const float*>(panel(j / kPanelWidth)) + j % kPanelWidth;
       for (std::int64_t p = 0; p < k_; ++p) row[p] = column[p * kPanelWidth];
-    } else {
+    } else if (storage_ == PanelStorage::BF16) {
       for (std::int64_t p = 0; p < k_; ++p) row[p] = at(p, j);
+    } else {
+      widen_block_rows(j, row);
+    }
+  }
+}
+
+void PackedRhs::widen_block_rows(std::int64_t j, float* row) const {
+  // at() for every depth of column j, with each block's header read once (a whole-model unpack, such as a
+  // fingerprint's, walks every value this way).
+  const std::int64_t c = j % kPanelWidth;
+  const bool offsets = has_offsets(storage_);
+  const std::int64_t row_bytes = code_row_bytes(storage_);
+  for (std::int64_t block = 0; block < k_ / block_depth_; ++block) {
+    const unsigned char* head = block_at(j / kPanelWidth, block);
+    const float scale = header_value(head, c);
+    const float offset = offsets ? header_value(head, kPanelWidth + c) : 0.0f;
+    const unsigned char* codes = head + header_bytes();
+    float* out = row + block * block_depth_;
+    for (std::int64_t d = 0; d < block_depth_; ++d) {
+      const float value = fp::MUL(static_cast<float>(code_in_row(storage_, codes + d * row_bytes, c)), scale);
+      out[d] = offsets ? value + offset : value;
     }
   }
 }

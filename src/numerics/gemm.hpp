@@ -130,6 +130,8 @@ class PackedRhs {
   void set_scale(std::int64_t p, std::int64_t j, float scale, float offset);
   // Rows [first, first + count) of B_eff (W layout) as the panels hold them, before the subnormals return.
   void widen_rows(std::int64_t first, std::int64_t count, float* W_out) const;
+  // Block formats: row j of B_eff (W layout, k floats) into row, block by block.
+  void widen_block_rows(std::int64_t j, float* row) const;
 
   std::int64_t n_ = 0;
   std::int64_t k_ = 0;
