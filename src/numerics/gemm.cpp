@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <samebits/lowbit.hpp>
+#include <utility>
 
 #include "core/thread_pool.hpp"
 #include "numerics/fp.hpp"
@@ -189,8 +190,7 @@ PackedRhs::PackedRhs(std::int64_t n, std::int64_t k, PanelStorage storage, std::
 }
 
 unsigned char* PackedRhs::block_at(std::int64_t panel, std::int64_t block) {
-  return data_.data() + panel * panel_bytes_ +
-         block * (header_bytes() + block_depth_ * code_row_bytes(storage_));
+  return const_cast<unsigned char*>(std::as_const(*this).block_at(panel, block));
 }
 
 const unsigned char* PackedRhs::block_at(std::int64_t panel, std::int64_t block) const {
