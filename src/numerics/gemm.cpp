@@ -133,6 +133,12 @@ int code_in_row(PanelStorage storage, const unsigned char* row, std::int64_t c) 
   return (c < 16 ? row[c % 16] & 0xF : row[c % 16] >> 4) - (storage == PanelStorage::Codes4 ? 8 : 0);
 }
 
+// The kernels' widening of one code: code * scale, then + offset where the storage has one.
+float widen_code(int code, float scale, bool offsets, float offset) {
+  const float value = fp::MUL(static_cast<float>(code), scale);
+  return offsets ? value + offset : value;
+}
+
 std::int64_t code_row_bytes(PanelStorage storage) {
   return nibble_codes(storage) ? kPanelWidth / 2 : kPanelWidth;
 }
@@ -241,11 +247,11 @@ float PackedRhs::at(std::int64_t p, std::int64_t j) const {
       return fp::from_bits(static_cast<std::uint32_t>(half) << 16);
     }
     default: {
-      // The kernels' widening, one lane: code * scale, then + offset where the storage has one.
       const unsigned char* head = block_at(j / kPanelWidth, p / block_depth_);
       const unsigned char* row = head + header_bytes() + (p % block_depth_) * code_row_bytes(storage_);
-      const float value = fp::MUL(static_cast<float>(code_in_row(storage_, row, c)), header_value(head, c));
-      return has_offsets(storage_) ? value + header_value(head, kPanelWidth + c) : value;
+      const bool offsets = has_offsets(storage_);
+      return widen_code(code_in_row(storage_, row, c), header_value(head, c), offsets,
+                        offsets ? header_value(head, kPanelWidth + c) : 0.0f);
     }
   }
 }
@@ -408,10 +414,8 @@ void PackedRhs::widen_block_rows(std::int64_t j, float* row) const {
     const float offset = offsets ? header_value(head, kPanelWidth + c) : 0.0f;
     const unsigned char* codes = head + header_bytes();
     float* out = row + block * block_depth_;
-    for (std::int64_t d = 0; d < block_depth_; ++d) {
-      const float value = fp::MUL(static_cast<float>(code_in_row(storage_, codes + d * row_bytes, c)), scale);
-      out[d] = offsets ? value + offset : value;
-    }
+    for (std::int64_t d = 0; d < block_depth_; ++d)
+      out[d] = widen_code(code_in_row(storage_, codes + d * row_bytes, c), scale, offsets, offset);
   }
 }
 
