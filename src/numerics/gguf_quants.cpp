@@ -268,13 +268,13 @@ void ggml_block_codes(std::uint32_t id, const unsigned char* block, GgmlElement*
 
 std::int64_t ggml_dequantize_twin(std::uint32_t id, const unsigned char* in, std::uint64_t blocks,
                                   float* out) noexcept {
-  const GgmlTypeInfo info = ggml_type_info(id);
-  if (!info.supported) return 0;
-  const QuantizedType quantized = quantized_type(id);
+  const SupportedType* type = supported_type(id);
+  if (type == nullptr) return 0;
+  const QuantizedType& quantized = type->quantized;
   GgmlElement elements[256];
   for (std::uint64_t i = 0; i < blocks; ++i) {
-    const unsigned char* b = in + i * info.block_bytes;
-    float* y = out + i * info.block_elements;
+    const unsigned char* b = in + i * type->block_bytes;
+    float* y = out + i * type->block_elements;
     if (ggml_block_nonfinite(id, b)) return static_cast<std::int64_t>(i);
     switch (id) {
       case kF32:
@@ -288,7 +288,7 @@ std::int64_t ggml_dequantize_twin(std::uint32_t id, const unsigned char* in, std
         break;
       default:
         quantized.codes(b, elements);
-        for (std::uint32_t e = 0; e < info.block_elements; ++e) {
+        for (std::uint32_t e = 0; e < type->block_elements; ++e) {
           const float product = fl(elements[e].code) * elements[e].scale;  // exact
           y[e] = quantized.layout.has_offset ? product + elements[e].offset : product;
         }
