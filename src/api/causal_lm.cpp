@@ -593,10 +593,7 @@ std::vector<float> CausalLM::step_many(const std::vector<std::int32_t>& ids,
   for (std::size_t s = 0; s < states.size(); ++s) {
     if (states[s] == nullptr || !states[s]->impl_)
       throw_value_error(what + ": state " + std::to_string(s) + " is missing");
-    for (std::size_t r = 0; r < s; ++r)
-      if (states[r] == states[s])
-        throw_value_error(what + ": state " + std::to_string(s) + " is state " + std::to_string(r) +
-                          " again; each sequence needs its own state");
+    check_distinct_state(states, s, what);
     check_state(*states[s], 1, 1, what);
   }
   const std::int64_t d = m.plan.d_model;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <samebits/errors.hpp>
 #include <samebits/tensor.hpp>
 #include <string>
 #include <vector>
@@ -23,6 +24,16 @@ std::array<std::int64_t, 2> check_token_shape(const std::vector<std::int64_t>& s
 // ("samebits TransformerBlock.forward") otherwise.
 void check_ragged_lengths(const std::vector<std::int64_t>& lengths, std::int64_t batch, std::int64_t length,
                           const std::string& what);
+
+// A step_many refusal: states[i] is the same object as an earlier entry, and each sequence needs its own
+// state. `what` starts the message.
+template <typename T>
+void check_distinct_state(const std::vector<T*>& states, std::size_t i, const std::string& what) {
+  for (std::size_t j = 0; j < i; ++j)
+    if (states[j] == states[i])
+      throw_value_error(what + ": state " + std::to_string(i) + " is state " + std::to_string(j) +
+                        " again; each sequence needs its own state");
+}
 
 // The one ragged spelling (docs/blocks.md §6): a copy of x [batch, length, width] whose padding positions
 // hold zeros (+0.0 / id 0) goes through `run`, whose [batch, length, out_width] result gets its padding

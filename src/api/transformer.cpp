@@ -213,10 +213,7 @@ std::vector<float> TransformerBlockInference::step_many(const TensorView& x,
   if (x.data == nullptr) throw_value_error(what + ": x has no data");
   for (std::size_t i = 0; i < states.size(); ++i) {
     if (states[i] == nullptr) throw_value_error(what + "_many: state " + std::to_string(i) + " is missing");
-    for (std::size_t j = 0; j < i; ++j)
-      if (states[j] == states[i])
-        throw_value_error(what + "_many: state " + std::to_string(i) + " is state " + std::to_string(j) +
-                          " again; each sequence needs its own state");
+    check_distinct_state(states, i, what + "_many");
     check_cache_dims(*states[i], block_->dims(), true);
     check_state(1, states[i]->batch_size(), states[i]->window(), true);
   }
