@@ -27,7 +27,21 @@ struct Shape {
   std::int64_t m, n, k;
 };
 
-constexpr Shape kShapes[] = {{1, 4096, 1024}, {64, 1024, 1024}, {512, 1024, 1024}, {512, 4096, 1024}};
+constexpr Shape kShapes[] = {{1, 4096, 1024},
+                             {64, 1024, 1024},
+                             {512, 1024, 1024},
+                             {512, 4096, 1024},
+                             // SmolLM2-135M prefill of 512 tokens: q/o, k/v, gate/up, down, the tied lm head
+                             {512, 576, 576},
+                             {512, 192, 576},
+                             {512, 1536, 576},
+                             {512, 576, 1536},
+                             {512, 49152, 576},
+                             // batched decode of 8 and 32 sequences through SmolLM2's layers
+                             {8, 1536, 576},
+                             {32, 576, 576},
+                             {32, 1536, 576},
+                             {32, 576, 1536}};
 constexpr int kThreadCounts[] = {1, 2};
 // The cold M = 1 variant cycles through weight copies totalling this much, far beyond any L3, so
 // every call streams its weight from DRAM as a model with many layers would.
@@ -68,8 +82,19 @@ Operands& operands_for(const Shape& s, int copies) {
 
 std::int64_t packed_bytes(const PackedRhs& rhs) { return static_cast<std::int64_t>(rhs.bytes()); }
 
+// The measured per-core FMA peak of a target (FLOP/s), measured once.
+double fma_peak(Target target) {
+  static std::map<Target, double> measured;
+  auto it = measured.find(target);
+  if (it == measured.end())
+    it = measured.emplace(target, samebits::machine_probe::measure_fma_peak_flops(target, kProbeSeconds))
+             .first;
+  return it->second;
+}
+
 void run_gemm(benchmark::State& state, Target target, Shape s, int threads, int copies) {
   Operands& ops = operands_for(s, copies);
+  const double peak = s.m > 1 ? fma_peak(target) : 0.0;
   samebits::simd::set_target(target);
   samebits::set_num_threads(threads);
   std::size_t next = 0;
@@ -84,6 +109,10 @@ void run_gemm(benchmark::State& state, Target target, Shape s, int threads, int 
   state.SetLabel(samebits::simd::target_name(target));
   state.counters["GFLOP/s"] = benchmark::Counter(2.0e-9 * static_cast<double>(s.m * s.n * s.k),
                                                  benchmark::Counter::kIsIterationInvariantRate);
+  // The fraction of the target's measured FMA peak on `threads` cores (1.0 = every FMA port busy).
+  if (peak > 0.0)
+    state.counters["peak"] = benchmark::Counter(2.0 * static_cast<double>(s.m * s.n * s.k) / (peak * threads),
+                                                benchmark::Counter::kIsIterationInvariantRate);
   if (s.m == 1)
     state.counters["GB/s"] =
         benchmark::Counter(1.0e-9 * static_cast<double>(packed_bytes(ops.weights.front())),

@@ -49,9 +49,10 @@ void run_leaves(const Problem& pb, const detail::LeafKernel* table, std::int64_t
   }
 }
 
-// One task: a group of column panels times a range of row tiles.
+// One task: a group of column panels times a range of row tiles. `widen`: a narrow one-panel group whose
+// tiles run the float32 kernels on a widened copy (see below).
 void run_task(const Problem& pb, const PanelGroup& task_group, int tile_rows, std::int64_t tile_begin,
-              std::int64_t tile_end) {
+              std::int64_t tile_end, bool widen) {
   const std::int64_t n = pb.rhs->n();
   const std::int64_t leaf_stride = task_group.count * detail::kLeafStride;
   thread_local AlignedBuffer<float> partials;
@@ -61,11 +62,12 @@ void run_task(const Problem& pb, const PanelGroup& task_group, int tile_rows, st
   // A narrow panel read by several row tiles is widened once, to the very float32 values its own kernels
   // would form, and the tiles run the float32 kernels on that copy: the widening is paid once per panel
   // instead of once per tile, and every cell's chain is unchanged (docs/numerics.md §3.6).
+  // widen_for_tiles decides it for the whole call.
   PanelGroup group = task_group;
   detail::PanelSpan panels{pb.rhs->panel(group.first), pb.rhs->panel_bytes(), pb.rhs->block_depth(),
                            pb.rhs->half_headers()};
   thread_local AlignedBuffer<float> widened;
-  if (pb.rhs->storage() != PanelStorage::F32 && group.count == 1 && tile_end - tile_begin >= 2) {
+  if (widen) {
     const std::int64_t k = pb.rhs->k();
     if (widened.size() < static_cast<std::size_t>(k * kPanelWidth))
       widened.resize_uninitialized(static_cast<std::size_t>(k * kPanelWidth));
@@ -103,6 +105,17 @@ void run_task(const Problem& pb, const PanelGroup& task_group, int tile_rows, st
                        pb.c + row0 * n + col0, n, cols);
     }
   }
+}
+
+// Whether a call of m rows runs its narrow panels widened to float32: whenever it has more rows than one
+// tile of the narrow kernels (so each panel serves several tiles). Float32 panels never need it.
+bool widen_for_tiles(const PackedRhs& rhs, const KernelSet& ks, std::int64_t m) {
+  return rhs.storage() != PanelStorage::F32 && m > ks.tile_rows;
+}
+
+// Rows per register tile: the float32 kernels' taller tile wherever float32 panels are read.
+int tile_rows_for(const PackedRhs& rhs, const KernelSet& ks, bool widen) {
+  return rhs.storage() == PanelStorage::F32 || widen ? ks.f32_tile_rows : ks.tile_rows;
 }
 
 }  // namespace
@@ -476,13 +489,14 @@ void gemm_packed(LhsView A, std::int64_t m, const PackedRhs& rhs, float* C) {
             task < wide
                 ? PanelGroup{task * ks.skinny_panels, ks.skinny_panels, lk.skinny_fast, lk.skinny_exact}
                 : PanelGroup{wide * ks.skinny_panels + (task - wide), 1, lk.fast, lk.exact};
-        run_task(pb, group, static_cast<int>(m), 0, 1);
+        run_task(pb, group, static_cast<int>(m), 0, 1, false);
       }
     });
     return;
   }
 
-  const std::int64_t tile_rows = ks.tile_rows;
+  const bool widen = widen_for_tiles(rhs, ks, m);
+  const std::int64_t tile_rows = tile_rows_for(rhs, ks, widen);
   const std::int64_t tiles = (m + tile_rows - 1) / tile_rows;
   // Up to ~64 rows per task keeps a task's A rows and its panel in L2 while leaving enough tasks; a narrow
   // panel, which a task widens once for all its tiles, takes twice as many to halve that widening's share.
@@ -494,7 +508,7 @@ void gemm_packed(LhsView A, std::int64_t m, const PackedRhs& rhs, float* C) {
     for (std::int64_t task = begin; task < end; ++task) {
       const PanelGroup group{task / groups, 1, lk.fast, lk.exact};
       const std::int64_t first = (task % groups) * tiles_per_task;
-      run_task(pb, group, static_cast<int>(tile_rows), first, std::min(tiles, first + tiles_per_task));
+      run_task(pb, group, static_cast<int>(tile_rows), first, std::min(tiles, first + tiles_per_task), widen);
     }
   });
 }
@@ -514,9 +528,11 @@ void gemm_packed_panels(LhsView A, std::int64_t m, const PackedRhs& rhs, std::in
   pb.leaves = (k + pb.leaf - 1) / pb.leaf;
   const KernelSet& ks = *pb.kernels;
   const detail::LeafKernels& lk = ks.storage[static_cast<int>(rhs.storage())];
-  const std::int64_t tiles = (m + ks.tile_rows - 1) / ks.tile_rows;
+  const bool widen = widen_for_tiles(rhs, ks, m);
+  const int tile_rows = tile_rows_for(rhs, ks, widen);
+  const std::int64_t tiles = (m + tile_rows - 1) / tile_rows;
   for (std::int64_t panel = first_panel; panel * kPanelWidth < col1; ++panel)
-    run_task(pb, PanelGroup{panel, 1, lk.fast, lk.exact}, ks.tile_rows, 0, tiles);
+    run_task(pb, PanelGroup{panel, 1, lk.fast, lk.exact}, tile_rows, 0, tiles, widen);
 }
 
 void gemm(Orientation orientation, const float* A, const float* B, float* C, std::int64_t m, std::int64_t n,

@@ -158,6 +158,48 @@ void leaf_kernel(const float* a, std::int64_t a_row, std::int64_t a_depth,
       Isa::store(out + (v / kVecs) * kStride + r * 32 + (v % kVecs) * Isa::kLanes, Isa::flush(acc[r][v]));
 }
 
+// leaf_kernel for float32 panels and one panel per tile, the prefill workhorse: Rows x 32 cells, walked in
+// passes of PassVecs vectors (the whole row on AVX-512; 16 columns twice on AVX2, whose 16 registers cannot
+// hold 4 rows x 32 columns plus their operands). Within a depth step each row's broadcast feeds its FMAs at
+// once, so only one broadcast is live and the accumulators, the pass's panel vectors and it fit the register
+// file. Cells are independent, so the passes and the row order change nothing: each chain is leaf_kernel's.
+template <int Rows, int PassVecs, bool Exact>
+void f32_tile_kernel(const float* a, std::int64_t a_row, std::int64_t a_depth,
+                     const samebits::gemm::detail::PanelSpan& panels, std::int64_t p0, std::int64_t len,
+                     float* out) {
+  using V = typename Isa::V;
+  static_assert(kRowVecs % PassVecs == 0, "passes must tile the panel row");
+  const float* panel = reinterpret_cast<const float*>(panels.first) + p0 * 32;
+  for (int pass = 0; pass < kRowVecs / PassVecs; ++pass) {
+    V acc[Rows][PassVecs];
+    for (int r = 0; r < Rows; ++r)
+      for (int v = 0; v < PassVecs; ++v) acc[r][v] = Isa::zero();
+    for (std::int64_t step = 0; step < len; ++step) {
+#if defined(SAMEBITS_SABOTAGE_REVERSED_LEAF)
+      const std::int64_t q = len - 1 - step;  // test-only sabotage: the suite must catch this
+#else
+      const std::int64_t q = step;
+#endif
+      const float* b_row = panel + q * 32 + pass * PassVecs * Isa::kLanes;
+      const float* a_step = a + q * a_depth;
+      V b[PassVecs];
+      for (int v = 0; v < PassVecs; ++v) b[v] = Isa::load(b_row + v * Isa::kLanes);
+      for (int r = 0; r < Rows; ++r) {
+        float x = a_step[r * a_row];
+        if constexpr (Exact) x = samebits::fp::F(x);
+        const V lane = Isa::set1(x);
+        for (int v = 0; v < PassVecs; ++v) {
+          acc[r][v] = Isa::fma(lane, b[v], acc[r][v]);
+          if constexpr (Exact) acc[r][v] = Isa::flush(acc[r][v]);
+        }
+      }
+    }
+    for (int r = 0; r < Rows; ++r)
+      for (int v = 0; v < PassVecs; ++v)
+        Isa::store(out + r * 32 + (pass * PassVecs + v) * Isa::kLanes, Isa::flush(acc[r][v]));
+  }
+}
+
 // leaf_kernel for code panels, walked block by block: a block's scales and offsets are loaded once for all
 // of its rows, and the panels of a skinny tile step together through one row offset. Each cell's chain and
 // each value are leaf_kernel's own.
@@ -291,6 +333,18 @@ void fill_kernels(samebits::gemm::detail::KernelSet& set) {
   if constexpr (Rows >= 1) {
     fill_storages<Rows, 1>(set, false);
     fill_kernels<Rows - 1>(set);
+  }
+}
+
+// The float32 one-panel kernels for 1..Rows rows (prefill tiles; widened narrow panels run them too).
+template <int Rows, int PassVecs>
+void fill_f32_tiles(samebits::gemm::detail::KernelSet& set) {
+  if constexpr (Rows >= 1) {
+    set.f32_tile_rows = set.f32_tile_rows > Rows ? set.f32_tile_rows : Rows;
+    samebits::gemm::detail::LeafKernels& k = set.storage[static_cast<int>(samebits::gemm::PanelStorage::F32)];
+    k.fast[Rows] = &f32_tile_kernel<Rows, PassVecs, false>;
+    k.exact[Rows] = &f32_tile_kernel<Rows, PassVecs, true>;
+    fill_f32_tiles<Rows - 1, PassVecs>(set);
   }
 }
 

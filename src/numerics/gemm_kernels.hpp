@@ -48,7 +48,7 @@ struct PanelSpan {
 using LeafKernel = void (*)(const float* a, std::int64_t a_row, std::int64_t a_depth, const PanelSpan& panels,
                             std::int64_t p0, std::int64_t len, float* out);
 
-inline constexpr int kMaxTileRows = 8;
+inline constexpr int kMaxTileRows = 12;
 // Leaf partials of one tile are laid out [leaf][kMaxTileRows][32].
 inline constexpr std::int64_t kLeafStride = kMaxTileRows * 32;
 
@@ -74,7 +74,10 @@ struct LeafKernels {
 };
 
 struct KernelSet {
-  int tile_rows;  // rows per full register tile (<= kMaxTileRows)
+  int tile_rows;  // rows per full register tile of the narrow storages' own kernels (<= kMaxTileRows)
+  // Rows per full float32 register tile (<= kMaxTileRows): float32 panels, and narrow panels widened to
+  // float32 for a call with several tiles, run this taller tile.
+  int f32_tile_rows = 0;
   FoldTile fold;
   // Skinny tiles (rows <= skinny_rows, for decode-sized problems) span skinny_panels panels at once.
   int skinny_rows = 0;

@@ -48,6 +48,7 @@ const KernelSet& scalar_kernels() {
   static const KernelSet set = [] {
     KernelSet s{};
     s.tile_rows = 2;
+    s.f32_tile_rows = 2;
     fill_kernels<2>(s);
     for (LeafKernels& storage : s.storage)  // no flag trick without SIMD
       for (int r = 1; r <= 2; ++r) storage.fast[r] = storage.exact[r];

@@ -7,8 +7,9 @@
 namespace samebits::simd::detail {
 
 const KernelTable& avx2_table() {
-  // GEMM tiles of 3 rows (12 accumulators); skinny tiles of 1 row x 64 columns (8 accumulators).
-  static const KernelTable table = isa_table<3, 1, 2>(nullptr);
+  // GEMM tiles of 3 rows (12 accumulators); skinny tiles of 1 row x 64 columns (8 accumulators); float32
+  // tiles of 6 rows x 32 columns, 16 columns at a time (12 accumulators).
+  static const KernelTable table = isa_table<3, 1, 2, 6, 2>(nullptr);
   return table;
 }
 

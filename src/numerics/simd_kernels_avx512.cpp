@@ -7,9 +7,10 @@
 namespace samebits::simd::detail {
 
 const KernelTable& avx512_table() {
-  // GEMM tiles of 8 rows (16 accumulators); skinny tiles of 1-2 rows x 128 columns (8-16 accumulators).
+  // GEMM tiles of 8 rows (16 accumulators); skinny tiles of 1-2 rows x 128 columns (8-16 accumulators);
+  // float32 tiles of 12 rows x 32 columns (24 accumulators).
   // Attention units of 5 to 8 query rows take the AVX2 kernel (see KernelTable::attend_5_to_8_rows).
-  static const KernelTable table = isa_table<8, 2, 4>(avx2_table().attend);
+  static const KernelTable table = isa_table<8, 2, 4, 12, 2>(avx2_table().attend);
   return table;
 }
 

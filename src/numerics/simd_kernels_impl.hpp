@@ -103,14 +103,16 @@ namespace samebits::simd::detail {
 namespace {
 
 // The target's table. GEMM register tiles are TileRows x 32 columns; skinny tiles (decode-sized
-// problems) are up to SkinnyRows rows x SkinnyPanels panels of 32 columns.
-template <int TileRows, int SkinnyRows, int SkinnyPanels>
+// problems) are up to SkinnyRows rows x SkinnyPanels panels of 32 columns; float32 tiles are F32TileRows x
+// 32 columns, computed F32PassVecs vectors of columns at a time.
+template <int TileRows, int SkinnyRows, int SkinnyPanels, int F32TileRows, int F32PassVecs>
 KernelTable isa_table(attention::detail::AttendFn attend_5_to_8_rows) {
   static const gemm::detail::KernelSet gemm_set = [] {
     gemm::detail::KernelSet s{};
     s.tile_rows = TileRows;
     gemm::detail::fill_kernels<TileRows>(s);
     gemm::detail::fill_skinny_kernels<SkinnyRows, SkinnyPanels>(s);
+    gemm::detail::fill_f32_tiles<F32TileRows, F32PassVecs>(s);
     return s;
   }();
   const attention::detail::AttendFn attend = &attention::detail::attend_fast;

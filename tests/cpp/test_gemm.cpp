@@ -115,13 +115,31 @@ TEST(GemmFast, EqualsTwinOverSizeSweep) {
   }
 }
 
-// Operands and intermediate results near and below FLT_MIN: every flush seam must act as in the twin,
+// Every row count up to two of the tallest register tiles plus one, so each target's float32 tile and
+// narrow tile meets every remainder (a last tile of 1 .. tile rows - 1 rows), with a ragged last panel,
+// one leaf and several.
+TEST(GemmFast, EqualsTwinForEveryTileRemainder) {
+  Rng rng(23);
+  for (int k : {5, 129, 300}) {
+    for (int m = 1; m <= 25; ++m) {
+      const int n = 33 + (m % 3) * 32;
+      auto a = rng.uniform_vector(static_cast<std::size_t>(m) * k);
+      auto b = rng.uniform_vector(static_cast<std::size_t>(n) * k);
+      expect_fast_equals_twin(
+          Orientation::NT, a, b, m, n, k,
+          "m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k));
+    }
+  }
+}
+
+// Operands and intermediate results near and below FLT_MIN: every flush seam must act as in the twin
+// (row counts up to 25, so every tile height and remainder runs its flushing kernel),
 // including the fast kernels' fallback when a skipped flush would have mattered.
 TEST(GemmFast, EqualsTwinWithPlantedSubnormals) {
   Rng rng(7);
   const float tiny = fp::flt_min();
   for (int trial = 0; trial < 40; ++trial) {
-    const int m = 1 + trial % 9, n = 1 + (trial * 7) % 40,
+    const int m = 1 + trial % 25, n = 1 + (trial * 7) % 40,
               k = (trial % 4 == 0) ? 300 : 1 + (trial * 13) % 140;
     std::vector<float> a(static_cast<std::size_t>(m) * k), b(static_cast<std::size_t>(n) * k);
     for (auto& x : a) {
