@@ -20,7 +20,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-SHAPES = [(1, 4096, 1024), (64, 1024, 1024), (512, 1024, 1024), (512, 4096, 1024)]
+SHAPES = [(1, 4096, 1024), (64, 1024, 1024), (512, 1024, 1024), (512, 4096, 1024),
+          # SmolLM2-135M prefill of 512 tokens (q/o, k/v, gate/up, down, the tied lm head), then batched decode
+          (512, 576, 576), (512, 192, 576), (512, 1536, 576), (512, 576, 1536), (512, 49152, 576),
+          (8, 1536, 576), (32, 576, 576), (32, 1536, 576), (32, 576, 1536)]
 THREADS = [1, 2]
 # The cold M = 1 rows rotate through weight copies totalling this much, as bench_gemm does.
 COLD_FOOTPRINT_BYTES = 256 << 20
@@ -157,8 +160,9 @@ def main():
     target = some_gemm.get("label", "?") if some_gemm else "?"
     peak = peaks.get(target)
 
+    avx2_peak = peaks.get("avx2")
     header = ["shape MxNxK", "threads", f"samebits {target} GFLOP/s", "samebits avx2 GFLOP/s", "numpy GFLOP/s",
-              "samebits/numpy", "% of peak (core x thr)", "% of DRAM BW", "busy (1 thr)",
+              "samebits/numpy", "% of peak (core x thr)", "avx2 % of avx2 peak", "% of DRAM BW", "busy (1 thr)",
               "% of peak by CPU time (1 thr)"]
     rows = []
     for m, n, k in SHAPES:
@@ -171,6 +175,7 @@ def main():
                 ours_gflops = ours["GFLOP/s"] if ours else None
                 ratio = ours_gflops / theirs["gflops"] if ours_gflops and theirs["gflops"] else None
                 pct_peak = 100.0 * ours_gflops / (peak * threads) if ours_gflops and peak else None
+                pct_avx2 = 100.0 * avx2["GFLOP/s"] / (avx2_peak * threads) if avx2 and avx2_peak else None
                 pct_bw = 100.0 * ours["GB/s"] / dram_gbps if ours and m == 1 and dram_gbps else None
                 busy = f"{busy_fraction(ours):.2f} / {theirs['busy']:.2f}" if threads == 1 and ours else "-"
                 # One thread: flops per CPU-second of that thread, i.e. the per-core rate with time slices
@@ -178,7 +183,8 @@ def main():
                 pct_cpu = 100.0 * ours_gflops / busy_fraction(ours) / peak if threads == 1 and ours_gflops and peak else None
                 label = f"{m}x{n}x{k}" + (" cold" if cold else "")
                 rows.append([label, str(threads), fmt(ours_gflops), fmt(avx2["GFLOP/s"] if avx2 else None),
-                             fmt(theirs["gflops"]), fmt(ratio, 2), fmt(pct_peak, 0, "%"), fmt(pct_bw, 0, "%"), busy,
+                             fmt(theirs["gflops"]), fmt(ratio, 2), fmt(pct_peak, 0, "%"), fmt(pct_avx2, 0, "%"),
+                             fmt(pct_bw, 0, "%"), busy,
                              fmt(pct_cpu, 0, "%")])
 
     blas = numpy_runs[1]["blas"]
