@@ -132,6 +132,19 @@ TEST(GemmFast, EqualsTwinForEveryTileRemainder) {
   }
 }
 
+// Leaf counts whose fold carries odd nodes up at different levels (5, 6, 7, 11, 13 leaves, SmolLM2's depths
+// among them) through a tall tile and its one-row remainder: the fast fold must add what the twin's tree
+// adds.
+TEST(GemmFast, EqualsTwinAcrossFoldShapes) {
+  Rng rng(29);
+  for (int k : {576, 700, 896, 1300, 1664}) {
+    const int m = 13, n = 33;
+    auto a = rng.uniform_vector(static_cast<std::size_t>(m) * k);
+    auto b = rng.uniform_vector(static_cast<std::size_t>(n) * k);
+    expect_fast_equals_twin(Orientation::NT, a, b, m, n, k, "k=" + std::to_string(k));
+  }
+}
+
 // Operands and intermediate results near and below FLT_MIN: every flush seam must act as in the twin
 // (row counts up to 25, so every tile height and remainder runs its flushing kernel),
 // including the fast kernels' fallback when a skipped flush would have mattered.
