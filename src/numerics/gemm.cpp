@@ -107,11 +107,6 @@ void run_task(const Problem& pb, const PanelGroup& task_group, int tile_rows, st
   }
 }
 
-// Row blocking of a large product (gemm_packed): the bytes of A rows one block keeps in L2 while every panel
-// passes over them, and the largest B worth reading once per block rather than once in all.
-constexpr std::int64_t kLhsBlockBytes = std::int64_t{512} << 10;
-constexpr std::int64_t kRhsRereadBytes = std::int64_t{8} << 20;
-
 // Whether a call of m rows runs its narrow panels widened to float32: whenever it has more rows than one
 // tile of the narrow kernels (so each panel serves several tiles). Float32 panels never need it.
 bool widen_for_tiles(const PackedRhs& rhs, const KernelSet& ks, std::int64_t m) {
@@ -509,24 +504,10 @@ void gemm_packed(LhsView A, std::int64_t m, const PackedRhs& rhs, float* C) {
   const std::int64_t tiles_per_task =
       std::max<std::int64_t>(1, std::min<std::int64_t>(tiles, rows_per_task / tile_rows));
   const std::int64_t groups = (tiles + tiles_per_task - 1) / tiles_per_task;
-  // Tasks run panel by panel, each panel over a block of row groups, so the panel stays in cache across
-  // the block. When B is small enough to be read again from the last-level cache, the rows are cut into
-  // blocks of about kLhsBlockBytes of A (but at least two groups, so B is not re-read for every group),
-  // which stay in L2 while every panel passes over them; a larger B (a vocabulary head) is read once, by
-  // one block of all the rows.
-  const std::int64_t group_bytes = tiles_per_task * tile_rows * k * static_cast<std::int64_t>(sizeof(float));
-  const std::int64_t block_groups =
-      static_cast<std::int64_t>(rhs.bytes()) > kRhsRereadBytes
-          ? groups
-          : std::min(groups, std::max<std::int64_t>(2, kLhsBlockBytes / group_bytes));
   parallel_for(panels * groups, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t task = begin; task < end; ++task) {
-      const std::int64_t block = task / (panels * block_groups);
-      const std::int64_t in_block = task - block * panels * block_groups;
-      const std::int64_t block_first = block * block_groups;
-      const std::int64_t block_size = std::min(block_groups, groups - block_first);
-      const PanelGroup group{in_block / block_size, 1, lk.fast, lk.exact};
-      const std::int64_t first = (block_first + in_block % block_size) * tiles_per_task;
+      const PanelGroup group{task / groups, 1, lk.fast, lk.exact};
+      const std::int64_t first = (task % groups) * tiles_per_task;
       run_task(pb, group, static_cast<int>(tile_rows), first, std::min(tiles, first + tiles_per_task), widen);
     }
   });
