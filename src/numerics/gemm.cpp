@@ -500,9 +500,11 @@ void gemm_packed(LhsView A, std::int64_t m, const PackedRhs& rhs, float* C) {
   const std::int64_t tiles = (m + tile_rows - 1) / tile_rows;
   // Up to ~64 rows per task keeps a task's A rows and its panel in L2 while leaving enough tasks; a narrow
   // panel, which a task widens once for all its tiles, takes twice as many to halve that widening's share.
+  // The tiles are spread evenly over that many row groups (a tile height that does not divide the rows per
+  // task must not add a group: each group reads, and a narrow one widens, the whole panel again).
   const std::int64_t rows_per_task = rhs.storage() == PanelStorage::F32 ? 64 : 128;
-  const std::int64_t tiles_per_task =
-      std::max<std::int64_t>(1, std::min<std::int64_t>(tiles, rows_per_task / tile_rows));
+  const std::int64_t wanted_groups = std::max<std::int64_t>(1, (m + rows_per_task - 1) / rows_per_task);
+  const std::int64_t tiles_per_task = (tiles + wanted_groups - 1) / wanted_groups;
   const std::int64_t groups = (tiles + tiles_per_task - 1) / tiles_per_task;
   parallel_for(panels * groups, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t task = begin; task < end; ++task) {
