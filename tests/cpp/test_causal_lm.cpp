@@ -782,6 +782,45 @@ TEST(CausalLMRefusals, CallsAndStates) {
             "samebits CausalLM.generate: 4 prompt + 5 new tokens exceed max_positions=8");
 }
 
+// step_many checks every layer's states before any layer runs (docs/api.md §18): a state that a later layer
+// refuses leaves the earlier layers' caches as they were, still in the engine's layout and trusted (a layer
+// that ran and was rolled back would have ended their trust), and the refusal is a lone step's, word for
+// word.
+TEST(CausalLMStepMany, EveryLayerIsCheckedBeforeAnyLayerRuns) {
+  Scratch scratch;
+  const Family f = families()[0];  // two Transformer layers
+  const CausalLM model = CausalLM::load(scratch.model("m", f.config, f.tensors));
+  std::vector<CausalLMState> states;
+  for (std::int64_t n : {2, 3}) {
+    states.push_back(model.allocate_state(1, 8));
+    const std::vector<std::int32_t> prompt = ids_of(1, n, static_cast<std::uint64_t>(n));
+    model.forward({prompt.data(), 1, n}, states.back());
+  }
+  {
+    TransformerState::Pin k = states[1].transformer(1)->pin_k_cache();
+    k.data()[0] = std::nanf("");
+  }
+  CausalLMState alone = states[1].clone();
+  const std::vector<float> alone_keys = alone.transformer(0)->keys();
+  const std::vector<std::int32_t> next{5, 7};
+  const std::string lone = value_error_of([&] { model.step({next.data() + 1, 1, 1}, alone); });
+  EXPECT_NE(lone.find("samebits TransformerBlock.step: "), std::string::npos) << lone;
+  // The lone step ran layer 0 before layer 1 refused: the roll-back leaves layer 0 as it was.
+  EXPECT_EQ(alone.transformer(0)->cached_tokens(), 3);
+  EXPECT_EQ(alone.transformer(0)->keys(), alone_keys);
+  const std::vector<float> keys = states[0].transformer(0)->keys();
+  EXPECT_TRUE(states[0].transformer(0)->trusted());
+  EXPECT_EQ(value_error_of([&] { model.step_many(next, {&states[0], &states[1]}); }), lone);
+  for (std::int64_t layer : {0, 1}) {
+    EXPECT_EQ(states[0].transformer(layer)->cached_tokens(), 2);
+    EXPECT_TRUE(states[0].transformer(layer)->trusted()) << layer;
+    EXPECT_TRUE(states[0].transformer(layer)->spread()) << layer;
+  }
+  EXPECT_EQ(states[0].transformer(0)->keys(), keys);
+  EXPECT_EQ(states[0].positions(), 2);
+  EXPECT_EQ(states[1].positions(), 3);
+}
+
 TEST(CausalLMGreedy, ArgmaxTiesNaNAndTheFirstIndex) {
   const float nan = NAN;
   const std::vector<float> ties{1, 3, 3, 2};

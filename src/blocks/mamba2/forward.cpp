@@ -470,9 +470,14 @@ std::shared_ptr<Mamba2Report> Mamba2Block::forward(const float* x, std::int64_t 
 }
 
 void Mamba2Block::step_many(const float* x, std::int64_t count, Mamba2State* const* states, float* y,
-                            const std::string& entry) const {
+                            const std::string& entry, bool states_checked) const {
   const std::int64_t dm = dims_.d_model;
-  for (std::int64_t i = 0; i < count; ++i) refuse_inputs(x + i * dm, dm, *states[i], entry);
+  for (std::int64_t i = 0; i < count; ++i) {
+    if (states_checked)
+      refuse_rows(x + i * dm, dm, entry);
+    else
+      refuse_inputs(x + i * dm, dm, *states[i], entry);
+  }
   CallRows rows(dims_, count);
   project_in(x, count, rows);
   // The sequences side by side on the pool (each one's own parallel regions then run serially).
