@@ -124,10 +124,17 @@ class Scheduler:
             self.cond.notify()
 
     def stop(self):
+        """Ends the engine thread; once it has ended, lets go of the backend (the model), the cache, the sessions
+        and every queued or running sequence's state."""
         with self.cond:
             self.stopping = True
             self.cond.notify()
         self.thread.join(timeout=5)
+        if not self.thread.is_alive():
+            with self.cond:
+                self.backend = self.cache = self.sessions = None
+                self.waiting.clear()
+                self.running.clear()
 
     # -------------------------------------------------------------- the engine thread
 
