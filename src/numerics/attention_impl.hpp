@@ -48,9 +48,10 @@ inline typename Isa::V key_max(typename Isa::V a, typename Isa::V b) {
 }
 
 struct Scratch {
-  samebits::AlignedBuffer<float> qt;      // [head_dim][kLanes] query tile
-  samebits::AlignedBuffer<float> cells;   // [keys][kLanes] dots -> masked -> exp -> weights
-  samebits::AlignedBuffer<float> leaves;  // [leaves][4][kLanes] partial sums when head_dim > 128
+  samebits::AlignedBuffer<float> qt;       // [head_dim][kLanes] query tile
+  samebits::AlignedBuffer<float> cells;    // [keys][kLanes] dots -> masked -> exp -> weights
+  samebits::AlignedBuffer<float> leaves;   // [leaves][4][kLanes] partial sums when head_dim > 128
+  samebits::AlignedBuffer<float> weights;  // [keys][heads] one query's weights, for the shared value pass
   static void ensure(samebits::AlignedBuffer<float>& buffer, std::int64_t count) {
     if (static_cast<std::int64_t>(buffer.size()) < count)
       buffer.resize_uninitialized(static_cast<std::size_t>(count));
@@ -521,9 +522,11 @@ inline void widen_unless_skippable(const Unit& u, std::uint32_t q_max, int& may_
   }
 }
 
-// Steps 6-9 for row r of u (query r / heads, head r % heads) with the keys across the lanes.
-void attend_row_by_keys(const Unit& u, std::int64_t r, std::uint32_t q_max, int& may_skip, Scratch& scratch,
-                        const FlagScope& mxcsr) {
+// Steps 6-8 for row r of u (query r / heads, head r % heads) with the keys across the lanes: its softmax
+// weights into sc (room for u.span), their count into n and the row's values into values. False when the
+// row went to the twin instead (its output is then written).
+bool row_weights(const Unit& u, std::int64_t r, std::uint32_t q_max, int& may_skip, Scratch& scratch,
+                 const FlagScope& mxcsr, float* sc, std::int64_t& n, const float*& values) {
   const std::int64_t hd = u.head_dim;
   const std::int64_t i = r / u.heads;
   const std::int64_t h = r % u.heads;
@@ -535,15 +538,12 @@ void attend_row_by_keys(const Unit& u, std::int64_t r, std::uint32_t q_max, int&
   widen_unless_skippable(u, q_max, may_skip, first, last);
   if (first != lo || last != hi) {  // unbounded scores with hidden keys: the twin walks the visible ones
     samebits::attention::detail::attend_reference_rows(u, r, r + 1);
-    return;
+    return false;
   }
-  const std::int64_t n = last - first;
+  n = last - first;
   const float* keys = u.keys + first * hd;
-  const float* values = u.values + first * hd;
+  values = u.values + first * hd;
   const float* q = u.q + i * u.q_stride + h * hd;
-  float* out = u.ctx + i * u.ctx_stride + h * hd;
-  Scratch::ensure(scratch.cells, n);
-  float* sc = scratch.cells.data();
 
   mxcsr.clear();
   if (u.key_tiles != nullptr && first == 0) {  // the tiles start at span key 0
@@ -557,14 +557,59 @@ void attend_row_by_keys(const Unit& u, std::int64_t r, std::uint32_t q_max, int&
   }
   if (!all_finite(sc, n)) {  // an overflowing score: the twin handles NaN and infinity
     samebits::attention::detail::attend_reference_rows(u, r, r + 1);
-    return;
+    return false;
   }
   softmax_keys(sc, n, first, lo, hi, samebits::attention::score_scale(hd), u.softcap);
-  float* const outs[1] = {out};
+  return true;
+}
+
+// Step 9 for `count` rows that see the same n values, their weights interleaved ([key][row], stride count):
+// one pass over the values serves every row, each output cell still its own chain in key order.
+void shared_value_pass(const Unit& u, const float* weights, int count, const float* values, std::int64_t n,
+                       float* const* outs, const FlagScope& mxcsr) {
   mxcsr.clear();
-  value_chains<false>(sc, 1, values, hd, n, 1, outs);
-  if (FlagScope::subnormal_seen()) value_chains<true>(sc, 1, values, hd, n, 1, outs);
-  finish_row(u, sc, 1, values, n, 0, n, out);
+  value_chains<false>(weights, count, values, u.head_dim, n, count, outs);
+  if (FlagScope::subnormal_seen()) value_chains<true>(weights, count, values, u.head_dim, n, count, outs);
+  for (int g = 0; g < count; ++g) finish_row(u, weights + g, count, values, n, 0, n, outs[g]);
+}
+
+// Steps 6-9 for row r of u with the keys across the lanes.
+void attend_row_by_keys(const Unit& u, std::int64_t r, std::uint32_t q_max, int& may_skip, Scratch& scratch,
+                        const FlagScope& mxcsr) {
+  Scratch::ensure(scratch.cells, u.span);
+  float* sc = scratch.cells.data();
+  std::int64_t n = 0;
+  const float* values = nullptr;
+  if (!row_weights(u, r, q_max, may_skip, scratch, mxcsr, sc, n, values)) return;
+  float* const outs[1] = {u.ctx + (r / u.heads) * u.ctx_stride + (r % u.heads) * u.head_dim};
+  shared_value_pass(u, sc, 1, values, n, outs, mxcsr);
+}
+
+// Steps 6-9 for the heads of a unit's single query (a decode step of grouped heads): each head's weights
+// as in attend_row_by_keys, then one value pass for all of them, so the unit's values are read once
+// instead of once per head. Every head sees the same keys, so the same n.
+void attend_heads_by_keys(const Unit& u, std::uint32_t q_max, int& may_skip, Scratch& scratch,
+                          const FlagScope& mxcsr) {
+  const std::int64_t stride = (u.span + 15) / 16 * 16;  // each head's scores 64-byte aligned
+  Scratch::ensure(scratch.cells, u.heads * stride);
+  Scratch::ensure(scratch.weights, u.heads * u.span);
+  float* outs[kLanes];
+  const float* kept[kLanes];
+  int count = 0;
+  std::int64_t n = 0;
+  const float* values = nullptr;
+  for (std::int64_t h = 0; h < u.heads; ++h) {
+    float* sc = scratch.cells.data() + h * stride;
+    if (!row_weights(u, h, q_max, may_skip, scratch, mxcsr, sc, n, values)) continue;
+    kept[count] = sc;
+    outs[count] = u.ctx + h * u.head_dim;
+    ++count;
+  }
+  if (count == 0) return;
+  float* weights = scratch.weights.data();
+  for (std::int64_t j = 0; j < n; ++j)
+    for (int g = 0; g < count; ++g) weights[j * count + g] = kept[g][j];
+  shared_value_pass(u, weights, count, values, n, outs, mxcsr);
 }
 
 void attend_fast(const Unit& u) {
@@ -586,8 +631,15 @@ void attend_fast(const Unit& u) {
   int may_skip = -1;
 
   thread_local Scratch scratch;
-  if (rows * 4 <= kLanes) {  // a decode-sized unit: each row with the keys across the lanes
+  // A decode-sized unit: each row with the keys across the lanes. A decode step's group of up to 4 heads
+  // (one query) takes it on AVX2 too, with one value pass: with the heads across the lanes instead, 3 or 4
+  // heads would leave half of AVX2's lanes idle.
+  if (rows * 4 <= kLanes || (u.queries == 1 && rows <= 4)) {
     FlagScope mxcsr;
+    if (u.queries == 1 && rows > 1) {
+      attend_heads_by_keys(u, q_max, may_skip, scratch, mxcsr);
+      return;
+    }
     for (std::int64_t r = 0; r < rows; ++r) attend_row_by_keys(u, r, q_max, may_skip, scratch, mxcsr);
     return;
   }
