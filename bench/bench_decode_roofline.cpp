@@ -233,15 +233,15 @@ Case mamba3_case(std::int64_t d_model) {
 // Issue 3's transformer block: d_model 512, 8 heads, 2 KV heads, SwiGLU 1536.
 Case transformer_case() {
   constexpr std::int64_t d_model = 512, heads = 8, kv_heads = 2, intermediate = 1536;
-  const std::int64_t head_dim = d_model / heads, kv_width = kv_heads * head_dim;
+  constexpr std::int64_t kv_width = kv_heads * (d_model / heads);
   const auto table = blocks::transformer_tensor_table<std::int64_t>(d_model, d_model, kv_width, intermediate);
   const Weights w = make_weights(table);
   TransformerOptions options;
   options.n_heads = heads;
   options.n_kv_heads = kv_heads;
   auto block = std::make_shared<TransformerBlockInference>(w.views, options);
-  Case c{"transformer d512", kPositions, w.bytes,
-         [kv_width](std::int64_t p) { return kv_bytes(p, kv_width); }, nullptr};
+  Case c{"transformer d512", kPositions, w.bytes, [](std::int64_t p) { return kv_bytes(p, kv_width); },
+         nullptr};
   c.prefill = [block](std::int64_t position) {
     TransformerState state = block->allocate_state(1, position + kSteps + 1);
     const std::vector<float> prefix = rows(position, d_model, 5);
