@@ -432,6 +432,92 @@ void tiled_key_dots(const float* q, const float* tiles, std::int64_t head_dim, s
   }
 }
 
+// tiled_group_dots for H heads at once over G groups of kLanes keys: each key vector is loaded once for all
+// heads; head h's chains are exactly those tiled_group_dots computes for it (acc = FMA(q_h[d], key[d], acc)
+// in ascending d per leaf, leaves folded), and its lanes go to outs[h] + first.
+template <bool kFlush, int H, int G>
+void heads_group_dots(const float* const* qs, const float* const* groups, std::int64_t head_dim,
+                      std::int64_t leaf, std::int64_t leaf_count, std::int64_t valid, float* const* outs,
+                      std::int64_t first, typename Isa::V* partials) {
+  using V = typename Isa::V;
+  constexpr std::int64_t kWidth = samebits::attention::kKeyTileWidth;
+  for (std::int64_t t = 0; t < leaf_count; ++t) {
+    const std::int64_t d_end = (t + 1) * leaf < head_dim ? (t + 1) * leaf : head_dim;
+    V acc[H][G];
+    for (int h = 0; h < H; ++h)
+      for (int g = 0; g < G; ++g) acc[h][g] = Isa::zero();
+    for (std::int64_t d = t * leaf; d < d_end; ++d) {
+      V key[G];
+      for (int g = 0; g < G; ++g) {
+        key[g] = Isa::load(groups[g] + d * kWidth);
+        if constexpr (kFlush) key[g] = Isa::flush(key[g]);
+      }
+      for (int h = 0; h < H; ++h) {
+        float qd = qs[h][d];
+        if constexpr (kFlush) qd = samebits::fp::F(qd);
+        const V qv = Isa::set1(qd);
+        for (int g = 0; g < G; ++g) {
+          acc[h][g] = Isa::fma(qv, key[g], acc[h][g]);
+          if constexpr (kFlush) acc[h][g] = Isa::flush(acc[h][g]);
+        }
+      }
+    }
+    for (int h = 0; h < H; ++h)
+      for (int g = 0; g < G; ++g) partials[(h * G + g) * leaf_count + t] = Isa::flush(acc[h][g]);
+  }
+  for (int h = 0; h < H; ++h)
+    for (int g = 0; g < G; ++g)
+      store_key_lanes(partials + (h * G + g) * leaf_count, leaf_count, g + 1 == G ? valid : kLanes,
+                      outs[h] + first + g * kLanes);
+}
+
+// tiled_key_dots for H heads from one pass over the key tiles: outs[h][j] for j < n, the same cells as
+// tiled_key_dots(qs[h], ...) gives.
+template <bool kFlush, int H>
+void tiled_heads_dots(const float* const* qs, const float* tiles, std::int64_t head_dim, std::int64_t n,
+                      float* const* outs, Scratch& scratch) {
+  constexpr std::int64_t kWidth = samebits::attention::kKeyTileWidth;
+  constexpr int kGroups = 2;  // with H <= 4 heads, 2H chains in flight: enough to hide the FMA latency
+  const std::int64_t leaf = samebits::gemm::leaf_length(head_dim);
+  const std::int64_t leaf_count = (head_dim + leaf - 1) / leaf;
+  Scratch::ensure(scratch.leaves, H * kGroups * leaf_count * kLanes);
+  auto* partials = reinterpret_cast<typename Isa::V*>(scratch.leaves.data());
+  const std::int64_t tile_floats = head_dim * kWidth;
+  const std::int64_t size = (n + kWidth - 1) / kWidth * tile_floats;
+  for (std::int64_t j0 = 0; j0 < n; j0 += kGroups * kLanes) {
+    prefetch_span(tiles, (j0 + kKeyGroups * kLanes) / kWidth * tile_floats, kGroups * kLanes * head_dim,
+                  size);
+    const float* groups[kGroups];
+    int count = 0;
+    std::int64_t valid = kLanes;
+    for (; count < kGroups && j0 + count * kLanes < n; ++count) {
+      const std::int64_t first = j0 + count * kLanes;
+      groups[count] = tiles + first / kWidth * tile_floats + first % kWidth;
+      valid = n - first < kLanes ? n - first : kLanes;
+    }
+    if (count == kGroups)
+      heads_group_dots<kFlush, H, kGroups>(qs, groups, head_dim, leaf, leaf_count, valid, outs, j0, partials);
+    else
+      heads_group_dots<kFlush, H, 1>(qs, groups, head_dim, leaf, leaf_count, valid, outs, j0, partials);
+  }
+}
+
+template <bool kFlush>
+void tiled_heads_dots(int heads, const float* const* qs, const float* tiles, std::int64_t head_dim,
+                      std::int64_t n, float* const* outs, Scratch& scratch) {
+  switch (heads) {
+    case 4:
+      tiled_heads_dots<kFlush, 4>(qs, tiles, head_dim, n, outs, scratch);
+      break;
+    case 3:
+      tiled_heads_dots<kFlush, 3>(qs, tiles, head_dim, n, outs, scratch);
+      break;
+    default:
+      tiled_heads_dots<kFlush, 2>(qs, tiles, head_dim, n, outs, scratch);
+      break;
+  }
+}
+
 // The total order key_max uses, on one float: larger key = larger value, -0.0 below +0.0.
 inline std::int32_t order_key(float x) {
   const std::int32_t i = static_cast<std::int32_t>(samebits::fp::bits(x));
@@ -598,12 +684,48 @@ void attend_heads_by_keys(const Unit& u, std::uint32_t q_max, int& may_skip, Scr
   int count = 0;
   std::int64_t n = 0;
   const float* values = nullptr;
-  for (std::int64_t h = 0; h < u.heads; ++h) {
-    float* sc = scratch.cells.data() + h * stride;
-    if (!row_weights(u, h, q_max, may_skip, scratch, mxcsr, sc, n, values)) continue;
-    kept[count] = sc;
-    outs[count] = u.ctx + h * u.head_dim;
-    ++count;
+  // The query's visible keys, the same for every head; with key tiles from span key 0 and no key run to
+  // widen to, every head's scores come from one pass over the tiles.
+  const std::int64_t hd = u.head_dim;
+  const std::int64_t lo =
+      u.window > 0 && u.pos0 - u.window + 1 - u.key_lo > 0 ? u.pos0 - u.window + 1 - u.key_lo : 0;
+  const std::int64_t hi = u.pos0 - u.key_lo + 1;
+  std::int64_t first = lo;
+  std::int64_t last = hi;
+  if (u.key_tiles != nullptr && u.heads <= 4 && lo == 0)
+    widen_unless_skippable(u, q_max, may_skip, first, last);
+  if (u.key_tiles != nullptr && u.heads <= 4 && lo == 0 && first == lo && last == hi) {
+    n = hi;
+    values = u.values;
+    const float* qs[4];
+    float* scores[4];
+    for (std::int64_t h = 0; h < u.heads; ++h) {
+      qs[h] = u.q + h * hd;
+      scores[h] = scratch.cells.data() + h * stride;
+    }
+    const int heads = static_cast<int>(u.heads);
+    mxcsr.clear();
+    prefetch_span(u.key_tiles, 0, kKeyGroups * kLanes * hd, n * hd);
+    tiled_heads_dots<false>(heads, qs, u.key_tiles, hd, n, scores, scratch);
+    if (FlagScope::subnormal_seen()) tiled_heads_dots<true>(heads, qs, u.key_tiles, hd, n, scores, scratch);
+    for (std::int64_t h = 0; h < u.heads; ++h) {
+      if (!all_finite(scores[h], n)) {  // an overflowing score: the twin handles NaN and infinity
+        samebits::attention::detail::attend_reference_rows(u, h, h + 1);
+        continue;
+      }
+      softmax_keys(scores[h], n, 0, lo, hi, samebits::attention::score_scale(hd), u.softcap);
+      kept[count] = scores[h];
+      outs[count] = u.ctx + h * hd;
+      ++count;
+    }
+  } else {
+    for (std::int64_t h = 0; h < u.heads; ++h) {
+      float* sc = scratch.cells.data() + h * stride;
+      if (!row_weights(u, h, q_max, may_skip, scratch, mxcsr, sc, n, values)) continue;
+      kept[count] = sc;
+      outs[count] = u.ctx + h * u.head_dim;
+      ++count;
+    }
   }
   if (count == 0) return;
   float* weights = scratch.weights.data();

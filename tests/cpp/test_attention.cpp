@@ -208,6 +208,12 @@ TEST(Attention, DecodeHeadsShareOneValuePass) {
     for (std::int64_t j = 0; j < c.span; ++j) c.values[static_cast<std::size_t>(j * 32 + 5)] = 1.5e-38f;
     c.values[7] = tiny;
     expect_fast_equals_twin(c, "decode heads " + std::to_string(heads) + " with subnormal products");
+    Case scores(1, heads, 24, 50, 0, 350 + static_cast<std::uint64_t>(heads));  // subnormal operands
+    scores.q[3] = tiny;
+    for (std::size_t i = 5; i < scores.keys.size(); i += 29) scores.keys[i] = -tiny;
+    for (std::int64_t d = 0; d < 24; ++d) scores.q[static_cast<std::size_t>(24 + d)] = 1e-20f;
+    expect_fast_equals_twin(
+        scores, "decode heads " + std::to_string(heads) + " with subnormal query and key elements");
     Case mixed(1, heads, 16, 30, 0, 400 + static_cast<std::uint64_t>(heads));
     for (std::int64_t d = 0; d < 16; ++d)
       mixed.q[static_cast<std::size_t>(16 + d)] = 3e19f;  // head 1 overflows
