@@ -156,6 +156,10 @@ void value_rows(const float* weights, std::int64_t w_stride, const float* values
                 std::int64_t n, int l0, float* const* out) {
   const std::int64_t vectors = head_dim / kLanes;
   std::int64_t c = 0;
+  // 3-4 rows by 4 column vectors would spill AVX2's 16 registers: 2 column vectors there.
+  if constexpr (kLanes == 8 && kRows >= 3)
+    for (; c + 2 <= vectors; c += 2)
+      value_tile<kFlush, kRows, 2>(weights, w_stride, values, head_dim, n, l0, c * kLanes, out);
   for (; c + 4 <= vectors; c += 4)
     value_tile<kFlush, kRows, 4>(weights, w_stride, values, head_dim, n, l0, c * kLanes, out);
   switch (vectors - c) {
