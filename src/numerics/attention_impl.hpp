@@ -396,44 +396,54 @@ void tiled_group_dots(const float* q, const float* const* tiles, std::int64_t he
     store_key_lanes(partials + g * leaf_count, leaf_count, g + 1 == G ? valid : kLanes, out + g * kLanes);
 }
 
-// key_dots from key tiles: out[j] for j < n, the same cells.
-template <bool kFlush>
-void tiled_key_dots(const float* q, const float* tiles, std::int64_t head_dim, std::int64_t n, float* out,
-                    Scratch& scratch) {
+// Walks keys [0, n) of `tiles` in blocks of up to kBlock groups of kLanes keys, asking for the tiles a few
+// groups ahead; visit(groups, count, valid, j0) gets each block's group pointers, its group count, the real
+// keys of its last group and its first key.
+template <int kBlock, typename Visit>
+void walk_key_tiles(const float* tiles, std::int64_t head_dim, std::int64_t n, const Visit& visit) {
   constexpr std::int64_t kWidth = samebits::attention::kKeyTileWidth;
-  const std::int64_t leaf = samebits::gemm::leaf_length(head_dim);
-  const std::int64_t leaf_count = (head_dim + leaf - 1) / leaf;
-  Scratch::ensure(scratch.leaves, kKeyGroups * leaf_count * kLanes);
-  auto* partials = reinterpret_cast<typename Isa::V*>(scratch.leaves.data());
   const std::int64_t tile_floats = head_dim * kWidth;
   const std::int64_t size = (n + kWidth - 1) / kWidth * tile_floats;
-  for (std::int64_t j0 = 0; j0 < n; j0 += kKeyGroups * kLanes) {
-    prefetch_span(tiles, (j0 + kKeyGroups * kLanes) / kWidth * tile_floats, kKeyGroups * kLanes * head_dim,
-                  size);
-    const float* groups[kKeyGroups];
+  for (std::int64_t j0 = 0; j0 < n; j0 += kBlock * kLanes) {
+    prefetch_span(tiles, (j0 + kKeyGroups * kLanes) / kWidth * tile_floats, kBlock * kLanes * head_dim, size);
+    const float* groups[kBlock];
     int count = 0;
     std::int64_t valid = kLanes;
-    for (; count < kKeyGroups && j0 + count * kLanes < n; ++count) {
+    for (; count < kBlock && j0 + count * kLanes < n; ++count) {
       const std::int64_t first = j0 + count * kLanes;
       groups[count] = tiles + first / kWidth * tile_floats + first % kWidth;
       valid = n - first < kLanes ? n - first : kLanes;
     }
-    float* dst = out + j0;
-    switch (count) {
-      case 4:
-        tiled_group_dots<kFlush, 4>(q, groups, head_dim, leaf, leaf_count, valid, dst, partials);
-        break;
-      case 3:
-        tiled_group_dots<kFlush, 3>(q, groups, head_dim, leaf, leaf_count, valid, dst, partials);
-        break;
-      case 2:
-        tiled_group_dots<kFlush, 2>(q, groups, head_dim, leaf, leaf_count, valid, dst, partials);
-        break;
-      default:
-        tiled_group_dots<kFlush, 1>(q, groups, head_dim, leaf, leaf_count, valid, dst, partials);
-        break;
-    }
+    visit(static_cast<const float* const*>(groups), count, valid, j0);
   }
+}
+
+// key_dots from key tiles: out[j] for j < n, the same cells.
+template <bool kFlush>
+void tiled_key_dots(const float* q, const float* tiles, std::int64_t head_dim, std::int64_t n, float* out,
+                    Scratch& scratch) {
+  const std::int64_t leaf = samebits::gemm::leaf_length(head_dim);
+  const std::int64_t leaf_count = (head_dim + leaf - 1) / leaf;
+  Scratch::ensure(scratch.leaves, kKeyGroups * leaf_count * kLanes);
+  auto* partials = reinterpret_cast<typename Isa::V*>(scratch.leaves.data());
+  walk_key_tiles<kKeyGroups>(
+      tiles, head_dim, n, [&](const float* const* groups, int count, std::int64_t valid, std::int64_t j0) {
+        float* dst = out + j0;
+        switch (count) {
+          case 4:
+            tiled_group_dots<kFlush, 4>(q, groups, head_dim, leaf, leaf_count, valid, dst, partials);
+            break;
+          case 3:
+            tiled_group_dots<kFlush, 3>(q, groups, head_dim, leaf, leaf_count, valid, dst, partials);
+            break;
+          case 2:
+            tiled_group_dots<kFlush, 2>(q, groups, head_dim, leaf, leaf_count, valid, dst, partials);
+            break;
+          default:
+            tiled_group_dots<kFlush, 1>(q, groups, head_dim, leaf, leaf_count, valid, dst, partials);
+            break;
+        }
+      });
 }
 
 // tiled_group_dots for H heads at once over G groups of kLanes keys: each key vector is loaded once for all
@@ -480,30 +490,19 @@ void heads_group_dots(const float* const* qs, const float* const* groups, std::i
 template <bool kFlush, int H>
 void tiled_heads_dots(const float* const* qs, const float* tiles, std::int64_t head_dim, std::int64_t n,
                       float* const* outs, Scratch& scratch) {
-  constexpr std::int64_t kWidth = samebits::attention::kKeyTileWidth;
   constexpr int kGroups = 2;  // with H <= 4 heads, 2H chains in flight: enough to hide the FMA latency
   const std::int64_t leaf = samebits::gemm::leaf_length(head_dim);
   const std::int64_t leaf_count = (head_dim + leaf - 1) / leaf;
   Scratch::ensure(scratch.leaves, H * kGroups * leaf_count * kLanes);
   auto* partials = reinterpret_cast<typename Isa::V*>(scratch.leaves.data());
-  const std::int64_t tile_floats = head_dim * kWidth;
-  const std::int64_t size = (n + kWidth - 1) / kWidth * tile_floats;
-  for (std::int64_t j0 = 0; j0 < n; j0 += kGroups * kLanes) {
-    prefetch_span(tiles, (j0 + kKeyGroups * kLanes) / kWidth * tile_floats, kGroups * kLanes * head_dim,
-                  size);
-    const float* groups[kGroups];
-    int count = 0;
-    std::int64_t valid = kLanes;
-    for (; count < kGroups && j0 + count * kLanes < n; ++count) {
-      const std::int64_t first = j0 + count * kLanes;
-      groups[count] = tiles + first / kWidth * tile_floats + first % kWidth;
-      valid = n - first < kLanes ? n - first : kLanes;
-    }
-    if (count == kGroups)
-      heads_group_dots<kFlush, H, kGroups>(qs, groups, head_dim, leaf, leaf_count, valid, outs, j0, partials);
-    else
-      heads_group_dots<kFlush, H, 1>(qs, groups, head_dim, leaf, leaf_count, valid, outs, j0, partials);
-  }
+  walk_key_tiles<kGroups>(
+      tiles, head_dim, n, [&](const float* const* groups, int count, std::int64_t valid, std::int64_t j0) {
+        if (count == kGroups)
+          heads_group_dots<kFlush, H, kGroups>(qs, groups, head_dim, leaf, leaf_count, valid, outs, j0,
+                                               partials);
+        else
+          heads_group_dots<kFlush, H, 1>(qs, groups, head_dim, leaf, leaf_count, valid, outs, j0, partials);
+      });
 }
 
 template <bool kFlush>
