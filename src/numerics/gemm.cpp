@@ -470,15 +470,19 @@ void gemm_packed(LhsView A, std::int64_t m, const PackedRhs& rhs, float* C) {
   if (m <= ks.skinny_rows && ks.skinny_panels > 1 && panels >= ks.skinny_panels) {
     const std::int64_t wide = panels / ks.skinny_panels;
     const std::int64_t tasks = wide + (panels - wide * ks.skinny_panels);
-    parallel_for(tasks, [&](std::int64_t begin, std::int64_t end) {
-      for (std::int64_t task = begin; task < end; ++task) {
-        const PanelGroup group =
-            task < wide
-                ? PanelGroup{task * ks.skinny_panels, ks.skinny_panels, lk.skinny_fast, lk.skinny_exact}
-                : PanelGroup{wide * ks.skinny_panels + (task - wide), 1, lk.fast, lk.exact};
-        run_task(pb, group, static_cast<int>(m), 0, 1);
-      }
-    });
+    // A task streams its panels once: a small matrix runs on fewer threads (docs/performance.md §D).
+    parallel_for(
+        tasks,
+        [&](std::int64_t begin, std::int64_t end) {
+          for (std::int64_t task = begin; task < end; ++task) {
+            const PanelGroup group =
+                task < wide
+                    ? PanelGroup{task * ks.skinny_panels, ks.skinny_panels, lk.skinny_fast, lk.skinny_exact}
+                    : PanelGroup{wide * ks.skinny_panels + (task - wide), 1, lk.fast, lk.exact};
+            run_task(pb, group, static_cast<int>(m), 0, 1);
+          }
+        },
+        grain_for_work(tasks, ks.skinny_panels * rhs.panel_bytes()));
     return;
   }
 
@@ -490,13 +494,17 @@ void gemm_packed(LhsView A, std::int64_t m, const PackedRhs& rhs, float* C) {
   const std::int64_t tiles_per_task =
       std::max<std::int64_t>(1, std::min<std::int64_t>(tiles, rows_per_task / tile_rows));
   const std::int64_t groups = (tiles + tiles_per_task - 1) / tiles_per_task;
-  parallel_for(panels * groups, [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t task = begin; task < end; ++task) {
-      const PanelGroup group{task / groups, 1, lk.fast, lk.exact};
-      const std::int64_t first = (task % groups) * tiles_per_task;
-      run_task(pb, group, static_cast<int>(tile_rows), first, std::min(tiles, first + tiles_per_task));
-    }
-  });
+  // Each tile of a task streams the task's panel from cache: its work grows with the tiles.
+  parallel_for(
+      panels * groups,
+      [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t task = begin; task < end; ++task) {
+          const PanelGroup group{task / groups, 1, lk.fast, lk.exact};
+          const std::int64_t first = (task % groups) * tiles_per_task;
+          run_task(pb, group, static_cast<int>(tile_rows), first, std::min(tiles, first + tiles_per_task));
+        }
+      },
+      grain_for_work(panels * groups, tiles_per_task * rhs.panel_bytes()));
 }
 
 void gemm_packed_panels(LhsView A, std::int64_t m, const PackedRhs& rhs, std::int64_t first_panel,
