@@ -218,6 +218,28 @@ void PackedRhs::set_code(std::int64_t p, std::int64_t j, int code) {
   byte = static_cast<unsigned char>(c < 16 ? (byte & 0xF0) | stored : (byte & 0x0F) | (stored << 4));
 }
 
+void PackedRhs::set_code_run(std::int64_t p, std::int64_t j, const std::int32_t* codes, std::int64_t count) {
+  // set_code's placement with the block, row and byte worked out once for the run (a GGUF load writes
+  // every code of a model this way).
+  const std::int64_t row_bytes = code_row_bytes(storage_);
+  unsigned char* cell =
+      block_at(j / kPanelWidth, p / block_depth_) + header_bytes() + (p % block_depth_) * row_bytes;
+  const std::int64_t c = j % kPanelWidth;
+  if (!nibble_codes(storage_)) {
+    for (std::int64_t d = 0; d < count; ++d)
+      cell[d * row_bytes + c] = static_cast<unsigned char>(static_cast<std::int8_t>(codes[d]));
+    return;
+  }
+  const int bias = storage_ == PanelStorage::Codes4 ? 8 : 0;
+  const int shift = c < 16 ? 0 : 4;
+  const auto keep = static_cast<unsigned char>(c < 16 ? 0xF0 : 0x0F);
+  cell += c % 16;
+  for (std::int64_t d = 0; d < count; ++d) {
+    unsigned char& byte = cell[d * row_bytes];
+    byte = static_cast<unsigned char>((byte & keep) | ((codes[d] + bias) << shift));
+  }
+}
+
 void PackedRhs::set_scale(std::int64_t p, std::int64_t j, float scale, float offset) {
   unsigned char* head = block_at(j / kPanelWidth, p / block_depth_);
   const std::int64_t c = j % kPanelWidth;
