@@ -446,6 +446,34 @@ class TransformerBlockInference:
         _blocks.require_state(_WHAT, state, "allocate_state(B, max_tokens)")
         return self._call(x, state, True)
 
+    def step_many(self, x, states):
+        """One token for each of N independent sequences (docs/api.md §18): row i of x (N, d_model) or
+        (N, 1, d_model) continues states[i] (one-row states, each at its own position, none listed twice);
+        row i of the result (x's shape) is bit for bit step(x[i:i+1], states[i]). Every state is checked
+        before any cache moves."""
+        what = f"{_WHAT}.step"
+        x = _blocks.float32_strict(x, f"{_WHAT}.step_many", "x", _DTYPE_SENTENCE)
+        states = list(states)
+        for i, state in enumerate(states):
+            if not isinstance(state, TransformerState):
+                raise TypeError(
+                    f"{_PACKAGE} {what}_many: state {i} must be a TransformerState (allocate_state(1, max_tokens) "
+                    f"makes one), got {type(state).__name__}"
+                )
+            # By identity: a state over caller buffers gets a fresh engine state per call.
+            for j in range(i):
+                if states[j] is state:
+                    raise ValueError(
+                        f"{_PACKAGE} {what}_many: state {i} is state {j} again; each sequence needs its own state"
+                    )
+        engines = [
+            s._engine_state(what, s.batch_size * s.n_kv_heads * s.capacity * s.head_dim) for s in states
+        ]
+        y = self._engine.step_many(x, engines)
+        for state, engine_state in zip(states, engines):
+            state._engine_done(engine_state)
+        return y
+
     def _forward_reference(self, x, state=None, *, step=False):
         """The engine's scalar twin (for cross-checks): the same refusals, the same bits."""
         return self._call(x, state, step, reference=True)

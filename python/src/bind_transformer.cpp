@@ -202,6 +202,12 @@ void bind_transformer(nb::module_& m) {
                 sizes(view.shape));
           },
           nb::arg("x"), nb::arg("state"), nb::arg("step"), nb::arg("reference") = false)
+      .def("step_many",
+           [](const TransformerBlockInference& self, const FloatArrayIn& x,
+              const std::vector<TransformerState*>& states) {
+             const TensorView view = view_of(x);
+             return computed_array([&] { return self.step_many(view, states); }, sizes(view.shape));
+           })
       .def("backward", [](const TransformerBlockInference& self) { self.backward(); })
       .def("weight",
            [](const TransformerBlockInference& self, const std::string& name) {

@@ -20,6 +20,7 @@
 #include "api/api_access.hpp"
 #include "api/checks.hpp"
 #include "api/gguf_packed.hpp"
+#include "api/transformer_many.hpp"
 #include "io/gguf_model.hpp"
 #include "io/hf_config.hpp"
 #include "io/safetensors.hpp"
@@ -426,7 +427,8 @@ LayerState zero_state(const LayerBlock& block, std::int64_t batch, std::int64_t 
 }
 
 // What a refused layer call must put back: a full-causal KV cache only needs its position count (the
-// appended slots lie past it); a ring that would wrap and a Mamba state need a copy.
+// appended rows lie past it; KvCacheState::roll_back keeps the others where a reader finds them); a ring
+// that would wrap and a Mamba state need a copy.
 struct LayerUndo {
   std::optional<LayerState> copy;
   std::int64_t cached = -1;
@@ -448,9 +450,65 @@ void restore(LayerState& state, LayerUndo& undo) {
   if (undo.copy) {
     state = std::move(*undo.copy);
   } else if (auto* kv = std::get_if<TransformerState>(&state)) {
-    if (kv->cached_tokens() != undo.cached) kv->set_cached_tokens(undo.cached);
+    if (kv->cached_tokens() != undo.cached) ApiAccess::engine(*kv).roll_back(undo.cached);
   }
 }
+
+// The layers of a step_many over many one-row states (docs/api.md §18): each layer's engine states, every
+// state refusal of every layer made at construction (layer by layer, worded as each block's step_many
+// words it), so that step() checks only its input rows. Nothing moves before step().
+class ManyLayers {
+ public:
+  ManyLayers(const CausalLMModel& m, const std::vector<std::vector<LayerState>*>& sequences)
+      : model_(m), count_(static_cast<std::int64_t>(sequences.size())), layers_(m.blocks.size()) {
+    for (std::size_t i = 0; i < m.blocks.size(); ++i) {
+      Layer& layer = layers_[i];
+      const LayerBlock& block = block_at(m, i);
+      if (const auto* t = std::get_if<TransformerBlockInference>(&block)) {
+        std::vector<TransformerState*> kv;
+        for (std::vector<LayerState>* layers : sequences)
+          kv.push_back(&std::get<TransformerState>((*layers)[i]));
+        layer.transformer.emplace(*t, kv);
+      } else if (const auto* m1 = std::get_if<Mamba1BlockInference>(&block)) {
+        for (std::vector<LayerState>* layers : sequences) {
+          layer.mamba1.push_back(&ApiAccess::engine(std::get<Mamba1State>((*layers)[i])));
+          ApiAccess::block(*m1)->refuse_non_finite_state(*layer.mamba1.back(), kMamba1Entry);
+        }
+      } else {
+        const auto& m2 = std::get<Mamba2BlockInference>(block);
+        for (std::vector<LayerState>* layers : sequences) {
+          layer.mamba2.push_back(&ApiAccess::engine(std::get<Mamba2State>((*layers)[i])));
+          ApiAccess::block(m2)->refuse_state(*layer.mamba2.back(), kMamba2Entry);
+        }
+      }
+    }
+  }
+
+  // Layer i: row s of x [count, d_model] continues sequence s, giving row s of y.
+  void step(std::size_t i, const float* x, float* y) {
+    Layer& layer = layers_[i];
+    const LayerBlock& block = block_at(model_, i);
+    if (layer.transformer)
+      layer.transformer->step(x, y);
+    else if (const auto* m1 = std::get_if<Mamba1BlockInference>(&block))
+      ApiAccess::block(*m1)->step_many(x, count_, layer.mamba1.data(), y, kMamba1Entry, true);
+    else
+      ApiAccess::block(std::get<Mamba2BlockInference>(block))
+          ->step_many(x, count_, layer.mamba2.data(), y, kMamba2Entry, true);
+  }
+
+ private:
+  static constexpr const char* kMamba1Entry = "mamba1_decode_step";
+  static constexpr const char* kMamba2Entry = "mamba2_decode_step";
+  struct Layer {
+    std::optional<TransformerManyStep> transformer;
+    std::vector<blocks::Mamba1State*> mamba1;
+    std::vector<blocks::Mamba2State*> mamba2;
+  };
+  const CausalLMModel& model_;
+  std::int64_t count_;
+  std::vector<Layer> layers_;
+};
 
 }  // namespace
 
@@ -596,39 +654,25 @@ std::vector<float> CausalLM::step_many(const std::vector<std::int32_t>& ids,
     check_distinct_state(states, s, what);
     check_state(*states[s], 1, 1, what);
   }
+  std::vector<std::vector<LayerState>*> sequences;
+  for (CausalLMState* state : states) sequences.push_back(&state->impl_->layers);
   const std::int64_t d = m.plan.d_model;
   std::vector<float> x(static_cast<std::size_t>(count * d));
   m.ends->embed(ids.data(), count, x.data());
   std::vector<std::vector<LayerUndo>> undo(states.size());
   try {
+    // Every layer's state refusals, in each block's words, before any layer runs; the layer calls then
+    // check only their input rows (a refusal there rolls back the layers that ran).
+    ManyLayers layers(m, sequences);
     for (std::size_t i = 0; i < m.blocks.size(); ++i) {
-      for (std::size_t s = 0; s < states.size(); ++s) undo[s].push_back(save(states[s]->impl_->layers[i], 1));
-      const LayerBlock& block = block_at(m, i);
-      if (const auto* t = std::get_if<TransformerBlockInference>(&block)) {
-        std::vector<TransformerState*> caches;
-        for (CausalLMState* state : states)
-          caches.push_back(&std::get<TransformerState>(state->impl_->layers[i]));
-        x = t->step_many({x.data(), {count, 1, d}}, caches);
-        continue;
-      }
+      for (std::size_t s = 0; s < states.size(); ++s) undo[s].push_back(save((*sequences[s])[i], 1));
       std::vector<float> y(x.size());
-      if (const auto* m1 = std::get_if<Mamba1BlockInference>(&block)) {
-        std::vector<blocks::Mamba1State*> engines;
-        for (CausalLMState* state : states)
-          engines.push_back(&ApiAccess::engine(std::get<Mamba1State>(state->impl_->layers[i])));
-        ApiAccess::block(*m1)->step_many(x.data(), count, engines.data(), y.data(), "mamba1_decode_step");
-      } else {
-        std::vector<blocks::Mamba2State*> engines;
-        for (CausalLMState* state : states)
-          engines.push_back(&ApiAccess::engine(std::get<Mamba2State>(state->impl_->layers[i])));
-        ApiAccess::block(std::get<Mamba2BlockInference>(block))
-            ->step_many(x.data(), count, engines.data(), y.data(), "mamba2_decode_step");
-      }
+      layers.step(i, x.data(), y.data());
       x = std::move(y);
     }
   } catch (...) {
     for (std::size_t s = 0; s < states.size(); ++s)
-      for (std::size_t i = 0; i < undo[s].size(); ++i) restore(states[s]->impl_->layers[i], undo[s][i]);
+      for (std::size_t i = 0; i < undo[s].size(); ++i) restore((*sequences[s])[i], undo[s][i]);
     throw;
   }
   std::vector<float> logits(static_cast<std::size_t>(count * vocab));

@@ -9,6 +9,7 @@
 
 #include "api/api_access.hpp"
 #include "api/checks.hpp"
+#include "api/transformer_many.hpp"
 #include "api/transformer_options.hpp"
 #include "api/transformer_state.hpp"
 #include "blocks/transformer/state.hpp"
@@ -182,6 +183,12 @@ void check_cache_dims(const TransformerState& state, const blocks::TransformerDi
                       " but this block has n_kv_heads " + std::to_string(dims.n_kv_heads) + " x head_dim " +
                       std::to_string(dims.head_dim) + " (allocate_state on THIS block makes a matching one)");
 }
+
+// step_many's refusals of one state past its pointer: this block's cache dims, one row, this window.
+void check_many_state(const TransformerBlockInference& block, const TransformerState& state) {
+  check_cache_dims(state, ApiAccess::block(block)->dims(), true);
+  block.check_state(1, state.batch_size(), state.window(), true);
+}
 }  // namespace
 
 std::vector<float> TransformerBlockInference::forward(const TensorView& x) const {
@@ -203,6 +210,23 @@ std::vector<float> TransformerBlockInference::step(const TensorView& x, Transfor
   return run(x, state, true, false);
 }
 
+TransformerManyStep::TransformerManyStep(const TransformerBlockInference& block,
+                                         const std::vector<TransformerState*>& states)
+    : block_(*ApiAccess::block(block)), access_(states.size()) {
+  for (const TransformerState* state : states) check_many_state(block, *state);
+  for (std::size_t i = 0; i < states.size(); ++i) {
+    caches_.push_back(&access_[i].emplace(ApiAccess::engine(*states[i]), false).cache());
+    block_.check_call(nullptr, 1, 1, *caches_.back(), what_of(true), blocks::StateScan::kNow);
+  }
+}
+
+void TransformerManyStep::step(const float* x, float* y) {
+  if (caches_.empty()) throw_runtime_error(what_of(true) + ": a layer's caches were stepped twice");
+  block_.step_many(x, static_cast<std::int64_t>(caches_.size()), caches_.data(), y, what_of(true), true);
+  caches_.clear();
+  access_.clear();  // commits each cache
+}
+
 std::vector<float> TransformerBlockInference::step_many(const TensorView& x,
                                                         const std::vector<TransformerState*>& states) const {
   const std::string what = what_of(true);
@@ -214,8 +238,7 @@ std::vector<float> TransformerBlockInference::step_many(const TensorView& x,
   for (std::size_t i = 0; i < states.size(); ++i) {
     if (states[i] == nullptr) throw_value_error(what + "_many: state " + std::to_string(i) + " is missing");
     check_distinct_state(states, i, what + "_many");
-    check_cache_dims(*states[i], block_->dims(), true);
-    check_state(1, states[i]->batch_size(), states[i]->window(), true);
+    check_many_state(*this, *states[i]);
   }
   std::vector<std::optional<KvCacheState::EngineAccess>> access(states.size());
   std::vector<blocks::KvCache*> caches(states.size());

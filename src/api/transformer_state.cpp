@@ -94,6 +94,21 @@ void KvCacheState::set_cached_tokens(std::int64_t value) {
   cached_tokens_ = value;
 }
 
+void KvCacheState::roll_back(std::int64_t count) {
+  if (count < 0 || count > cached_tokens_)
+    throw_runtime_error("samebits TransformerState: a roll-back to " + std::to_string(count) +
+                        " positions from " + std::to_string(cached_tokens_));
+  // A ring's slot is its position mod window and the spread layout strides by max_tokens: neither moves.
+  if (window_ == 0 && !spread_ && count < cached_tokens_) {
+    const std::int64_t blocks = batch_size_ * n_kv_heads_;
+    for (float* data : {k_.data(), v_.data()})
+      for (std::int64_t i = 1; i < blocks; ++i)  // block i moves down from i * S_old to i * S_new rows
+        std::copy(data + i * cached_tokens_ * head_dim_, data + (i * cached_tokens_ + count) * head_dim_,
+                  data + i * count * head_dim_);
+  }
+  cached_tokens_ = count;
+}
+
 KvCacheState::Pin KvCacheState::pin(Buffer& buffer) {
   pack();
   trusted_ = false;  // what is written through it is scanned by the next call after the last pin

@@ -46,6 +46,10 @@ class KvCacheState {
   // Absolute positions consumed. Setting it packs the cache and ends the trust (read at the new count).
   std::int64_t cached_tokens() const { return cached_tokens_; }
   void set_cached_tokens(std::int64_t value);
+  // Drops the positions past `count` (<= cached_tokens), the first `count` kept as a reader of `count`
+  // positions finds them: a packed full-causal cache moves its rows to the shorter stride (a bare
+  // set_cached_tokens would reread them at it). Layout and trust stay: the kept rows are unchanged.
+  void roll_back(std::int64_t count);
   // Positions held: cached_tokens, or for a window the min(cached_tokens, window) most recent.
   std::int64_t held_tokens() const;
 

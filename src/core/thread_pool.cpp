@@ -263,4 +263,15 @@ void parallel_for(std::int64_t count, const std::function<void(std::int64_t, std
   Pool::instance().run(count, body, grain);
 }
 
+std::int64_t grain_for_work(std::int64_t count, std::int64_t bytes_per_item) {
+  if (count <= 1) return 1;
+  // Threads the work pays for (in double: count * bytes may pass 2^63; any rounding only moves the split).
+  const double worth = static_cast<double>(count) *
+                       static_cast<double>(std::max<std::int64_t>(bytes_per_item, 1)) /
+                       static_cast<double>(kMinBytesPerThread);
+  if (worth >= static_cast<double>(num_threads())) return 1;  // enough for every thread: the pool's balancing
+  const std::int64_t threads = std::max<std::int64_t>(1, static_cast<std::int64_t>(worth));
+  return (count + threads - 1) / threads;
+}
+
 }  // namespace samebits

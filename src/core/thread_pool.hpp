@@ -25,4 +25,13 @@ int hardware_threads();
 void parallel_for(std::int64_t count, const std::function<void(std::int64_t, std::int64_t)>& body,
                   std::int64_t grain = 1);
 
+// Threads scaled with the work (docs/performance.md §D): a thread is worth handing a share of a region only
+// when that share reads at least this many bytes; below it the hand-over costs more than the core saves.
+inline constexpr std::int64_t kMinBytesPerThread = std::int64_t{64} << 10;
+
+// The grain to pass parallel_for for `count` independent items that each read about `bytes_per_item` bytes:
+// the region then runs on at most max(1, count * bytes_per_item / kMinBytesPerThread) threads (one for a
+// small region), in that many even runs. Only which thread computes an output changes, never a bit.
+std::int64_t grain_for_work(std::int64_t count, std::int64_t bytes_per_item);
+
 }  // namespace samebits

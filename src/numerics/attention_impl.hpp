@@ -48,9 +48,10 @@ inline typename Isa::V key_max(typename Isa::V a, typename Isa::V b) {
 }
 
 struct Scratch {
-  samebits::AlignedBuffer<float> qt;      // [head_dim][kLanes] query tile
-  samebits::AlignedBuffer<float> cells;   // [keys][kLanes] dots -> masked -> exp -> weights
-  samebits::AlignedBuffer<float> leaves;  // [leaves][4][kLanes] partial sums when head_dim > 128
+  samebits::AlignedBuffer<float> qt;       // [head_dim][kLanes] query tile
+  samebits::AlignedBuffer<float> cells;    // [keys][kLanes] dots -> masked -> exp -> weights
+  samebits::AlignedBuffer<float> leaves;   // [leaves][4][kLanes] partial sums when head_dim > 128
+  samebits::AlignedBuffer<float> weights;  // [keys][heads] one query's weights, for the shared value pass
   static void ensure(samebits::AlignedBuffer<float>& buffer, std::int64_t count) {
     if (static_cast<std::int64_t>(buffer.size()) < count)
       buffer.resize_uninitialized(static_cast<std::size_t>(count));
@@ -155,6 +156,10 @@ void value_rows(const float* weights, std::int64_t w_stride, const float* values
                 std::int64_t n, int l0, float* const* out) {
   const std::int64_t vectors = head_dim / kLanes;
   std::int64_t c = 0;
+  // 3-4 rows by 4 column vectors would spill AVX2's 16 registers: 2 column vectors there.
+  if constexpr (kLanes == 8 && kRows >= 3)
+    for (; c + 2 <= vectors; c += 2)
+      value_tile<kFlush, kRows, 2>(weights, w_stride, values, head_dim, n, l0, c * kLanes, out);
   for (; c + 4 <= vectors; c += 4)
     value_tile<kFlush, kRows, 4>(weights, w_stride, values, head_dim, n, l0, c * kLanes, out);
   switch (vectors - c) {
@@ -391,43 +396,128 @@ void tiled_group_dots(const float* q, const float* const* tiles, std::int64_t he
     store_key_lanes(partials + g * leaf_count, leaf_count, g + 1 == G ? valid : kLanes, out + g * kLanes);
 }
 
-// key_dots from key tiles: out[j] for j < n, the same cells.
-template <bool kFlush>
-void tiled_key_dots(const float* q, const float* tiles, std::int64_t head_dim, std::int64_t n, float* out,
-                    Scratch& scratch) {
+// Walks keys [0, n) of `tiles` in blocks of up to kBlock groups of kLanes keys, asking for the tiles a few
+// groups ahead; visit(groups, count, valid, j0) gets each block's group pointers, its group count, the real
+// keys of its last group and its first key.
+template <int kBlock, typename Visit>
+void walk_key_tiles(const float* tiles, std::int64_t head_dim, std::int64_t n, const Visit& visit) {
   constexpr std::int64_t kWidth = samebits::attention::kKeyTileWidth;
-  const std::int64_t leaf = samebits::gemm::leaf_length(head_dim);
-  const std::int64_t leaf_count = (head_dim + leaf - 1) / leaf;
-  Scratch::ensure(scratch.leaves, kKeyGroups * leaf_count * kLanes);
-  auto* partials = reinterpret_cast<typename Isa::V*>(scratch.leaves.data());
   const std::int64_t tile_floats = head_dim * kWidth;
   const std::int64_t size = (n + kWidth - 1) / kWidth * tile_floats;
-  for (std::int64_t j0 = 0; j0 < n; j0 += kKeyGroups * kLanes) {
-    prefetch_span(tiles, (j0 + kKeyGroups * kLanes) / kWidth * tile_floats, kKeyGroups * kLanes * head_dim,
-                  size);
-    const float* groups[kKeyGroups];
+  for (std::int64_t j0 = 0; j0 < n; j0 += kBlock * kLanes) {
+    prefetch_span(tiles, (j0 + kKeyGroups * kLanes) / kWidth * tile_floats, kBlock * kLanes * head_dim, size);
+    const float* groups[kBlock];
     int count = 0;
     std::int64_t valid = kLanes;
-    for (; count < kKeyGroups && j0 + count * kLanes < n; ++count) {
+    for (; count < kBlock && j0 + count * kLanes < n; ++count) {
       const std::int64_t first = j0 + count * kLanes;
       groups[count] = tiles + first / kWidth * tile_floats + first % kWidth;
       valid = n - first < kLanes ? n - first : kLanes;
     }
-    float* dst = out + j0;
-    switch (count) {
-      case 4:
-        tiled_group_dots<kFlush, 4>(q, groups, head_dim, leaf, leaf_count, valid, dst, partials);
-        break;
-      case 3:
-        tiled_group_dots<kFlush, 3>(q, groups, head_dim, leaf, leaf_count, valid, dst, partials);
-        break;
-      case 2:
-        tiled_group_dots<kFlush, 2>(q, groups, head_dim, leaf, leaf_count, valid, dst, partials);
-        break;
-      default:
-        tiled_group_dots<kFlush, 1>(q, groups, head_dim, leaf, leaf_count, valid, dst, partials);
-        break;
+    visit(static_cast<const float* const*>(groups), count, valid, j0);
+  }
+}
+
+// key_dots from key tiles: out[j] for j < n, the same cells.
+template <bool kFlush>
+void tiled_key_dots(const float* q, const float* tiles, std::int64_t head_dim, std::int64_t n, float* out,
+                    Scratch& scratch) {
+  const std::int64_t leaf = samebits::gemm::leaf_length(head_dim);
+  const std::int64_t leaf_count = (head_dim + leaf - 1) / leaf;
+  Scratch::ensure(scratch.leaves, kKeyGroups * leaf_count * kLanes);
+  auto* partials = reinterpret_cast<typename Isa::V*>(scratch.leaves.data());
+  walk_key_tiles<kKeyGroups>(
+      tiles, head_dim, n, [&](const float* const* groups, int count, std::int64_t valid, std::int64_t j0) {
+        float* dst = out + j0;
+        switch (count) {
+          case 4:
+            tiled_group_dots<kFlush, 4>(q, groups, head_dim, leaf, leaf_count, valid, dst, partials);
+            break;
+          case 3:
+            tiled_group_dots<kFlush, 3>(q, groups, head_dim, leaf, leaf_count, valid, dst, partials);
+            break;
+          case 2:
+            tiled_group_dots<kFlush, 2>(q, groups, head_dim, leaf, leaf_count, valid, dst, partials);
+            break;
+          default:
+            tiled_group_dots<kFlush, 1>(q, groups, head_dim, leaf, leaf_count, valid, dst, partials);
+            break;
+        }
+      });
+}
+
+// tiled_group_dots for H heads at once over G groups of kLanes keys: each key vector is loaded once for all
+// heads; head h's chains are exactly those tiled_group_dots computes for it (acc = FMA(q_h[d], key[d], acc)
+// in ascending d per leaf, leaves folded), and its lanes go to outs[h] + first.
+template <bool kFlush, int H, int G>
+void heads_group_dots(const float* const* qs, const float* const* groups, std::int64_t head_dim,
+                      std::int64_t leaf, std::int64_t leaf_count, std::int64_t valid, float* const* outs,
+                      std::int64_t first, typename Isa::V* partials) {
+  using V = typename Isa::V;
+  constexpr std::int64_t kWidth = samebits::attention::kKeyTileWidth;
+  for (std::int64_t t = 0; t < leaf_count; ++t) {
+    const std::int64_t d_end = (t + 1) * leaf < head_dim ? (t + 1) * leaf : head_dim;
+    V acc[H][G];
+    for (int h = 0; h < H; ++h)
+      for (int g = 0; g < G; ++g) acc[h][g] = Isa::zero();
+    for (std::int64_t d = t * leaf; d < d_end; ++d) {
+      V key[G];
+      for (int g = 0; g < G; ++g) {
+        key[g] = Isa::load(groups[g] + d * kWidth);
+        if constexpr (kFlush) key[g] = Isa::flush(key[g]);
+      }
+      for (int h = 0; h < H; ++h) {
+        float qd = qs[h][d];
+        if constexpr (kFlush) qd = samebits::fp::F(qd);
+        const V qv = Isa::set1(qd);
+        for (int g = 0; g < G; ++g) {
+          acc[h][g] = Isa::fma(qv, key[g], acc[h][g]);
+          if constexpr (kFlush) acc[h][g] = Isa::flush(acc[h][g]);
+        }
+      }
     }
+    for (int h = 0; h < H; ++h)
+      for (int g = 0; g < G; ++g) partials[(h * G + g) * leaf_count + t] = Isa::flush(acc[h][g]);
+  }
+  for (int h = 0; h < H; ++h)
+    for (int g = 0; g < G; ++g)
+      store_key_lanes(partials + (h * G + g) * leaf_count, leaf_count, g + 1 == G ? valid : kLanes,
+                      outs[h] + first + g * kLanes);
+}
+
+// tiled_key_dots for H heads from one pass over the key tiles: outs[h][j] for j < n, the same cells as
+// tiled_key_dots(qs[h], ...) gives.
+template <bool kFlush, int H>
+void tiled_heads_dots(const float* const* qs, const float* tiles, std::int64_t head_dim, std::int64_t n,
+                      float* const* outs, Scratch& scratch) {
+  constexpr int kGroups = 2;  // with H <= 4 heads, 2H chains in flight: enough to hide the FMA latency
+  const std::int64_t leaf = samebits::gemm::leaf_length(head_dim);
+  const std::int64_t leaf_count = (head_dim + leaf - 1) / leaf;
+  Scratch::ensure(scratch.leaves, H * kGroups * leaf_count * kLanes);
+  auto* partials = reinterpret_cast<typename Isa::V*>(scratch.leaves.data());
+  walk_key_tiles<kGroups>(
+      tiles, head_dim, n, [&](const float* const* groups, int count, std::int64_t valid, std::int64_t j0) {
+        if (count == kGroups)
+          heads_group_dots<kFlush, H, kGroups>(qs, groups, head_dim, leaf, leaf_count, valid, outs, j0,
+                                               partials);
+        else
+          heads_group_dots<kFlush, H, 1>(qs, groups, head_dim, leaf, leaf_count, valid, outs, j0, partials);
+      });
+}
+
+template <bool kFlush>
+void tiled_heads_dots(int heads, const float* const* qs, const float* tiles, std::int64_t head_dim,
+                      std::int64_t n, float* const* outs, Scratch& scratch) {
+  switch (heads) {
+    case 4:
+      tiled_heads_dots<kFlush, 4>(qs, tiles, head_dim, n, outs, scratch);
+      break;
+    case 3:
+      tiled_heads_dots<kFlush, 3>(qs, tiles, head_dim, n, outs, scratch);
+      break;
+    default:
+      tiled_heads_dots<kFlush, 2>(qs, tiles, head_dim, n, outs, scratch);
+      break;
   }
 }
 
@@ -521,9 +611,11 @@ inline void widen_unless_skippable(const Unit& u, std::uint32_t q_max, int& may_
   }
 }
 
-// Steps 6-9 for row r of u (query r / heads, head r % heads) with the keys across the lanes.
-void attend_row_by_keys(const Unit& u, std::int64_t r, std::uint32_t q_max, int& may_skip, Scratch& scratch,
-                        const FlagScope& mxcsr) {
+// Steps 6-8 for row r of u (query r / heads, head r % heads) with the keys across the lanes: its softmax
+// weights into sc (room for u.span), their count into n and the row's values into values. False when the
+// row went to the twin instead (its output is then written).
+bool row_weights(const Unit& u, std::int64_t r, std::uint32_t q_max, int& may_skip, Scratch& scratch,
+                 const FlagScope& mxcsr, float* sc, std::int64_t& n, const float*& values) {
   const std::int64_t hd = u.head_dim;
   const std::int64_t i = r / u.heads;
   const std::int64_t h = r % u.heads;
@@ -535,15 +627,12 @@ void attend_row_by_keys(const Unit& u, std::int64_t r, std::uint32_t q_max, int&
   widen_unless_skippable(u, q_max, may_skip, first, last);
   if (first != lo || last != hi) {  // unbounded scores with hidden keys: the twin walks the visible ones
     samebits::attention::detail::attend_reference_rows(u, r, r + 1);
-    return;
+    return false;
   }
-  const std::int64_t n = last - first;
+  n = last - first;
   const float* keys = u.keys + first * hd;
-  const float* values = u.values + first * hd;
+  values = u.values + first * hd;
   const float* q = u.q + i * u.q_stride + h * hd;
-  float* out = u.ctx + i * u.ctx_stride + h * hd;
-  Scratch::ensure(scratch.cells, n);
-  float* sc = scratch.cells.data();
 
   mxcsr.clear();
   if (u.key_tiles != nullptr && first == 0) {  // the tiles start at span key 0
@@ -557,14 +646,95 @@ void attend_row_by_keys(const Unit& u, std::int64_t r, std::uint32_t q_max, int&
   }
   if (!all_finite(sc, n)) {  // an overflowing score: the twin handles NaN and infinity
     samebits::attention::detail::attend_reference_rows(u, r, r + 1);
-    return;
+    return false;
   }
   softmax_keys(sc, n, first, lo, hi, samebits::attention::score_scale(hd), u.softcap);
-  float* const outs[1] = {out};
+  return true;
+}
+
+// Step 9 for `count` rows that see the same n values, their weights interleaved ([key][row], stride count):
+// one pass over the values serves every row, each output cell still its own chain in key order.
+void shared_value_pass(const Unit& u, const float* weights, int count, const float* values, std::int64_t n,
+                       float* const* outs, const FlagScope& mxcsr) {
   mxcsr.clear();
-  value_chains<false>(sc, 1, values, hd, n, 1, outs);
-  if (FlagScope::subnormal_seen()) value_chains<true>(sc, 1, values, hd, n, 1, outs);
-  finish_row(u, sc, 1, values, n, 0, n, out);
+  value_chains<false>(weights, count, values, u.head_dim, n, count, outs);
+  if (FlagScope::subnormal_seen()) value_chains<true>(weights, count, values, u.head_dim, n, count, outs);
+  for (int g = 0; g < count; ++g) finish_row(u, weights + g, count, values, n, 0, n, outs[g]);
+}
+
+// Steps 6-9 for row r of u with the keys across the lanes.
+void attend_row_by_keys(const Unit& u, std::int64_t r, std::uint32_t q_max, int& may_skip, Scratch& scratch,
+                        const FlagScope& mxcsr) {
+  Scratch::ensure(scratch.cells, u.span);
+  float* sc = scratch.cells.data();
+  std::int64_t n = 0;
+  const float* values = nullptr;
+  if (!row_weights(u, r, q_max, may_skip, scratch, mxcsr, sc, n, values)) return;
+  float* const outs[1] = {u.ctx + (r / u.heads) * u.ctx_stride + (r % u.heads) * u.head_dim};
+  shared_value_pass(u, sc, 1, values, n, outs, mxcsr);
+}
+
+// Steps 6-9 for the heads of a unit's single query (a decode step of grouped heads): each head's weights
+// as in attend_row_by_keys, then one value pass for all of them, so the unit's values are read once
+// instead of once per head. Every head sees the same keys, so the same n.
+void attend_heads_by_keys(const Unit& u, std::uint32_t q_max, int& may_skip, Scratch& scratch,
+                          const FlagScope& mxcsr) {
+  const std::int64_t stride = (u.span + 15) / 16 * 16;  // each head's scores 64-byte aligned
+  Scratch::ensure(scratch.cells, u.heads * stride);
+  Scratch::ensure(scratch.weights, u.heads * u.span);
+  float* outs[kLanes];
+  const float* kept[kLanes];
+  int count = 0;
+  std::int64_t n = 0;
+  const float* values = nullptr;
+  // The query's visible keys, the same for every head; with key tiles from span key 0 and no key run to
+  // widen to, every head's scores come from one pass over the tiles.
+  const std::int64_t hd = u.head_dim;
+  const std::int64_t lo =
+      u.window > 0 && u.pos0 - u.window + 1 - u.key_lo > 0 ? u.pos0 - u.window + 1 - u.key_lo : 0;
+  const std::int64_t hi = u.pos0 - u.key_lo + 1;
+  std::int64_t first = lo;
+  std::int64_t last = hi;
+  if (u.key_tiles != nullptr && u.heads <= 4 && lo == 0)
+    widen_unless_skippable(u, q_max, may_skip, first, last);
+  if (u.key_tiles != nullptr && u.heads <= 4 && lo == 0 && first == lo && last == hi) {
+    n = hi;
+    values = u.values;
+    const float* qs[4];
+    float* scores[4];
+    for (std::int64_t h = 0; h < u.heads; ++h) {
+      qs[h] = u.q + h * hd;
+      scores[h] = scratch.cells.data() + h * stride;
+    }
+    const int heads = static_cast<int>(u.heads);
+    mxcsr.clear();
+    prefetch_span(u.key_tiles, 0, kKeyGroups * kLanes * hd, n * hd);
+    tiled_heads_dots<false>(heads, qs, u.key_tiles, hd, n, scores, scratch);
+    if (FlagScope::subnormal_seen()) tiled_heads_dots<true>(heads, qs, u.key_tiles, hd, n, scores, scratch);
+    for (std::int64_t h = 0; h < u.heads; ++h) {
+      if (!all_finite(scores[h], n)) {  // an overflowing score: the twin handles NaN and infinity
+        samebits::attention::detail::attend_reference_rows(u, h, h + 1);
+        continue;
+      }
+      softmax_keys(scores[h], n, 0, lo, hi, samebits::attention::score_scale(hd), u.softcap);
+      kept[count] = scores[h];
+      outs[count] = u.ctx + h * hd;
+      ++count;
+    }
+  } else {
+    for (std::int64_t h = 0; h < u.heads; ++h) {
+      float* sc = scratch.cells.data() + h * stride;
+      if (!row_weights(u, h, q_max, may_skip, scratch, mxcsr, sc, n, values)) continue;
+      kept[count] = sc;
+      outs[count] = u.ctx + h * u.head_dim;
+      ++count;
+    }
+  }
+  if (count == 0) return;
+  float* weights = scratch.weights.data();
+  for (std::int64_t j = 0; j < n; ++j)
+    for (int g = 0; g < count; ++g) weights[j * count + g] = kept[g][j];
+  shared_value_pass(u, weights, count, values, n, outs, mxcsr);
 }
 
 void attend_fast(const Unit& u) {
@@ -586,8 +756,15 @@ void attend_fast(const Unit& u) {
   int may_skip = -1;
 
   thread_local Scratch scratch;
-  if (rows * 4 <= kLanes) {  // a decode-sized unit: each row with the keys across the lanes
+  // A decode-sized unit: each row with the keys across the lanes. A decode step's group of up to 4 heads
+  // (one query) takes it on AVX2 too, with one value pass: with the heads across the lanes instead, 3 or 4
+  // heads would leave half of AVX2's lanes idle.
+  if (rows * 4 <= kLanes || (u.queries == 1 && rows <= 4)) {
     FlagScope mxcsr;
+    if (u.queries == 1 && rows > 1) {
+      attend_heads_by_keys(u, q_max, may_skip, scratch, mxcsr);
+      return;
+    }
     for (std::int64_t r = 0; r < rows; ++r) attend_row_by_keys(u, r, q_max, may_skip, scratch, mxcsr);
     return;
   }

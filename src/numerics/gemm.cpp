@@ -231,6 +231,28 @@ void PackedRhs::set_code(std::int64_t p, std::int64_t j, int code) {
   byte = static_cast<unsigned char>(c < 16 ? (byte & 0xF0) | stored : (byte & 0x0F) | (stored << 4));
 }
 
+void PackedRhs::set_code_run(std::int64_t p, std::int64_t j, const std::int32_t* codes, std::int64_t count) {
+  // set_code's placement with the block, row and byte worked out once for the run (a GGUF load writes
+  // every code of a model this way).
+  const std::int64_t row_bytes = code_row_bytes(storage_);
+  unsigned char* cell =
+      block_at(j / kPanelWidth, p / block_depth_) + header_bytes() + (p % block_depth_) * row_bytes;
+  const std::int64_t c = j % kPanelWidth;
+  if (!nibble_codes(storage_)) {
+    for (std::int64_t d = 0; d < count; ++d)
+      cell[d * row_bytes + c] = static_cast<unsigned char>(static_cast<std::int8_t>(codes[d]));
+    return;
+  }
+  const int bias = storage_ == PanelStorage::Codes4 ? 8 : 0;
+  const int shift = c < 16 ? 0 : 4;
+  const auto keep = static_cast<unsigned char>(c < 16 ? 0xF0 : 0x0F);
+  cell += c % 16;
+  for (std::int64_t d = 0; d < count; ++d) {
+    unsigned char& byte = cell[d * row_bytes];
+    byte = static_cast<unsigned char>((byte & keep) | ((codes[d] + bias) << shift));
+  }
+}
+
 void PackedRhs::set_scale(std::int64_t p, std::int64_t j, float scale, float offset) {
   unsigned char* head = block_at(j / kPanelWidth, p / block_depth_);
   const std::int64_t c = j % kPanelWidth;
@@ -483,15 +505,19 @@ void gemm_packed(LhsView A, std::int64_t m, const PackedRhs& rhs, float* C) {
   if (m <= ks.skinny_rows && ks.skinny_panels > 1 && panels >= ks.skinny_panels) {
     const std::int64_t wide = panels / ks.skinny_panels;
     const std::int64_t tasks = wide + (panels - wide * ks.skinny_panels);
-    parallel_for(tasks, [&](std::int64_t begin, std::int64_t end) {
-      for (std::int64_t task = begin; task < end; ++task) {
-        const PanelGroup group =
-            task < wide
-                ? PanelGroup{task * ks.skinny_panels, ks.skinny_panels, lk.skinny_fast, lk.skinny_exact}
-                : PanelGroup{wide * ks.skinny_panels + (task - wide), 1, lk.fast, lk.exact};
-        run_task(pb, group, static_cast<int>(m), 0, 1, false);
-      }
-    });
+    // A task streams its panels once: a small matrix runs on fewer threads (docs/performance.md §D).
+    parallel_for(
+        tasks,
+        [&](std::int64_t begin, std::int64_t end) {
+          for (std::int64_t task = begin; task < end; ++task) {
+            const PanelGroup group =
+                task < wide
+                    ? PanelGroup{task * ks.skinny_panels, ks.skinny_panels, lk.skinny_fast, lk.skinny_exact}
+                    : PanelGroup{wide * ks.skinny_panels + (task - wide), 1, lk.fast, lk.exact};
+            run_task(pb, group, static_cast<int>(m), 0, 1, false);
+          }
+        },
+        grain_for_work(tasks, ks.skinny_panels * rhs.panel_bytes()));
     return;
   }
 
@@ -506,13 +532,18 @@ void gemm_packed(LhsView A, std::int64_t m, const PackedRhs& rhs, float* C) {
   const std::int64_t wanted_groups = std::max<std::int64_t>(1, (m + rows_per_task - 1) / rows_per_task);
   const std::int64_t tiles_per_task = (tiles + wanted_groups - 1) / wanted_groups;
   const std::int64_t groups = (tiles + tiles_per_task - 1) / tiles_per_task;
-  parallel_for(panels * groups, [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t task = begin; task < end; ++task) {
-      const PanelGroup group{task / groups, 1, lk.fast, lk.exact};
-      const std::int64_t first = (task % groups) * tiles_per_task;
-      run_task(pb, group, static_cast<int>(tile_rows), first, std::min(tiles, first + tiles_per_task), widen);
-    }
-  });
+  // Each tile of a task streams the task's panel from cache: its work grows with the tiles.
+  parallel_for(
+      panels * groups,
+      [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t task = begin; task < end; ++task) {
+          const PanelGroup group{task / groups, 1, lk.fast, lk.exact};
+          const std::int64_t first = (task % groups) * tiles_per_task;
+          run_task(pb, group, static_cast<int>(tile_rows), first, std::min(tiles, first + tiles_per_task),
+                   widen);
+        }
+      },
+      grain_for_work(panels * groups, tiles_per_task * rhs.panel_bytes()));
 }
 
 void gemm_packed_panels(LhsView A, std::int64_t m, const PackedRhs& rhs, std::int64_t first_panel,

@@ -127,6 +127,8 @@ class PackedRhs {
   const unsigned char* block_at(std::int64_t panel, std::int64_t block) const;
   // Column j's code, scale and offset for depth p (block formats).
   void set_code(std::int64_t p, std::int64_t j, int code);
+  // set_code for depths p .. p + count - 1 of column j, all in one block (a loader's run under one scale).
+  void set_code_run(std::int64_t p, std::int64_t j, const std::int32_t* codes, std::int64_t count);
   void set_scale(std::int64_t p, std::int64_t j, float scale, float offset);
   // Rows [first, first + count) of B_eff (W layout) as the panels hold them, before the subnormals return.
   void widen_rows(std::int64_t first, std::int64_t count, float* W_out) const;

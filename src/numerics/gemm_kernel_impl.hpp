@@ -8,6 +8,16 @@
 // vectors.
 
 inline constexpr int kRowVecs = 32 / Isa::kLanes;
+// How far ahead of its current row a narrow-panel kernel asks for its panel's bytes. A decode call streams
+// each weight once, and at a few bytes per row the arithmetic between two cache lines is short: the
+// hardware prefetcher alone leaves the core waiting on memory (measured: cold single-row calls over Q4_1,
+// Q8_0, int8 and bfloat16 panels ran 12-70% faster with it). 1 KiB is 16 rows of a bfloat16 panel, 32 of
+// int8 codes, 64 of 4-bit codes. A prefetch moves bytes into the cache only (it never faults, even past the
+// end of the panels), so it changes no value.
+inline constexpr std::int64_t kPrefetchBytes = 1024;
+inline void prefetch_ahead(const void* row) {
+  __builtin_prefetch(static_cast<const unsigned char*>(row) + kPrefetchBytes, 0, 3);
+}
 using PanelSpan = samebits::gemm::detail::PanelSpan;
 
 // Float32 panels: [k][32], already flushed.
@@ -34,6 +44,7 @@ struct SourceBF16 {
     return {reinterpret_cast<const std::uint16_t*>(panel) + q * 32};
   }
   static void widen_row(const Cursor& c, const PanelSpan&, typename Isa::V* out) {
+    prefetch_ahead(c.row);
     Isa::widen_bf16_row(c.row, out);
   }
   static void advance(Cursor& c, const PanelSpan&) { c.row += 32; }
@@ -233,6 +244,7 @@ void codes_leaf_kernel(const float* a, std::int64_t a_row, std::int64_t a_depth,
       }
       for (int c = 0; c < Panels; ++c) {
         V b[kVecs];
+        prefetch_ahead(codes + c * panels.panel_bytes);
         Source::widen_codes(codes + c * panels.panel_bytes, b);
         for (int v = 0; v < kVecs; ++v) {
           const V value = Source::value(b[v], scale[c * kVecs + v], offset[c * kVecs + v]);

@@ -118,6 +118,7 @@ PackedRhs PackedRhs::from_ggml(const std::vector<GgmlPart>& parts, std::int64_t 
   std::vector<numerics::GgmlElement> elements(256);
   PackedRhs packed(n, k, storage, block_depth, placement,
                    all_scales_are_halves(parts, k, block_depth, elements));
+  std::vector<std::int32_t> run_codes(static_cast<std::size_t>(block_depth));
   std::int64_t row0 = 0;
   for (const GgmlPart& part : parts) {
     const numerics::GgmlTypeInfo info = numerics::ggml_type_info(part.type);
@@ -133,11 +134,12 @@ PackedRhs PackedRhs::from_ggml(const std::vector<GgmlPart>& parts, std::int64_t 
           throw_value_error(what_of(part) + ": block " + std::to_string(stored * row_blocks + b) +
                             " has a non-finite scale");
         numerics::ggml_block_codes(part.type, block, elements.data());
-        for (std::uint32_t e = 0; e < info.block_elements; ++e) {
+        // A panel block starts at every block_depth-th element (block_depth divides the type's block).
+        for (std::uint32_t e = 0; e < info.block_elements; e += static_cast<std::uint32_t>(block_depth)) {
           const std::int64_t p = b * info.block_elements + e;
-          if (p % block_depth == 0)
-            packed.set_scale(p, j, elements[e].scale, layout.has_offset ? elements[e].offset : no_offset);
-          packed.set_code(p, j, elements[e].code);
+          packed.set_scale(p, j, elements[e].scale, layout.has_offset ? elements[e].offset : no_offset);
+          for (std::int64_t d = 0; d < block_depth; ++d) run_codes[d] = elements[e + d].code;
+          packed.set_code_run(p, j, run_codes.data(), block_depth);
         }
       }
     }

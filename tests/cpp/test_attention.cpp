@@ -198,6 +198,30 @@ TEST(Attention, PlantedSubnormalsTakeTheFlushingRerun) {
   expect_fast_equals_twin(c, "planted subnormals");
 }
 
+// A decode step of grouped heads reads the unit's values once for all its heads: a flushing rerun that only
+// some heads need, and heads that go to the twin (an overflowing score) beside heads that do not, still give
+// every head the twin's bits.
+TEST(Attention, DecodeHeadsShareOneValuePass) {
+  const float tiny = fp::from_bits(0x00000123u);
+  for (std::int64_t heads : {2, 3, 4}) {
+    Case c(1, heads, 32, 40, 0, 300 + static_cast<std::uint64_t>(heads));
+    for (std::int64_t j = 0; j < c.span; ++j) c.values[static_cast<std::size_t>(j * 32 + 5)] = 1.5e-38f;
+    c.values[7] = tiny;
+    expect_fast_equals_twin(c, "decode heads " + std::to_string(heads) + " with subnormal products");
+    Case scores(1, heads, 24, 50, 0, 350 + static_cast<std::uint64_t>(heads));  // subnormal operands
+    scores.q[3] = tiny;
+    for (std::size_t i = 5; i < scores.keys.size(); i += 29) scores.keys[i] = -tiny;
+    for (std::int64_t d = 0; d < 24; ++d) scores.q[static_cast<std::size_t>(24 + d)] = 1e-20f;
+    expect_fast_equals_twin(
+        scores, "decode heads " + std::to_string(heads) + " with subnormal query and key elements");
+    Case mixed(1, heads, 16, 30, 0, 400 + static_cast<std::uint64_t>(heads));
+    for (std::int64_t d = 0; d < 16; ++d)
+      mixed.q[static_cast<std::size_t>(16 + d)] = 3e19f;  // head 1 overflows
+    for (float& k : mixed.keys) k *= 1e19f;
+    expect_fast_equals_twin(mixed, "decode heads " + std::to_string(heads) + ", one to the twin");
+  }
+}
+
 TEST(Attention, NegativeZeroChainMeetsSkippedPositiveValue) {
   // q = 0: every visible weight is 1/(p+1). Column 0 holds -2e-38 for keys 0..15 (so w * v is a negative
   // subnormal, flushed to -0.0, for p >= 1) and +1 afterwards. The value chain walks the visible keys only

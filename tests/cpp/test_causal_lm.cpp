@@ -782,6 +782,88 @@ TEST(CausalLMRefusals, CallsAndStates) {
             "samebits CausalLM.generate: 4 prompt + 5 new tokens exceed max_positions=8");
 }
 
+// step_many checks every layer's states before any layer runs (docs/api.md §18): a state that a later layer
+// refuses leaves the earlier layers' caches as they were, still in the engine's layout and trusted (a layer
+// that ran and was rolled back would have ended their trust), and the refusal is a lone step's, word for
+// word.
+TEST(CausalLMStepMany, EveryLayerIsCheckedBeforeAnyLayerRuns) {
+  Scratch scratch;
+  const Family f = families()[0];  // two Transformer layers
+  const CausalLM model = CausalLM::load(scratch.model("m", f.config, f.tensors));
+  std::vector<CausalLMState> states;
+  for (std::int64_t n : {2, 3}) {
+    states.push_back(model.allocate_state(1, 8));
+    const std::vector<std::int32_t> prompt = ids_of(1, n, static_cast<std::uint64_t>(n));
+    model.forward({prompt.data(), 1, n}, states.back());
+  }
+  {
+    TransformerState::Pin k = states[1].transformer(1)->pin_k_cache();
+    k.data()[0] = std::nanf("");
+  }
+  CausalLMState alone = states[1].clone();
+  const std::vector<float> alone_keys = alone.transformer(0)->keys();
+  const std::vector<std::int32_t> next{5, 7};
+  const std::string lone = value_error_of([&] { model.step({next.data() + 1, 1, 1}, alone); });
+  EXPECT_NE(lone.find("samebits TransformerBlock.step: "), std::string::npos) << lone;
+  // The lone step ran layer 0 before layer 1 refused: the roll-back leaves layer 0 as it was.
+  EXPECT_EQ(alone.transformer(0)->cached_tokens(), 3);
+  EXPECT_EQ(alone.transformer(0)->keys(), alone_keys);
+  const std::vector<float> keys = states[0].transformer(0)->keys();
+  EXPECT_TRUE(states[0].transformer(0)->trusted());
+  EXPECT_EQ(value_error_of([&] { model.step_many(next, {&states[0], &states[1]}); }), lone);
+  for (std::int64_t layer : {0, 1}) {
+    EXPECT_EQ(states[0].transformer(layer)->cached_tokens(), 2);
+    EXPECT_TRUE(states[0].transformer(layer)->trusted()) << layer;
+    EXPECT_TRUE(states[0].transformer(layer)->spread()) << layer;
+  }
+  EXPECT_EQ(states[0].transformer(0)->keys(), keys);
+  EXPECT_EQ(states[0].positions(), 2);
+  EXPECT_EQ(states[1].positions(), 3);
+}
+
+// The Mamba stacks the same way: a non-finite carried array in a later layer of one state refuses the call
+// (in the block's words) before any layer runs, and every state ends as it was.
+TEST(CausalLMStepMany, MambaLayersAreCheckedBeforeAnyLayerRuns) {
+  const std::vector<Family> all = families();
+  for (const std::size_t index : {std::size_t{7}, std::size_t{8}}) {  // mamba, mamba2
+    const Family& f = all[index];
+    Scratch scratch;
+    const CausalLM model = CausalLM::load(scratch.model(f.name, f.config, f.tensors));
+    std::vector<CausalLMState> states;
+    for (std::int64_t n : {2, 3}) {
+      states.push_back(model.allocate_state(1, 8));
+      const std::vector<std::int32_t> prompt = ids_of(1, n, static_cast<std::uint64_t>(n));
+      model.forward({prompt.data(), 1, n}, states.back());
+    }
+    if (Mamba1State* poisoned = states[1].mamba1(1)) {
+      poisoned->pin_h().data()[0] = std::nanf("");
+    } else {
+      states[1].mamba2(1)->pin(Mamba2State::kH).data()[0] = std::nanf("");
+    }
+    auto contents = [&](const CausalLMState& s) {
+      std::vector<float> all_h;
+      for (std::int64_t layer : {0, 1}) {
+        const float* h = s.mamba1(layer) ? s.mamba1(layer)->h() : s.mamba2(layer)->h();
+        const std::int64_t size = s.mamba1(layer) ? s.mamba1(layer)->h_size() : s.mamba2(layer)->h_size();
+        all_h.insert(all_h.end(), h, h + size);
+      }
+      return std::make_pair(s.positions(), all_h);
+    };
+    const auto before0 = contents(states[0]);
+    const auto before1 = contents(states[1]);
+    const std::vector<std::int32_t> next{5, 7};
+    const std::string refusal = value_error_of([&] { model.step_many(next, {&states[0], &states[1]}); });
+    const std::string entry = index == 7 ? "mamba1_decode_step: " : "mamba2_decode_step: ";
+    EXPECT_EQ(refusal.rfind(entry + "NaN in h at flat index 0", 0), 0u) << refusal;
+    EXPECT_EQ(contents(states[0]), before0) << f.name;
+    const auto after1 = contents(states[1]);  // holds the NaN: compared by its bytes
+    EXPECT_EQ(after1.first, before1.first);
+    EXPECT_EQ(std::memcmp(after1.second.data(), before1.second.data(), before1.second.size() * sizeof(float)),
+              0)
+        << f.name;
+  }
+}
+
 TEST(CausalLMGreedy, ArgmaxTiesNaNAndTheFirstIndex) {
   const float nan = NAN;
   const std::vector<float> ties{1, 3, 3, 2};

@@ -1,14 +1,18 @@
 // parallel_for's contract: every index of [0, count) is visited exactly once whatever the count, grain
 // and thread count (each thread starts on its own run of chunks and then takes what is left of the
-// others'), a body's exception reaches the caller after the region ends, and nested calls run serially.
+// others'), a body's exception reaches the caller after the region ends, nested calls run serially, and
+// grain_for_work gives a small region fewer threads.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/thread_pool.hpp"
@@ -41,6 +45,61 @@ TEST_F(ThreadPool, EveryIndexIsVisitedExactlyOnce) {
           ASSERT_EQ(visits[static_cast<std::size_t>(i)].load(), 1)
               << "index " << i << " of " << count << ", grain " << grain << ", " << threads << " threads";
       }
+    }
+  }
+}
+
+// grain_for_work: a region reading less than kMinBytesPerThread per thread runs on fewer threads, in even
+// runs; one that pays for every thread keeps the pool's own balancing (grain 1).
+TEST_F(ThreadPool, TheGrainForWorkGivesEachThreadEnoughBytes) {
+  constexpr std::int64_t kb = 1024;
+  set_num_threads(2);
+  EXPECT_EQ(grain_for_work(8, 1 * kb), 8);   // 8 KiB in all: one thread
+  EXPECT_EQ(grain_for_work(8, 12 * kb), 8);  // 96 KiB: still one
+  EXPECT_EQ(grain_for_work(8, 16 * kb), 1);  // 128 KiB: both threads
+  EXPECT_EQ(grain_for_work(1, 1), 1);
+  EXPECT_EQ(grain_for_work(3, 0), 3);                                          // no bytes: one thread
+  EXPECT_EQ(grain_for_work(std::int64_t{1} << 40, std::int64_t{1} << 40), 1);  // no overflow
+  set_num_threads(5);
+  EXPECT_EQ(grain_for_work(12, 16 * kb), 4);  // 192 KiB: three runs of 64 KiB
+  EXPECT_EQ(grain_for_work(12, 24 * kb), 3);  // 288 KiB: four of the five threads
+  EXPECT_EQ(grain_for_work(12, 64 * kb), 1);  // enough for all five
+  set_num_threads(1);
+  EXPECT_EQ(grain_for_work(8, 16 * kb), 1);  // one thread anyway
+}
+
+// What a region with that grain runs is observable: one range, on the caller, for small work, else one
+// even range per thread the work pays for.
+TEST_F(ThreadPool, SmallRegionsRunOnFewerThreads) {
+  constexpr std::int64_t kb = 1024;
+  struct Case {
+    int threads;
+    std::int64_t count, bytes, runs;
+  };
+  for (const Case& c : {Case{2, 8, 1 * kb, 1}, Case{2, 8, 12 * kb, 1}, Case{3, 8, 16 * kb, 2},
+                        Case{5, 12, 16 * kb, 3}, Case{5, 12, 24 * kb, 4}}) {
+    set_num_threads(c.threads);
+    std::mutex mutex;
+    std::vector<std::pair<std::int64_t, std::int64_t>> ranges;
+    std::vector<std::thread::id> runners;
+    parallel_for(
+        c.count,
+        [&](std::int64_t begin, std::int64_t end) {
+          std::lock_guard<std::mutex> lock(mutex);
+          ranges.emplace_back(begin, end);
+          runners.push_back(std::this_thread::get_id());
+        },
+        grain_for_work(c.count, c.bytes));
+    std::sort(ranges.begin(), ranges.end());
+    ASSERT_EQ(static_cast<std::int64_t>(ranges.size()), c.runs)
+        << c.count << " items of " << c.bytes << " bytes, " << c.threads << " threads";
+    const std::int64_t grain = (c.count + c.runs - 1) / c.runs;
+    for (std::int64_t r = 0; r < c.runs; ++r) {
+      EXPECT_EQ(ranges[static_cast<std::size_t>(r)].first, r * grain);
+      EXPECT_EQ(ranges[static_cast<std::size_t>(r)].second, std::min(c.count, (r + 1) * grain));
+    }
+    if (c.runs == 1) {
+      EXPECT_EQ(runners.front(), std::this_thread::get_id());  // never handed to a worker
     }
   }
 }

@@ -447,8 +447,9 @@ def test_a_gguf_model_chats_through_its_template_as_the_python_api_does():
     assert answer["usage"]["completion_tokens"] <= 8
 
 
-def _serve_in_process(backend, prompts):
-    """Runs one greedy 12-token job per prompt through a Scheduler on `backend` (no HTTP); each job's events."""
+def _serve_in_process(backend, prompts, cache=None, metrics=None, **overrides):
+    """Runs one greedy 12-token job per prompt through a Scheduler on `backend` (no HTTP); each job's events.
+    `overrides` replace request parameters; `cache` is a prefix cache, `metrics` the Metrics to count in."""
     import queue
 
     from samebits.serve.metrics import Metrics
@@ -456,7 +457,8 @@ def _serve_in_process(backend, prompts):
 
     params = dict(echo=False, frequency_penalty=0.0, logprobs=None, max_tokens=12, min_p=0.0, presence_penalty=0.0,
                   repetition_penalty=1.0, stop=[], temperature=0.0, top_k=0, top_p=1.0)
-    scheduler = Scheduler(backend, None, None, Metrics())
+    params.update(overrides)
+    scheduler = Scheduler(backend, cache, None, metrics if metrics is not None else Metrics())
     sinks = [queue.Queue() for _ in prompts]
     try:
         for prompt, sink in zip(prompts, sinks):
@@ -500,3 +502,113 @@ def test_a_refused_batched_step_falls_back_to_each_sequence_alone():
     got = _serve_in_process(refusing, prompts)
     assert got[0][-1][0] == "error" and "this sequence is refused" in got[0][-1][1].message
     assert got[1:] == plain[1:] and all(events[-1][0] == "done" for events in got[1:])
+
+
+def test_echo_with_logprobs_runs_the_prompt_through_the_model_once():
+    """Echo with logprobs reads the prompt's logprobs off the prompt's own chunked prefill: each prompt token
+    goes through the model once (the backend's count and the prefill metric agree), and the values are those
+    of one whole forward from a fresh state, bit for bit; a warm prefix cache changes neither."""
+    from samebits.serve.backend import SambaBackend
+    from samebits.serve.metrics import Metrics
+    from samebits.serve.prefix_cache import PrefixCache
+    from samebits.serve.scheduler import PREFILL_CHUNK, log_softmax_rows
+
+    class Counting:
+        """The model, counting the token positions every forward takes in."""
+
+        def __init__(self, model):
+            self.model, self.forwarded = model, 0
+
+        def forward(self, ids, state):
+            self.forwarded += ids.size
+            return self.model.forward(ids, state)
+
+        def __getattr__(self, name):
+            return getattr(self.model, name)
+
+    text = ("In the beginning God created the heaven and the earth. And the earth was without form, and void; "
+            "and darkness was upon the face of the deep.")
+    prompt = list(text.encode())
+    assert len(prompt) > 2 * PREFILL_CHUNK  # three chunks
+    backend = SambaBackend(samebits.default_model_path(), 256)
+    backend.model = counting = Counting(backend.model)
+    rows = log_softmax_rows(backend.prompt_logits(prompt))
+    expected = [None] + [float(rows[i - 1][prompt[i]]) for i in range(1, len(prompt))]
+    cache = PrefixCache(1 << 30, backend.state_bytes)
+    _serve_in_process(backend, [text], cache=cache)  # warms the cache with the prompt's snapshots
+    for warm in (None, cache):
+        counting.forwarded, metrics = 0, Metrics()
+        events = _serve_in_process(backend, [text], cache=warm, metrics=metrics, echo=True, logprobs=1)[0]
+        got = [event[1] for event in events if event[0] == "prompt_logprobs"]
+        assert got == [expected] and events[-1][0] == "done"
+        assert events.index(("prompt_logprobs", expected)) < [e[0] for e in events].index("token")
+        assert counting.forwarded == len(prompt)
+        assert metrics.values[("samebits_prefill_tokens_total", ())] == len(prompt)
+
+
+def test_a_session_moved_by_another_server_is_read_back_with_one_parse(tmp_path, monkeypatch):
+    """A server whose session another server took further reads S's record once (to see that it moved and to
+    restore it), and continues from the other server's state."""
+    import json
+
+    from samebits.serve import sessions as sessions_module
+
+    class Backend:
+        fingerprint = "model"
+
+        def new_state(self):
+            return []
+
+        def save(self, state, path):
+            path.write_text(json.dumps(state))
+
+        def load(self, path):
+            return json.loads(path.read_text())
+
+    parses = []
+
+    class CountingJson:
+        dumps = staticmethod(json.dumps)
+
+        @staticmethod
+        def loads(text):
+            parses.append(text)
+            return json.loads(text)
+
+    monkeypatch.setattr(sessions_module, "json", CountingJson)
+    here, there = sessions_module.Sessions(Backend(), tmp_path), sessions_module.Sessions(Backend(), tmp_path)
+    here.commit(here.acquire("s"), [1], [1])
+    there.commit(there.acquire("s"), [1, 2], [1, 2])
+    parses.clear()
+    session = here.acquire("s")
+    assert len(parses) == 1
+    assert (session.state, session.history, session.generation) == ([1, 2], [1, 2], 2)
+    here.release(session)
+    parses.clear()
+    assert here.acquire("s") is session and len(parses) == 1  # not moved: the one parse, no restore
+
+
+def test_a_shut_down_app_lets_go_of_its_model_and_states():
+    """FastAPI keeps an app's route functions, which close over its server, in module-level caches for the life
+    of the process; shutting the app down releases the model, the cache and every state all the same (so no
+    engine object outlives the interpreter: no nanobind leak notice at exit)."""
+    import gc
+    import weakref
+
+    from fastapi.testclient import TestClient
+
+    from samebits.serve import Server, create_app
+
+    server = Server(cache_mib=16)
+    with TestClient(create_app(server)) as client:
+        deadline = time.monotonic() + 60
+        while client.get("/health").status_code != 200:
+            assert time.monotonic() < deadline, "the model did not load in 60 s"
+            time.sleep(0.1)
+        answer = client.post("/v1/completions", json={"prompt": "In the beginning", "max_tokens": 4, "seed": 1})
+        assert answer.status_code == 200 and server.cache.bytes > 0
+        model = weakref.ref(server.backend.model)
+    gc.collect()
+    assert model() is None
+    assert server.backend is None and server.cache is None and server.scheduler.backend is None
+    assert client.get("/health").status_code == 503  # a shut-down server no longer answers as ready

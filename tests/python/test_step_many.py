@@ -1,13 +1,15 @@
 """step_many (docs/api.md §18): one batched decode step over independent one-row states at different positions
 equals, bit for bit, stepping each state alone, for every CausalLM family, GGUF packed weights, the low-bit
-formats and the Samba stack, on every SIMD target and 1-3 threads; and its refusals move no state."""
+formats, the Samba stack and one Transformer block, on every SIMD target and 1-3 threads; and its refusals
+move no state."""
 
 import numpy as np
 import pytest
 
-from samebits import CausalLM, lowbit
+from samebits import CausalLM, TransformerBlockInference, TransformerState, lowbit
 from samebits._samba import SambaInference
 
+from block_weights import normal_x as tokens, transformer_weights as block_weights
 from gguf_model_writer import T, write_gguf
 from test_causal_lm import FAMILIES, V, family, write_model
 from test_samba import _config, _weights
@@ -164,3 +166,87 @@ def test_causal_lm_refusals_move_nothing(tmp_path):
     for bad in (None, "state"):
         with pytest.raises(TypeError, match="CausalLMState"):
             model.step_many([1], [bad])
+
+
+# ---- TransformerBlockInference.step_many: one block over many one-row states
+
+
+def _block(window=0):
+    return TransformerBlockInference(block_weights(nh=4, nkv=2), n_heads=4, n_kv_heads=2, window=window)
+
+
+def _caller_state(state):
+    """A state over caller buffers with the same contents (borrowed by each call, always packed)."""
+    return TransformerState(state.batch_size, state.n_kv_heads, state.head_dim, state.max_tokens,
+                            np.array(state.k_cache), np.array(state.v_cache), state.cached_tokens, state.window)
+
+
+def _block_states(block, prompts=PROMPTS, capacity=16):
+    """One one-row state per prompt length, fed that many tokens; every other one over caller buffers."""
+    states = []
+    for i, n in enumerate(prompts):
+        state = block.allocate_state(1, capacity)
+        block.forward(tokens((1, n, block.d_model), seed=20 + i), state)
+        states.append(_caller_state(state) if i % 2 else state)
+    return states
+
+
+def _contents(states):
+    return [(s.cached_tokens, np.asarray(s.k_cache).tobytes(), np.asarray(s.v_cache).tobytes()) for s in states]
+
+
+@pytest.mark.parametrize("window", [0, 3])
+@pytest.mark.parametrize("rank", [2, 3])
+def test_block_many_equals_alone(window, rank, targets_and_threads):
+    block = _block(window)
+    for case in targets_and_threads:
+        together = _block_states(block)
+        alone = [s.copy() for s in together]
+        for r in range(ROUNDS):
+            x = tokens((len(together), 1, block.d_model), seed=40 + r)
+            x = x.reshape(len(together), block.d_model) if rank == 2 else x
+            y = block.step_many(x, together)
+            assert y.shape == x.shape and y.dtype == np.float32
+            for i, state in enumerate(alone):
+                row = block.step(x[i : i + 1], state)
+                assert row.tobytes() == y[i : i + 1].tobytes(), (case, r, i)
+        assert _contents(together) == _contents(alone), case
+
+
+def test_block_many_refusals_move_nothing():
+    block = _block()
+    states = _block_states(block, prompts=(2, 3), capacity=4)
+    x = tokens((2, 1, block.d_model), seed=5)
+    before = _contents(states)
+
+    def refused(error, match, x, listed):
+        with pytest.raises(error, match=match):
+            block.step_many(x, listed)
+        assert _contents(states) == before
+
+    refused(ValueError, r"step_many: state 1 is state 0 again; each sequence needs its own state", x,
+            [states[0], states[0]])
+    refused(ValueError, r"step_many: state 1 is state 0 again", x, [states[1], states[1]])  # caller buffers
+    refused(TypeError, r"step_many: state 1 must be a TransformerState", x, [states[0], None])
+    refused(ValueError, r"step_many: x has 2 rows for 1 states", x, states[:1])
+    refused(ValueError, r"step: the state was allocated for batch_size 2 but x has B = 1", x,
+            [states[0], block.allocate_state(2, 4)])
+    other = TransformerBlockInference(block_weights(nh=4, nkv=4), n_heads=4, n_kv_heads=4)
+    refused(ValueError, r"step: the state was allocated for n_kv_heads 4 x head_dim 8 but this block has "
+            r"n_kv_heads 2", x, [states[0], other.allocate_state(1, 4)])
+    refused(ValueError, r"step: the state was allocated for window 3 but this block has window 0", x,
+            [states[0], _block(3).allocate_state(1, 4)])
+    bad = x.copy()
+    bad[1, 0, 3] = np.nan
+    refused(ValueError, r"NaN in x", bad, states)
+    poisoned = _caller_state(states[1])
+    poisoned.k_cache[0] = np.inf
+    with pytest.raises(ValueError, match=r"infinity in k_cache"):
+        block.step_many(x, [states[0], poisoned])
+    assert _contents(states) == before
+    # states[1] holds 3 of 4 positions: one step fits, a second does not, and the first is not taken.
+    block.step_many(x, states)
+    stepped = _contents(states)
+    with pytest.raises(ValueError, match="KV slots"):
+        block.step_many(x, states)
+    assert _contents(states) == stepped != before

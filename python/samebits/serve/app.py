@@ -153,18 +153,34 @@ class Server:
         self.load_error = None
         self.ready = threading.Event()
         self.created = int(time.time())
+        self.lock = threading.Lock()  # orders a background load's end against close()
+        self.closed = False
 
     def load(self):
         try:
             backend = open_backend(self.model_arg, self.context)
-            self.cache = PrefixCache(self.cache_mib << 20, backend.state_bytes) if self.cache_mib > 0 else None
-            self.sessions = Sessions(backend, self.state_dir)
-            self.scheduler = Scheduler(backend, self.cache, self.sessions, self.metrics, self.max_running,
-                                       self.max_waiting)
-            self.backend = backend
-            self.ready.set()
+            with self.lock:
+                if self.closed:
+                    return
+                self.cache = PrefixCache(self.cache_mib << 20, backend.state_bytes) if self.cache_mib > 0 else None
+                self.sessions = Sessions(backend, self.state_dir)
+                self.scheduler = Scheduler(backend, self.cache, self.sessions, self.metrics, self.max_running,
+                                           self.max_waiting)
+                self.backend = backend
+                self.ready.set()
         except Exception as error:  # reported by /health and every request
             self.load_error = error
+
+    def close(self):
+        """Stops the engine thread and lets go of the model, the cache, the sessions and every state. The app's
+        route functions close over this server and FastAPI keeps them in module-level caches for the life of
+        the process, so a server that only stopped its thread would hold its model until exit."""
+        with self.lock:
+            self.closed = True
+            self.ready.clear()
+            self.backend = self.cache = self.sessions = None
+        if self.scheduler is not None:
+            self.scheduler.stop()  # kept: a request still winding down may cancel its job on it
 
     def require_ready(self):
         if self.load_error is not None:
@@ -295,8 +311,7 @@ def create_app(server):
         # The model loads in the background: /health answers 503 until it is ready.
         threading.Thread(target=server.load, name="samebits-load", daemon=True).start()
         yield
-        if server.scheduler is not None:
-            server.scheduler.stop()
+        server.close()
 
     app = FastAPI(title="samebits", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
     app.state.server = server

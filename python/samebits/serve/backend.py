@@ -53,10 +53,13 @@ class Backend:
         raise NotImplementedError
 
     # -- calls (GIL released inside the engine)
+    def prefill_rows(self, ids, state):
+        """Feeds ids (a list) to the state; the logits row after each one, (len(ids), vocab)."""
+        return self.model.forward(np.asarray([ids], dtype=np.int32), state)[0]
+
     def prefill(self, ids, state):
         """Feeds ids (a list) to the state; the logits row after the last one."""
-        logits = self.model.forward(np.asarray([ids], dtype=np.int32), state)
-        return logits[0, -1]
+        return self.prefill_rows(ids, state)[-1]
 
     def decode(self, token, state):
         return self.model.step(np.asarray([token], dtype=np.int32), state)[0]
@@ -67,7 +70,8 @@ class Backend:
         return self.model.step_many(np.asarray(tokens, dtype=np.int32), states)
 
     def prompt_logits(self, ids):
-        """Logits at every prompt position, from a fresh state (echo with logprobs)."""
+        """Logits at every prompt position, from a fresh state (echo with logprobs on a session, whose own
+        prefill continues its history)."""
         state = self.new_state()
         return self.model.forward(np.asarray([ids], dtype=np.int32), state)[0]
 

@@ -129,8 +129,8 @@ class SamebitsReplica:
             yield (*item, self.replica_id) if isinstance(item, tuple) else item
 
     def __del__(self):
-        if getattr(self, "server", None) is not None and self.server.scheduler is not None:
-            self.server.scheduler.stop()
+        if getattr(self, "server", None) is not None:
+            self.server.close()
 
 
 async def _rest_of(chunks):

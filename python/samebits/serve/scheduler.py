@@ -52,6 +52,12 @@ def log_softmax_rows(logits):
     return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
 
 
+def _prompt_logprobs(logits, prompt):
+    """Echo's prompt logprobs: None for the first token, then each token under the logits row before it."""
+    rows = log_softmax_rows(logits)
+    return [None] + [float(rows[i - 1][prompt[i]]) for i in range(1, len(prompt))]
+
+
 class Choice:
     """One generated sequence of a request (a request with n = 3 has three)."""
 
@@ -67,6 +73,7 @@ class Choice:
         self.sampler = None
         self.cached_tokens = 0
         self.finish_reason = None
+        self.prompt_rows = None  # the prefill's logits chunks while echo with logprobs collects them
 
 
 class Job:
@@ -117,10 +124,17 @@ class Scheduler:
             self.cond.notify()
 
     def stop(self):
+        """Ends the engine thread; once it has ended, lets go of the backend (the model), the cache, the sessions
+        and every queued or running sequence's state."""
         with self.cond:
             self.stopping = True
             self.cond.notify()
         self.thread.join(timeout=5)
+        if not self.thread.is_alive():
+            with self.cond:
+                self.backend = self.cache = self.sessions = None
+                self.waiting.clear()
+                self.running.clear()
 
     # -------------------------------------------------------------- the engine thread
 
@@ -169,12 +183,19 @@ class Scheduler:
     def _admit(self, choice):
         job, backend, params = choice.job, self.backend, choice.job.params
         prompt = job.prompt_ids
+        prompt_logprobs = params["echo"] and params["logprobs"] is not None and choice.index == 0
         if job.session is not None:
             # A copy: a cancelled or failed request leaves the session as it was.
             choice.state, choice.fed = backend.copy(job.session.state), list(job.session.history)
             choice.pending = list(prompt)
+            if prompt_logprobs:  # from a fresh state: the session's own prefill continues its history
+                job.emit(("prompt_logprobs", _prompt_logprobs(backend.prompt_logits(prompt), prompt)))
         else:
-            hit = self.cache.lookup(prompt, backend.copy) if self.cache is not None else None
+            # Echo with logprobs takes every prompt position's logits from the prompt's own chunked prefill
+            # (which has the bits of one whole forward, docs/serving.md §4), so it skips the prefix cache,
+            # whose snapshots keep only a prefix's last row.
+            use_cache = self.cache is not None and not prompt_logprobs
+            hit = self.cache.lookup(prompt, backend.copy) if use_cache else None
             if hit is None:
                 choice.state, choice.pending = backend.new_state(), list(prompt)
             else:
@@ -183,9 +204,8 @@ class Scheduler:
                 choice.cached_tokens = length
                 self.metrics.inc("samebits_prefix_cache_hits_total")
                 self.metrics.inc("samebits_prefix_cache_saved_tokens_total", length)
-        if params["echo"] and params["logprobs"] is not None and choice.index == 0:
-            rows = log_softmax_rows(backend.prompt_logits(prompt))
-            job.emit(("prompt_logprobs", [None] + [float(rows[i - 1][prompt[i]]) for i in range(1, len(prompt))]))
+            if prompt_logprobs:
+                choice.prompt_rows = []
         choice.sampler = native().SamplerEngine(
             params["temperature"], params["top_k"], params["top_p"], params["min_p"], params["repetition_penalty"],
             64, params["presence_penalty"], params["frequency_penalty"], choice.seed)
@@ -200,7 +220,16 @@ class Scheduler:
         size = PREFILL_CHUNK - len(choice.fed) % PREFILL_CHUNK
         chunk = choice.pending[:size]
         del choice.pending[:size]
-        choice.logits = self.backend.prefill(chunk, choice.state)
+        if choice.prompt_rows is None:
+            choice.logits = self.backend.prefill(chunk, choice.state)
+        else:
+            rows = self.backend.prefill_rows(chunk, choice.state)
+            choice.prompt_rows.append(rows)
+            choice.logits = rows[-1]
+            if not choice.pending:
+                prompt = choice.job.prompt_ids
+                choice.job.emit(("prompt_logprobs", _prompt_logprobs(np.concatenate(choice.prompt_rows), prompt)))
+                choice.prompt_rows = None
         choice.fed.extend(chunk)
         self.metrics.inc("samebits_prefill_tokens_total", len(chunk))
         if self.cache is not None and (len(choice.fed) % PREFILL_CHUNK == 0 or not choice.pending):

@@ -39,33 +39,39 @@ class Sessions:
     def _record(self, name):
         return self.dir / f"{name}.json"
 
-    def _restore(self, name):
-        """S from the state directory, or None when it holds no S."""
+    def _read_record(self, name):
+        """S's record in the state directory, parsed, or None when it holds no S."""
         if self.dir is None or not self._record(name).is_file():
             return None
-        record = json.loads(self._record(name).read_text())
+        return json.loads(self._record(name).read_text())
+
+    def _restore(self, name, record):
+        """S from its record (None when the state directory holds no S)."""
+        if record is None:
+            return None
         if record.get("fingerprint") != self.backend.fingerprint:
             raise ServeError(409, f"session {name!r} was saved by another model", param="session_id")
         state = self.backend.load(self.dir / record["state"])
         return Session(name, state, record["history"], record["generation"])
 
-    def _moved_on(self, session):
+    def _moved_on(self, session, record):
         """True when another server sharing the state directory took S further (or forgot it) since this one
         last held it (a session that migrated away and back, docs/serving.md §7): S must be read back."""
         if self.dir is None:
             return False
-        if not self._record(session.name).is_file():
+        if record is None:
             return session.generation > 0
-        record = json.loads(self._record(session.name).read_text())
         return record.get("generation") != session.generation or record.get("history") != session.history
 
     def acquire(self, name):
         """S for one request (created empty when new); 409 while another request holds it."""
         with self.lock:
             session = self.live.get(name)
-            if session is None or (not session.busy and self._moved_on(session)):
-                session = self._restore(name) or Session(name, self.backend.new_state(), [])
-                self.live[name] = session
+            if session is None or not session.busy:
+                record = self._read_record(name)  # read and parsed once, for both questions below
+                if session is None or self._moved_on(session, record):
+                    session = self._restore(name, record) or Session(name, self.backend.new_state(), [])
+                    self.live[name] = session
             if session.busy:
                 raise ServeError(409, f"session {name!r} is busy with another request", param="session_id")
             session.busy = True

@@ -32,9 +32,14 @@ void Mamba1Block::forward(const float* x, std::int64_t batch, std::int64_t lengt
 }
 
 void Mamba1Block::step_many(const float* x, std::int64_t count, Mamba1State* const* states, float* y,
-                            const std::string& entry) const {
+                            const std::string& entry, bool states_checked) const {
   const std::int64_t dm = dims_.d_model, di = dims_.d_inner;
-  for (std::int64_t i = 0; i < count; ++i) refuse_non_finite_inputs(x + i * dm, dm, *states[i], entry);
+  for (std::int64_t i = 0; i < count; ++i) {
+    if (states_checked)
+      refuse_non_finite_rows(x + i * dm, dm, entry);
+    else
+      refuse_non_finite_inputs(x + i * dm, dm, *states[i], entry);
+  }
   // A Mamba-1 state holds no position count and is small next to the weights (d_inner x 20 floats per
   // row): the rows are gathered into one batched state, run as one call (whose rows never mix) and put back.
   Mamba1State batched(count, di);

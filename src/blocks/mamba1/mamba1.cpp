@@ -50,8 +50,16 @@ Mamba1Block::Mamba1Block(Mamba1Weights weights)
 
 void Mamba1Block::refuse_non_finite_inputs(const float* x, std::int64_t count, const Mamba1State& state,
                                            const std::string& entry) const {
+  refuse_non_finite_rows(x, count, entry);
+  refuse_non_finite_state(state, entry);
+}
+
+void Mamba1Block::refuse_non_finite_rows(const float* x, std::int64_t count, const std::string& entry) const {
   refuse_if_non_finite(x, count, entry, "x");
   refuse_non_finite_weight(non_finite_weight_, weights_, mamba1_tensors(dims_), entry);
+}
+
+void Mamba1Block::refuse_non_finite_state(const Mamba1State& state, const std::string& entry) const {
   refuse_if_any_non_finite(
       {{state.conv_window(), state.conv_window_size(), "conv_window"}, {state.h(), state.h_size(), "h"}},
       entry);

@@ -53,9 +53,10 @@ class Mamba1Block {
                const std::string& entry) const;
   // One decode token for each of `count` independent sequences (docs/api.md §18): row i of x[count, d_model]
   // continues *states[i] (one row each; distinct states), row i's bits those of forward(x + i * d_model, 1,
-  // 1, *states[i], ...), every GEMM over all rows at once. Every row is refused before any state moves.
+  // 1, *states[i], ...), every GEMM over all rows at once. Every row is refused before any state moves
+  // (`states_checked`: the caller already ran refuse_non_finite_state on each, so only x is checked here).
   void step_many(const float* x, std::int64_t count, Mamba1State* const* states, float* y,
-                 const std::string& entry) const;
+                 const std::string& entry, bool states_checked = false) const;
   // The scalar twin: docs/blocks.md §1.3 literally (gemm_reference, primitives::, one cell at a time).
   void forward_reference(const float* x, std::int64_t batch, std::int64_t length, Mamba1State& state,
                          float* y, const std::string& entry) const;
@@ -63,9 +64,15 @@ class Mamba1Block {
   const Mamba1Dims& dims() const { return dims_; }
   const Mamba1Weights& weights() const { return weights_; }
 
+  // A call's state refusal alone (non-finite conv_window or h), for a caller that checks every state of a
+  // stack before any layer runs; step_many with `states_checked` then refuses only its rows.
+  void refuse_non_finite_state(const Mamba1State& state, const std::string& entry) const;
+
  private:
+  // x's rows and the weights, then the state: a call's refusals in order.
   void refuse_non_finite_inputs(const float* x, std::int64_t count, const Mamba1State& state,
                                 const std::string& entry) const;
+  void refuse_non_finite_rows(const float* x, std::int64_t count, const std::string& entry) const;
   // forward after its refusals.
   void run(const float* x, std::int64_t batch, std::int64_t length, Mamba1State& state, float* y) const;
 

@@ -8,6 +8,7 @@
 #include <samebits/errors.hpp>
 
 #include "blocks/common/block_support.hpp"
+#include "blocks/common/ssm_projections.hpp"
 #include "blocks/common/trust_scope.hpp"
 #include "blocks/mamba2/mamba2.hpp"
 #include "core/thread_pool.hpp"
@@ -470,9 +471,14 @@ std::shared_ptr<Mamba2Report> Mamba2Block::forward(const float* x, std::int64_t 
 }
 
 void Mamba2Block::step_many(const float* x, std::int64_t count, Mamba2State* const* states, float* y,
-                            const std::string& entry) const {
+                            const std::string& entry, bool states_checked) const {
   const std::int64_t dm = dims_.d_model;
-  for (std::int64_t i = 0; i < count; ++i) refuse_inputs(x + i * dm, dm, *states[i], entry);
+  for (std::int64_t i = 0; i < count; ++i) {
+    if (states_checked)
+      refuse_rows(x + i * dm, dm, entry);
+    else
+      refuse_inputs(x + i * dm, dm, *states[i], entry);
+  }
   CallRows rows(dims_, count);
   project_in(x, count, rows);
   // The sequences side by side on the pool (each one's own parallel regions then run serially).
@@ -491,13 +497,12 @@ Mamba2Block::CallRows::CallRows(const Mamba2Dims& dims, std::int64_t rows)
       out(static_cast<std::size_t>(rows * dims.d_model)) {}
 
 void Mamba2Block::project_in(const float* x, std::int64_t rows, CallRows& call) const {
-  rmsnorm::rmsnorm(x, weights_[kM2BlockNorm].data(), call.normed.data(), rows, dims_.d_model, kNormEps);
-  gemm::gemm_packed({call.normed.data(), dims_.d_model, 1}, rows, in_proj_, call.proj.data());
+  ssm_project_in(x, rows, dims_.d_model, weights_[kM2BlockNorm].data(), kNormEps, in_proj_,
+                 call.normed.data(), call.proj.data());
 }
 
 void Mamba2Block::project_out(const float* x, std::int64_t rows, CallRows& call, float* y) const {
-  gemm::gemm_packed({call.gated.data(), dims_.d_inner, 1}, rows, out_proj_, call.out.data());
-  for (std::int64_t i = 0; i < rows * dims_.d_model; ++i) y[i] = F(F(x[i]) + call.out[i]);
+  ssm_project_out(call.gated.data(), rows, dims_.d_inner, dims_.d_model, out_proj_, x, call.out.data(), y);
 }
 
 std::shared_ptr<Mamba2Report> Mamba2Block::advance(const float* proj, std::int64_t batch, std::int64_t length,

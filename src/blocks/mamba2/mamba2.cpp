@@ -63,12 +63,29 @@ Mamba2Block::Mamba2Block(Mamba2Weights weights, float dt_lo, float dt_hi)
 
 void Mamba2Block::refuse_inputs(const float* x, std::int64_t count, const Mamba2State& state,
                                 const std::string& entry) const {
+  refuse_buffered_tokens(state, entry);
+  refuse_rows(x, count, entry);
+  refuse_state_arrays(state, entry);
+}
+
+void Mamba2Block::refuse_state(const Mamba2State& state, const std::string& entry) const {
+  refuse_buffered_tokens(state, entry);
+  refuse_state_arrays(state, entry);
+}
+
+void Mamba2Block::refuse_buffered_tokens(const Mamba2State& state, const std::string& entry) const {
   const std::int64_t q0 = state.buffered_tokens();
   if (q0 < 0 || q0 >= Q)
     throw_value_error(entry + ": buf_len must be in [0, 256) (the rows of the open chunk), got " +
                       std::to_string(q0));
+}
+
+void Mamba2Block::refuse_rows(const float* x, std::int64_t count, const std::string& entry) const {
   refuse_if_non_finite(x, count, entry, "x");
   refuse_non_finite_weight(non_finite_weight_, weights_, mamba2_tensors(dims_), entry);
+}
+
+void Mamba2Block::refuse_state_arrays(const Mamba2State& state, const std::string& entry) const {
   if (state.trusted()) return;  // a trusted state has nothing for the scan to find
   refuse_if_any_non_finite({{state.conv_window(), state.conv_window_size(), "conv_window"},
                             {state.h(), state.h_size(), "h"},

@@ -82,9 +82,10 @@ class Mamba2Block {
   // One decode token for each of `count` independent sequences (docs/api.md §18): row i of x[count, d_model]
   // continues *states[i] (one row each, any buffered_tokens; distinct states). The norms and both
   // projections run over all rows at once, the conv and the scan per state; row i's bits are those of
-  // forward(x + i * d_model, 1, 1, *states[i], ...). Every row is refused before any state moves.
+  // forward(x + i * d_model, 1, 1, *states[i], ...). Every row is refused before any state moves
+  // (`states_checked`: the caller already ran refuse_state on each, so only x is checked here).
   void step_many(const float* x, std::int64_t count, Mamba2State* const* states, float* y,
-                 const std::string& entry) const;
+                 const std::string& entry, bool states_checked = false) const;
   // The scalar twin: docs/blocks.md §2.3 literally (the open chunk re-run from the buffer, every product
   // through gemm_reference); h_last is computed eagerly into *h_last when given.
   void forward_reference(const float* x, std::int64_t batch, std::int64_t length, Mamba2State& state,
@@ -94,9 +95,17 @@ class Mamba2Block {
   const Mamba2Weights& weights() const { return weights_; }
   std::pair<float, float> dt_limit() const { return {dt_lo_, dt_hi_}; }
 
+  // A call's state refusals alone (buf_len, then non-finite arrays unless trusted), for a caller that checks
+  // every state of a stack before any layer runs.
+  void refuse_state(const Mamba2State& state, const std::string& entry) const;
+
  private:
+  // A call's refusals in order: buf_len, x's rows, the weights, the state's arrays.
   void refuse_inputs(const float* x, std::int64_t count, const Mamba2State& state,
                      const std::string& entry) const;
+  void refuse_rows(const float* x, std::int64_t count, const std::string& entry) const;
+  void refuse_buffered_tokens(const Mamba2State& state, const std::string& entry) const;
+  void refuse_state_arrays(const Mamba2State& state, const std::string& entry) const;
   // A call's rows: the normed input, the in_proj product (z | xBC | dt_raw), the gated rows, out_proj's.
   struct CallRows {
     CallRows(const Mamba2Dims& dims, std::int64_t rows);

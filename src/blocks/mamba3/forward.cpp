@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "blocks/common/block_support.hpp"
+#include "blocks/common/ssm_projections.hpp"
 #include "blocks/common/trust_scope.hpp"
 #include "blocks/mamba3/chunk.hpp"
 #include "blocks/mamba3/mamba3.hpp"
@@ -56,13 +57,11 @@ CallArrays& call_arrays() {
 // weights, so a multi-sequence step runs them once for all its rows (a GEMM cell depends only on its row).
 void project_in(const Mamba3Dims& d, const Mamba3Weights& w, const gemm::PackedRhs& in_proj, const float* x,
                 std::int64_t rows, float* normed, float* proj) {
-  rmsnorm::rmsnorm(x, w.block_norm().data(), normed, rows, d.d_model, kNormEps);
-  gemm::gemm_packed({normed, d.d_model, 1}, rows, in_proj, proj);
+  ssm_project_in(x, rows, d.d_model, w.block_norm().data(), kNormEps, in_proj, normed, proj);
 }
 void project_out(const Mamba3Dims& d, const gemm::PackedRhs& out_proj, const float* gate, const float* x,
                  std::int64_t rows, float* out, float* y) {
-  gemm::gemm_packed({gate, d.d_inner, 1}, rows, out_proj, out);
-  for (std::int64_t i = 0; i < rows * d.d_model; ++i) y[i] = F(F(x[i]) + out[i]);
+  ssm_project_out(gate, rows, d.d_inner, d.d_model, out_proj, x, out, y);
 }
 
 // Where a call's in_proj rows come from and its gated rows go: its own arrays (nullptr), or a

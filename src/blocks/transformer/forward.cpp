@@ -257,9 +257,16 @@ void TransformerBlock::attend_segment(const float* x, std::int64_t batch, std::i
     }
   }
   if (!attended) {
-    parallel_for(units * slices, [&](std::int64_t begin, std::int64_t end) {
-      for (std::int64_t task = begin; task < end; ++task) attend_task(task);
-    });
+    // A task reads its unit's keys and values once per query of its slice: short spans run on fewer threads
+    // (docs/performance.md §D).
+    const std::int64_t task_bytes =
+        2 * span * hd * static_cast<std::int64_t>(sizeof(float)) * per_task * group;
+    parallel_for(
+        units * slices,
+        [&](std::int64_t begin, std::int64_t end) {
+          for (std::int64_t task = begin; task < end; ++task) attend_task(task);
+        },
+        grain_for_work(units * slices, task_bytes));
   }
 }
 
