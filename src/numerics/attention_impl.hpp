@@ -19,6 +19,8 @@
 // Chains run without per-step flushes while the MXCSR denormal/underflow flags stay clear, and are rerun
 // with every flush when they do not (docs/numerics.md §6a).
 
+#include "numerics/isa_fma_row.hpp"
+
 using samebits::attention::Unit;
 
 constexpr int kLanes = Isa::kLanes;
@@ -466,15 +468,7 @@ void heads_group_dots(const float* const* qs, const float* const* groups, std::i
         key[g] = Isa::load(groups[g] + d * kWidth);
         if constexpr (kFlush) key[g] = Isa::flush(key[g]);
       }
-      for (int h = 0; h < H; ++h) {
-        float qd = qs[h][d];
-        if constexpr (kFlush) qd = samebits::fp::F(qd);
-        const V qv = Isa::set1(qd);
-        for (int g = 0; g < G; ++g) {
-          acc[h][g] = Isa::fma(qv, key[g], acc[h][g]);
-          if constexpr (kFlush) acc[h][g] = Isa::flush(acc[h][g]);
-        }
-      }
+      for (int h = 0; h < H; ++h) fma_row<kFlush, G>(qs[h][d], key, acc[h]);
     }
     for (int h = 0; h < H; ++h)
       for (int g = 0; g < G; ++g) partials[(h * G + g) * leaf_count + t] = Isa::flush(acc[h][g]);

@@ -7,6 +7,8 @@
 // panel row (32 columns, kRowVecs vectors) at a time, so the shuffles that unpack a row are shared by its
 // vectors.
 
+#include "numerics/isa_fma_row.hpp"
+
 inline constexpr int kRowVecs = 32 / Isa::kLanes;
 // How far ahead of its current row a narrow-panel kernel asks for its panel's bytes. A decode call streams
 // each weight once, and at a few bytes per row the arithmetic between two cache lines is short: the
@@ -195,15 +197,7 @@ void f32_tile_kernel(const float* a, std::int64_t a_row, std::int64_t a_depth,
       const float* a_step = a + q * a_depth;
       V b[PassVecs];
       for (int v = 0; v < PassVecs; ++v) b[v] = Isa::load(b_row + v * Isa::kLanes);
-      for (int r = 0; r < Rows; ++r) {
-        float x = a_step[r * a_row];
-        if constexpr (Exact) x = samebits::fp::F(x);
-        const V lane = Isa::set1(x);
-        for (int v = 0; v < PassVecs; ++v) {
-          acc[r][v] = Isa::fma(lane, b[v], acc[r][v]);
-          if constexpr (Exact) acc[r][v] = Isa::flush(acc[r][v]);
-        }
-      }
+      for (int r = 0; r < Rows; ++r) fma_row<Exact, PassVecs>(a_step[r * a_row], b, acc[r]);
     }
     for (int r = 0; r < Rows; ++r)
       for (int v = 0; v < PassVecs; ++v)
