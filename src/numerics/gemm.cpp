@@ -218,22 +218,13 @@ const unsigned char* PackedRhs::block_at(std::int64_t panel, std::int64_t block)
 }
 
 void PackedRhs::set_code(std::int64_t p, std::int64_t j, int code) {
-  unsigned char* row = block_at(j / kPanelWidth, p / block_depth_) + header_bytes() +
-                       (p % block_depth_) * code_row_bytes(storage_);
-  const std::int64_t c = j % kPanelWidth;
-  if (!nibble_codes(storage_)) {
-    row[c] = static_cast<unsigned char>(static_cast<std::int8_t>(code));
-    return;
-  }
-  // Columns c and c + 16 share byte c % 16: the low nibble, then the high one.
-  const int stored = storage_ == PanelStorage::Codes4 ? code + 8 : code;
-  unsigned char& byte = row[c % 16];
-  byte = static_cast<unsigned char>(c < 16 ? (byte & 0xF0) | stored : (byte & 0x0F) | (stored << 4));
+  const std::int32_t one = code;
+  set_code_run(p, j, &one, 1);
 }
 
 void PackedRhs::set_code_run(std::int64_t p, std::int64_t j, const std::int32_t* codes, std::int64_t count) {
-  // set_code's placement with the block, row and byte worked out once for the run (a GGUF load writes
-  // every code of a model this way).
+  // The block, row and byte are worked out once for the run (a GGUF load writes every code of a model this
+  // way). Columns c and c + 16 share byte c % 16: the low nibble, then the high one.
   const std::int64_t row_bytes = code_row_bytes(storage_);
   unsigned char* cell =
       block_at(j / kPanelWidth, p / block_depth_) + header_bytes() + (p % block_depth_) * row_bytes;
