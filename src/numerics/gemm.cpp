@@ -217,11 +217,6 @@ const unsigned char* PackedRhs::block_at(std::int64_t panel, std::int64_t block)
          block * (header_bytes() + block_depth_ * code_row_bytes(storage_));
 }
 
-void PackedRhs::set_code(std::int64_t p, std::int64_t j, int code) {
-  const std::int32_t one = code;
-  set_code_run(p, j, &one, 1);
-}
-
 void PackedRhs::set_code_run(std::int64_t p, std::int64_t j, const std::int32_t* codes, std::int64_t count) {
   // The block, row and byte are worked out once for the run (a GGUF load writes every code of a model this
   // way). Columns c and c + 16 share byte c % 16: the low nibble, then the high one.
@@ -314,10 +309,12 @@ std::optional<PackedRhs> PackedRhs::from_transposed_as(const float* W, std::int6
           return std::nullopt;
     }
     PackedRhs packed(n, k, storage, k, placement);
+    std::vector<std::int32_t> run(static_cast<std::size_t>(k));  // a column's codes: one block, one run
     for (std::int64_t j = 0; j < n; ++j) {
       packed.set_scale(0, j, quantize_row(j), 0.0f);
+      std::copy(codes.begin(), codes.end(), run.begin());
+      packed.set_code_run(0, j, run.data(), k);
       for (std::int64_t p = 0; p < k; ++p) {
-        packed.set_code(p, j, codes[p]);
         const float original = W[j * k + p];
         if (fp::bits(fp::F(original)) != fp::bits(original)) packed.remember_flushed(p, j, original);
       }

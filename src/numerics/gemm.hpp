@@ -125,9 +125,8 @@ class PackedRhs {
   // The bytes of block `block` of panel `panel` (block formats): scales, offsets, then the codes.
   unsigned char* block_at(std::int64_t panel, std::int64_t block);
   const unsigned char* block_at(std::int64_t panel, std::int64_t block) const;
-  // Column j's code, scale and offset for depth p (block formats).
-  void set_code(std::int64_t p, std::int64_t j, int code);
-  // set_code for depths p .. p + count - 1 of column j, all in one block (a loader's run under one scale).
+  // Column j's codes for depths p .. p + count - 1, all in one block (a loader's run under one scale), and
+  // its scale and offset for depth p (block formats).
   void set_code_run(std::int64_t p, std::int64_t j, const std::int32_t* codes, std::int64_t count);
   void set_scale(std::int64_t p, std::int64_t j, float scale, float offset);
   // Rows [first, first + count) of B_eff (W layout) as the panels hold them, before the subnormals return.
