@@ -8,6 +8,7 @@
 #include "blocks/transformer/state.hpp"
 #include "blocks/transformer/transformer.hpp"
 #include "core/aligned_buffer.hpp"
+#include "core/scratch.hpp"
 #include "core/thread_pool.hpp"
 #include "numerics/attention.hpp"
 #include "numerics/block_ops.hpp"
@@ -274,16 +275,16 @@ void TransformerBlock::output_rows(const float* x, std::int64_t rows, CallBuffer
   const std::int64_t dm = dims_.d_model, qw = dims_.q_width(), it = dims_.intermediate;
   const BlockOptions& o = options_;
   // Step 10: the output projection and the first residual.
-  AlignedBuffer<float> residual(static_cast<std::size_t>(rows * dm));
+  scratch::Buffer residual(static_cast<std::size_t>(rows * dm));
   gemm::gemm_packed({buffers.ctx.data(), qw, 1}, rows, o_, residual.data());
   add_bias_and_residual(residual.data(), o.o_bias ? &weights_.o_bias : nullptr, x, residual.data(), rows, dm);
 
   // Steps 11-12: post-attention norm, the MLP (SwiGLU by default), down projection, second residual.
   norm_rows(residual.data(), 1, buffers.normed.data(), rows);
   gemm::gemm_packed({buffers.normed.data(), dm, 1}, rows, gate_up_, buffers.gate_up.data());
-  AlignedBuffer<float> hidden(static_cast<std::size_t>(rows * it));
+  scratch::Buffer hidden(static_cast<std::size_t>(rows * it));
   mlp_hidden(buffers.gate_up.data(), hidden.data(), rows);
-  AlignedBuffer<float> down(static_cast<std::size_t>(rows * dm));
+  scratch::Buffer down(static_cast<std::size_t>(rows * dm));
   gemm::gemm_packed({hidden.data(), it, 1}, rows, down_, down.data());
   add_bias_and_residual(down.data(), o.mlp_bias ? &weights_.down_bias : nullptr, residual.data(), y, rows,
                         dm);
