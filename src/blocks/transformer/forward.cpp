@@ -12,14 +12,10 @@
 #include "core/thread_pool.hpp"
 #include "numerics/attention.hpp"
 #include "numerics/block_ops.hpp"
-#include "numerics/fp.hpp"
 #include "numerics/rmsnorm.hpp"
 #include "numerics/vector_math.hpp"
 
 namespace samebits::blocks {
-
-using fp::F;
-using fp::MUL;
 
 namespace {
 
@@ -31,12 +27,19 @@ std::int64_t queries_per_task(std::int64_t length, std::int64_t group) {
 
 // Steps 10 and 12's tail: the projection's bias on each of its `rows` rows when the option adds one
 // (docs/models.md §7), then the residual add out[i] = F(F(residual[i]) + F(projected[i])).
+// Rows split over the pool (each cell is independent of the others).
 void add_bias_and_residual(float* projected, const std::vector<float>* bias, const float* residual,
                            float* out, std::int64_t rows, std::int64_t dm) {
-  if (bias != nullptr)
-    for (std::int64_t t = 0; t < rows; ++t)
-      block_ops::bias_add(projected + t * dm, bias->data(), static_cast<std::size_t>(dm));
-  for (std::int64_t i = 0; i < rows * dm; ++i) out[i] = F(F(residual[i]) + F(projected[i]));
+  parallel_for(
+      rows,
+      [&](std::int64_t begin, std::int64_t end) {
+        if (bias != nullptr)
+          for (std::int64_t t = begin; t < end; ++t)
+            block_ops::bias_add(projected + t * dm, bias->data(), static_cast<std::size_t>(dm));
+        block_ops::residual_add(residual + begin * dm, projected + begin * dm, out + begin * dm,
+                                static_cast<std::size_t>((end - begin) * dm));
+      },
+      grain_for_work(rows, 3 * dm * static_cast<std::int64_t>(sizeof(float))));
 }
 
 }  // namespace
@@ -94,8 +97,7 @@ void TransformerBlock::mlp_hidden(float* gate_up, float* hidden, std::int64_t ro
               break;
           }
           vector_math::flush(act, act, n);
-          if (gated)
-            for (std::int64_t j = 0; j < it; ++j) out[j] = F(MUL(F(gate[j]), F(up[j])));
+          if (gated) block_ops::gated_product(gate, up, out, n);
         }
       },
       4);
