@@ -92,6 +92,9 @@ void residual_add_reference(const float* residual, const float* x, float* out, s
 void gated_product_reference(const float* gate, const float* up, float* out, std::size_t n) {
   for (std::size_t j = 0; j < n; ++j) out[j] = F(MUL(F(gate[j]), F(up[j])));
 }
+void swiglu_reference(const float* gate, const float* up, float* out, std::size_t n) {
+  for (std::size_t j = 0; j < n; ++j) out[j] = F(MUL(F(primitives::silu(F(gate[j]))), F(up[j])));
+}
 void softcap_reference(float* s, std::size_t n, float cap) {
   const float c = F(cap);
   for (std::size_t j = 0; j < n; ++j) {
@@ -164,6 +167,12 @@ void gated_product(const float* gate, const float* up, float* out, std::size_t n
   const detail::Kernels* k = active();
   if (k != nullptr) return k->gated_product(gate, up, out, n);
   gated_product_reference(gate, up, out, n);
+}
+
+void swiglu(const float* gate, const float* up, float* out, std::size_t n) {
+  const detail::Kernels* k = active();
+  if (k != nullptr) return k->swiglu(gate, up, out, n);
+  swiglu_reference(gate, up, out, n);
 }
 
 void softcap(float* s, std::size_t n, float cap) {

@@ -70,6 +70,11 @@ void residual_add(const float* residual, const float* x, float* out, std::size_t
 void gated_product_reference(const float* gate, const float* up, float* out, std::size_t n);
 void gated_product(const float* gate, const float* up, float* out, std::size_t n);
 
+// SwiGLU's hidden values in one pass (docs/models.md §10): out[j] = F(MUL(F(silu(F(gate[j]))), F(up[j]))),
+// the activation's flushes and the gated product of the three separate passes; out may alias either input.
+void swiglu_reference(const float* gate, const float* up, float* out, std::size_t n);
+void swiglu(const float* gate, const float* up, float* out, std::size_t n);
+
 // The attention softcap on scaled scores (docs/models.md §9): s[j] = F(MUL(F(tanhf(F(DIV(s[j], cap)))), cap))
 // with cap = F(cap) > 0, finite.
 void softcap_reference(float* s, std::size_t n, float cap);
@@ -101,6 +106,7 @@ struct Kernels {
   LayernormBlockFn layernorm_block;
   BinaryFn residual_add;
   BinaryFn gated_product;
+  BinaryFn swiglu;
 };
 // One row of LayerNorm, the scalar steps (the twin, and the fast path's tail rows).
 void layernorm_row(const float* x, const float* w, const float* b, float* y, std::int64_t d, float eps);

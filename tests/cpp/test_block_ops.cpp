@@ -135,7 +135,7 @@ TEST(BlockOps, BiasAndSoftcapFastEqualTwinEveryTarget) {
   EXPECT_EQ(y[1], 1.0f);
 }
 
-TEST(BlockOps, ResidualAddAndGatedProductFastEqualTwinEveryTarget) {
+TEST(BlockOps, ResidualAddGatedProductAndSwigluFastEqualTwinEveryTarget) {
   Rng rng(74);
   const std::vector<float> special = activation_inputs();
   using Binary = void (*)(const float*, const float*, float*, std::size_t);
@@ -143,7 +143,8 @@ TEST(BlockOps, ResidualAddAndGatedProductFastEqualTwinEveryTarget) {
     const char* name;
     Binary twin, fast;
   } ops[] = {{"residual_add", block_ops::residual_add_reference, block_ops::residual_add},
-             {"gated_product", block_ops::gated_product_reference, block_ops::gated_product}};
+             {"gated_product", block_ops::gated_product_reference, block_ops::gated_product},
+             {"swiglu", block_ops::swiglu_reference, block_ops::swiglu}};
   for (std::size_t n : {1, 3, 8, 15, 16, 17, 31, 64, 100, 1000}) {
     std::vector<float> a(n), b(n);
     for (std::size_t i = 0; i < n; ++i) {

@@ -81,6 +81,10 @@ void TransformerBlock::mlp_hidden(float* gate_up, float* hidden, std::int64_t ro
             if (gated) block_ops::bias_add(gate, weights_.gate_bias.data(), n);
             block_ops::bias_add(up, weights_.up_bias.data(), n);
           }
+          if (kind == MlpKind::kSwiglu && gated) {  // the activation and product in one pass
+            block_ops::swiglu(gate, up, out, n);
+            continue;
+          }
           float* act = gated ? gate : out;
           vector_math::flush(gate, act, n);
           switch (kind) {
