@@ -21,6 +21,7 @@
 #include "api/checks.hpp"
 #include "api/gguf_packed.hpp"
 #include "api/transformer_many.hpp"
+#include "core/scratch.hpp"
 #include "io/gguf_model.hpp"
 #include "io/hf_config.hpp"
 #include "io/safetensors.hpp"
@@ -583,6 +584,8 @@ std::vector<float> CausalLM::run(const IdsView& ids, CausalLMState* state, bool 
                       " (the transformer block's absolute-position ceiling is 8192, DEVIATION 812)");
   }
   const std::int64_t d = m.plan.d_model;
+  // The layers' scratch buffers are faulted in once for the whole call, then reused layer after layer.
+  const scratch::Scope reuse_scratch;
   std::vector<float> x(static_cast<std::size_t>(rows * d));
   m.ends->embed(ids.data, rows, x.data());
   std::vector<std::int64_t> shape{batch, length, d};

@@ -86,6 +86,15 @@ void gelu_tanh_reference(const float* x, float* y, std::size_t n) {
 void bias_add_reference(float* y, const float* b, std::size_t n) {
   for (std::size_t j = 0; j < n; ++j) y[j] = F(F(y[j]) + F(b[j]));
 }
+void residual_add_reference(const float* residual, const float* x, float* out, std::size_t n) {
+  for (std::size_t j = 0; j < n; ++j) out[j] = F(F(residual[j]) + F(x[j]));
+}
+void gated_product_reference(const float* gate, const float* up, float* out, std::size_t n) {
+  for (std::size_t j = 0; j < n; ++j) out[j] = F(MUL(F(gate[j]), F(up[j])));
+}
+void swiglu_reference(const float* gate, const float* up, float* out, std::size_t n) {
+  for (std::size_t j = 0; j < n; ++j) out[j] = F(MUL(F(primitives::silu(F(gate[j]))), F(up[j])));
+}
 void softcap_reference(float* s, std::size_t n, float cap) {
   const float c = F(cap);
   for (std::size_t j = 0; j < n; ++j) {
@@ -146,6 +155,24 @@ void bias_add(float* y, const float* b, std::size_t n) {
   const detail::Kernels* k = active();
   if (k != nullptr) return k->bias_add(y, b, n);
   bias_add_reference(y, b, n);
+}
+
+void residual_add(const float* residual, const float* x, float* out, std::size_t n) {
+  const detail::Kernels* k = active();
+  if (k != nullptr) return k->residual_add(residual, x, out, n);
+  residual_add_reference(residual, x, out, n);
+}
+
+void gated_product(const float* gate, const float* up, float* out, std::size_t n) {
+  const detail::Kernels* k = active();
+  if (k != nullptr) return k->gated_product(gate, up, out, n);
+  gated_product_reference(gate, up, out, n);
+}
+
+void swiglu(const float* gate, const float* up, float* out, std::size_t n) {
+  const detail::Kernels* k = active();
+  if (k != nullptr) return k->swiglu(gate, up, out, n);
+  swiglu_reference(gate, up, out, n);
 }
 
 void softcap(float* s, std::size_t n, float cap) {

@@ -60,6 +60,21 @@ void gelu_tanh(const float* x, float* y, std::size_t n);
 void bias_add_reference(float* y, const float* b, std::size_t n);
 void bias_add(float* y, const float* b, std::size_t n);
 
+// The residual add of a block's tail (docs/blocks.md §4.3): out[j] = F(F(residual[j]) + F(x[j])) for j < n;
+// out may alias either input.
+void residual_add_reference(const float* residual, const float* x, float* out, std::size_t n);
+void residual_add(const float* residual, const float* x, float* out, std::size_t n);
+
+// The gated MLP's product (docs/models.md §10): out[j] = F(MUL(F(gate[j]), F(up[j]))) for j < n; out may
+// alias either input.
+void gated_product_reference(const float* gate, const float* up, float* out, std::size_t n);
+void gated_product(const float* gate, const float* up, float* out, std::size_t n);
+
+// SwiGLU's hidden values in one pass (docs/models.md §10): out[j] = F(MUL(F(silu(F(gate[j]))), F(up[j]))),
+// the activation's flushes and the gated product of the three separate passes; out may alias either input.
+void swiglu_reference(const float* gate, const float* up, float* out, std::size_t n);
+void swiglu(const float* gate, const float* up, float* out, std::size_t n);
+
 // The attention softcap on scaled scores (docs/models.md §9): s[j] = F(MUL(F(tanhf(F(DIV(s[j], cap)))), cap))
 // with cap = F(cap) > 0, finite.
 void softcap_reference(float* s, std::size_t n, float cap);
@@ -78,6 +93,7 @@ namespace detail {
 using ArrayFn = void (*)(const float* x, float* y, std::size_t n);
 using BiasFn = void (*)(float* y, const float* b, std::size_t n);
 using SoftcapFn = void (*)(float* s, std::size_t n, float cap);
+using BinaryFn = void (*)(const float* a, const float* b, float* out, std::size_t n);
 // `lanes` rows of width d, stride d, side by side.
 using LayernormBlockFn = void (*)(const float* x, const float* w, const float* b, float* y, std::int64_t d,
                                   float eps);
@@ -88,6 +104,9 @@ struct Kernels {
   SoftcapFn softcap;
   int layernorm_lanes;
   LayernormBlockFn layernorm_block;
+  BinaryFn residual_add;
+  BinaryFn gated_product;
+  BinaryFn swiglu;
 };
 // One row of LayerNorm, the scalar steps (the twin, and the fast path's tail rows).
 void layernorm_row(const float* x, const float* w, const float* b, float* y, std::int64_t d, float eps);

@@ -64,6 +64,18 @@ void bias_add_vector(float* y, const float* b, std::size_t n) {
   if (j < n) samebits::block_ops::bias_add_reference(y + j, b + j, n - j);
 }
 
+// out = F(op(F(a), F(b))) lane by lane (op: add, mul, or SwiGLU's silu and product), the tail by the twin.
+template <V (*Op)(V, V), void (*Twin)(const float*, const float*, float*, std::size_t)>
+void binary_vector(const float* a, const float* b, float* out, std::size_t n) {
+  std::size_t j = 0;
+  for (; j + Isa::kLanes <= n; j += Isa::kLanes)
+    Isa::store(out + j, flush(Op(flush(Isa::load(a + j)), flush(Isa::load(b + j)))));
+  if (j < n) Twin(a + j, b + j, out + j, n - j);
+}
+inline V add_lanes(V a, V b) { return Isa::add(a, b); }
+inline V mul_lanes(V a, V b) { return Isa::mul(a, b); }
+inline V swiglu_lanes(V gate, V up) { return Isa::mul(flush(silu_lanes(gate)), up); }
+
 void softcap_vector(float* s, std::size_t n, float cap) {
   const V c = splat(samebits::fp::F(cap));
   std::size_t j = 0;
@@ -118,4 +130,7 @@ const samebits::block_ops::detail::Kernels kBlockOpsKernels{
     &softcap_vector,
     Isa::kLanes,
     &layernorm_block,
+    &binary_vector<add_lanes, samebits::block_ops::residual_add_reference>,
+    &binary_vector<mul_lanes, samebits::block_ops::gated_product_reference>,
+    &binary_vector<swiglu_lanes, samebits::block_ops::swiglu_reference>,
 };

@@ -135,6 +135,49 @@ TEST(BlockOps, BiasAndSoftcapFastEqualTwinEveryTarget) {
   EXPECT_EQ(y[1], 1.0f);
 }
 
+TEST(BlockOps, ResidualAddGatedProductAndSwigluFastEqualTwinEveryTarget) {
+  Rng rng(74);
+  const std::vector<float> special = activation_inputs();
+  using Binary = void (*)(const float*, const float*, float*, std::size_t);
+  const struct {
+    const char* name;
+    Binary twin, fast;
+  } ops[] = {{"residual_add", block_ops::residual_add_reference, block_ops::residual_add},
+             {"gated_product", block_ops::gated_product_reference, block_ops::gated_product},
+             {"swiglu", block_ops::swiglu_reference, block_ops::swiglu}};
+  for (std::size_t n : {1, 3, 8, 15, 16, 17, 31, 64, 100, 1000}) {
+    std::vector<float> a(n), b(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      a[i] = i % 5 == 0 ? special[(i * 7) % special.size()] : rng.uniform() * 4.0f;
+      // Subnormal operands, and products that land in the subnormal range (flushed by the outer F).
+      b[i] = i % 7 == 0 ? fp::from_bits(0x80000003u) : (i % 11 == 0 ? 1e-30f : rng.uniform() * 3.0f);
+      if (i % 13 == 0) a[i] = 1e-10f;
+    }
+    for (const auto& op : ops) {
+      std::vector<float> want(n);
+      op.twin(a.data(), b.data(), want.data(), n);
+      for_each_target_and_threads([&](const std::string& where) {
+        std::vector<float> got(n, -1.0f);
+        op.fast(a.data(), b.data(), got.data(), n);
+        ASSERT_EQ(first_difference(want.data(), got.data(), static_cast<std::int64_t>(n)), -1)
+            << op.name << " n " << n << " " << where;
+        std::vector<float> in_place = b;  // out aliasing the second operand, as the block's tail does
+        op.fast(a.data(), in_place.data(), in_place.data(), n);
+        ASSERT_EQ(first_difference(want.data(), in_place.data(), static_cast<std::int64_t>(n)), -1)
+            << op.name << " in place n " << n << " " << where;
+      });
+    }
+  }
+  // The twins' steps: F of each operand first, then F of the result.
+  const float sub = fp::from_bits(0x00000005u);
+  float out = 1.0f;
+  block_ops::residual_add_reference(&sub, &sub, &out, 1);
+  EXPECT_EQ(fp::bits(out), 0u);
+  const float big = 1e-20f, small = 1e-20f;
+  block_ops::gated_product_reference(&big, &small, &out, 1);  // 1e-40 is subnormal: flushed to +0
+  EXPECT_EQ(fp::bits(out), 0u);
+}
+
 TEST(BlockOps, LayernormFastEqualsTwinOverSizes) {
   Rng rng(73);
   for (int rows : {1, 2, 7, 8, 9, 16, 17, 33}) {

@@ -8,17 +8,14 @@
 #include "blocks/transformer/state.hpp"
 #include "blocks/transformer/transformer.hpp"
 #include "core/aligned_buffer.hpp"
+#include "core/scratch.hpp"
 #include "core/thread_pool.hpp"
 #include "numerics/attention.hpp"
 #include "numerics/block_ops.hpp"
-#include "numerics/fp.hpp"
 #include "numerics/rmsnorm.hpp"
 #include "numerics/vector_math.hpp"
 
 namespace samebits::blocks {
-
-using fp::F;
-using fp::MUL;
 
 namespace {
 
@@ -30,12 +27,19 @@ std::int64_t queries_per_task(std::int64_t length, std::int64_t group) {
 
 // Steps 10 and 12's tail: the projection's bias on each of its `rows` rows when the option adds one
 // (docs/models.md §7), then the residual add out[i] = F(F(residual[i]) + F(projected[i])).
+// Rows split over the pool (each cell is independent of the others).
 void add_bias_and_residual(float* projected, const std::vector<float>* bias, const float* residual,
                            float* out, std::int64_t rows, std::int64_t dm) {
-  if (bias != nullptr)
-    for (std::int64_t t = 0; t < rows; ++t)
-      block_ops::bias_add(projected + t * dm, bias->data(), static_cast<std::size_t>(dm));
-  for (std::int64_t i = 0; i < rows * dm; ++i) out[i] = F(F(residual[i]) + F(projected[i]));
+  parallel_for(
+      rows,
+      [&](std::int64_t begin, std::int64_t end) {
+        if (bias != nullptr)
+          for (std::int64_t t = begin; t < end; ++t)
+            block_ops::bias_add(projected + t * dm, bias->data(), static_cast<std::size_t>(dm));
+        block_ops::residual_add(residual + begin * dm, projected + begin * dm, out + begin * dm,
+                                static_cast<std::size_t>((end - begin) * dm));
+      },
+      grain_for_work(rows, 3 * dm * static_cast<std::int64_t>(sizeof(float))));
 }
 
 }  // namespace
@@ -77,6 +81,10 @@ void TransformerBlock::mlp_hidden(float* gate_up, float* hidden, std::int64_t ro
             if (gated) block_ops::bias_add(gate, weights_.gate_bias.data(), n);
             block_ops::bias_add(up, weights_.up_bias.data(), n);
           }
+          if (kind == MlpKind::kSwiglu && gated) {  // the activation and product in one pass
+            block_ops::swiglu(gate, up, out, n);
+            continue;
+          }
           float* act = gated ? gate : out;
           vector_math::flush(gate, act, n);
           switch (kind) {
@@ -93,8 +101,7 @@ void TransformerBlock::mlp_hidden(float* gate_up, float* hidden, std::int64_t ro
               break;
           }
           vector_math::flush(act, act, n);
-          if (gated)
-            for (std::int64_t j = 0; j < it; ++j) out[j] = F(MUL(F(gate[j]), F(up[j])));
+          if (gated) block_ops::gated_product(gate, up, out, n);
         }
       },
       4);
@@ -274,16 +281,16 @@ void TransformerBlock::output_rows(const float* x, std::int64_t rows, CallBuffer
   const std::int64_t dm = dims_.d_model, qw = dims_.q_width(), it = dims_.intermediate;
   const BlockOptions& o = options_;
   // Step 10: the output projection and the first residual.
-  AlignedBuffer<float> residual(static_cast<std::size_t>(rows * dm));
+  scratch::Buffer residual(static_cast<std::size_t>(rows * dm));
   gemm::gemm_packed({buffers.ctx.data(), qw, 1}, rows, o_, residual.data());
   add_bias_and_residual(residual.data(), o.o_bias ? &weights_.o_bias : nullptr, x, residual.data(), rows, dm);
 
   // Steps 11-12: post-attention norm, the MLP (SwiGLU by default), down projection, second residual.
   norm_rows(residual.data(), 1, buffers.normed.data(), rows);
   gemm::gemm_packed({buffers.normed.data(), dm, 1}, rows, gate_up_, buffers.gate_up.data());
-  AlignedBuffer<float> hidden(static_cast<std::size_t>(rows * it));
+  scratch::Buffer hidden(static_cast<std::size_t>(rows * it));
   mlp_hidden(buffers.gate_up.data(), hidden.data(), rows);
-  AlignedBuffer<float> down(static_cast<std::size_t>(rows * dm));
+  scratch::Buffer down(static_cast<std::size_t>(rows * dm));
   gemm::gemm_packed({hidden.data(), it, 1}, rows, down_, down.data());
   add_bias_and_residual(down.data(), o.mlp_bias ? &weights_.down_bias : nullptr, residual.data(), y, rows,
                         dm);

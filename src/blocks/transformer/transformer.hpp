@@ -14,6 +14,7 @@
 #include "blocks/transformer/options.hpp"
 #include "blocks/transformer/state.hpp"
 #include "core/aligned_buffer.hpp"
+#include "core/scratch.hpp"
 #include "numerics/gemm.hpp"
 #include "numerics/rope.hpp"
 
@@ -129,7 +130,7 @@ class TransformerBlock {
   // A call's working rows: normed input, q/k/v, attention context, gate/up products.
   struct CallBuffers {
     CallBuffers(const TransformerDims& dims, const BlockOptions& options, std::int64_t rows);
-    AlignedBuffer<float> normed, qkv, ctx, gate_up;
+    scratch::Buffer normed, qkv, ctx, gate_up;  // reused across a model call's layers
   };
   // The three phases of a call, shared by forward and step_many: steps 1-2 over every row (norm, q/k/v
   // product); steps 3-9 for one cache (biases, q/k norms, RoPE at the cache's positions, append,
