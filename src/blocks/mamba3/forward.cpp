@@ -18,6 +18,7 @@
 #include "blocks/mamba3/mamba3.hpp"
 #include "blocks/mamba3/scalar.hpp"
 #include "core/aligned_buffer.hpp"
+#include "core/stage_clock.hpp"
 #include "core/thread_pool.hpp"
 #include "numerics/fp.hpp"
 #include "numerics/gemm.hpp"
@@ -117,7 +118,10 @@ class ForwardCall {
     project_in(d_, w_, in_proj_, x_, M_, a_.normed.data(), proj_);
     sized(a_.gate, M_ * d_.d_inner);
     gate_ = a_.gate.data();
-    run_sequence();
+    {
+      const stage_clock::Scope timed(stage_clock::Stage::kScan);  // a profile's split
+      run_sequence();
+    }
     sized(a_.out, M_ * d_.d_model);
     project_out(d_, out_proj_, gate_, x_, M_, a_.out.data(), y_);
   }
