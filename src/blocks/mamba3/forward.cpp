@@ -25,6 +25,7 @@
 #include "numerics/mamba3_kernels.hpp"
 #include "numerics/primitives.hpp"
 #include "numerics/rmsnorm.hpp"
+#include "numerics/transpose.hpp"
 #include "numerics/vector_math.hpp"
 
 namespace samebits::blocks {
@@ -378,7 +379,10 @@ class ForwardCall {
                             std::int64_t real, const float* h_enter, HeadScratch& s) {
     const std::int64_t rows = real - first;
     const gemm::LhsView q_rows{rotq_.data() + (new_row(b, c0 + first) * H_ + h) * N, H_ * N, 1};
-    const gemm::PackedRhs k_packed = gemm::PackedRhs::from_transposed(s.kscale.data(), Q, N);
+    // The products' right operands are packed from transposed copies: packing row-major runs contiguous
+    // rows (the same panels as packing the originals transposed, column by column, only faster).
+    transpose::transpose(s.kscale.data(), Q, N, s.kscale_t.data());
+    const gemm::PackedRhs k_packed = gemm::PackedRhs::from_row_major(s.kscale_t.data(), N, Q);
     gemm::gemm_packed(q_rows, rows, k_packed, s.scores.data());
     for (std::int64_t r = 0; r < rows; ++r)
       mask_decay(first + r, s.scores.data() + r * Q, s.lseg.data() + r * Q, s.mixed.data() + r * Q);
@@ -391,7 +395,8 @@ class ForwardCall {
     }
     const gemm::PackedRhs v_packed = gemm::PackedRhs::from_row_major(s.v_chunk.data(), Q, P);
     gemm::gemm_packed({s.mixed.data(), Q, 1}, rows, v_packed, s.y_intra.data());
-    const gemm::PackedRhs h_packed = gemm::PackedRhs::from_transposed(h_enter, P, N);
+    transpose::transpose(h_enter, P, N, s.h_t.data());
+    const gemm::PackedRhs h_packed = gemm::PackedRhs::from_row_major(s.h_t.data(), N, P);
     gemm::gemm_packed(q_rows, rows, h_packed, s.y_state.data());
   }
 
