@@ -40,6 +40,8 @@ using namespace mamba3_chunk;
 // Up to this many output rows in a chunk run row by row through the chain kernels (no packing); more
 // rows run as packed GEMMs. Both give the GEMM profile's cells.
 constexpr std::int64_t kKernelRows = 4;
+// Rows of biased q / k a rotation task holds at a time (2 x 32 KiB: they stay in the core's cache).
+constexpr std::int64_t kBiasedRows = 64;
 
 // Sizes a per-thread array for this call (contents are overwritten before they are read).
 void sized(std::vector<float>& values, std::int64_t count) { values.resize(static_cast<std::size_t>(count)); }
@@ -47,7 +49,7 @@ void sized(std::vector<float>& values, std::int64_t count) { values.resize(stati
 // One call's arrays, kept per thread between calls so a large prefill does not fault in fresh pages.
 struct CallArrays {
   std::vector<float> normed, proj, dt, sig, adt, gamma, pre_dt, pre_sig, bn, cn, rate, angle, theta_after,
-      cosines, sines, rotq, rotk, qb, kb, qkdot, gate, out;
+      cosines, sines, rotq, rotk, qkdot, gate, out;
 };
 
 CallArrays& call_arrays() {
@@ -255,26 +257,29 @@ class ForwardCall {
     vector_math::sin(angle_.data(), sines.data(), sines.size());
     sized(rotq_, rows * N);
     sized(rotk_, rows * N);
-    std::vector<float>&qb = a_.qb, &kb = a_.kb;
-    sized(qb, rows * N);
-    sized(kb, rows * N);
+    sized(qkdot_, rows);
+    // The biased q and k rows feed only the diagonal q.k: each task keeps a block of them in a small
+    // per-thread buffer (still cached when the dot chains read them) instead of whole-call arrays.
     parallel_for(
         rows,
         [&](std::int64_t begin, std::int64_t end) {
-          for (std::int64_t i = begin; i < end; ++i) {
-            const std::int64_t m = i / H_, h = i % H_;
-            mamba3_kernels::bias_rotate(bn_.data() + m * N, w_.b_bias().data() + h * N,
-                                        cosines.data() + i * R, sines.data() + i * R, R, N, kb.data() + i * N,
-                                        rotk_.data() + i * N);
-            mamba3_kernels::bias_rotate(cn_.data() + m * N, w_.c_bias().data() + h * N,
-                                        cosines.data() + i * R, sines.data() + i * R, R, N, qb.data() + i * N,
-                                        rotq_.data() + i * N);
+          thread_local AlignedBuffer<float> qb(kBiasedRows * N), kb(kBiasedRows * N);
+          for (std::int64_t i0 = begin; i0 < end; i0 += kBiasedRows) {
+            const std::int64_t count = std::min(kBiasedRows, end - i0);
+            for (std::int64_t r = 0; r < count; ++r) {
+              const std::int64_t i = i0 + r, m = i / H_, h = i % H_;
+              mamba3_kernels::bias_rotate(bn_.data() + m * N, w_.b_bias().data() + h * N,
+                                          cosines.data() + i * R, sines.data() + i * R, R, N,
+                                          kb.data() + r * N, rotk_.data() + i * N);
+              mamba3_kernels::bias_rotate(cn_.data() + m * N, w_.c_bias().data() + h * N,
+                                          cosines.data() + i * R, sines.data() + i * R, R, N,
+                                          qb.data() + r * N, rotq_.data() + i * N);
+            }
+            mamba3_kernels::dot_chains(qb.data(), N, kb.data(), N, count, N, qkdot_.data() + i0);
+            for (std::int64_t i = i0; i < i0 + count; ++i) qkdot_[i] = F(MUL(F(qkdot_[i]), gamma_[i]));
           }
         },
-        64);
-    sized(qkdot_, rows);
-    mamba3_kernels::dot_chains(qb.data(), N, kb.data(), N, rows, N, qkdot_.data());
-    for (std::int64_t i = 0; i < rows; ++i) qkdot_[i] = F(MUL(F(qkdot_[i]), gamma_[i]));
+        kBiasedRows);
   }
 
   // The open chunk's running sums are taken from the decode cache when it still describes the buffer;
