@@ -40,6 +40,8 @@ using namespace mamba3_chunk;
 // Up to this many output rows in a chunk run row by row through the chain kernels (no packing); more
 // rows run as packed GEMMs. Both give the GEMM profile's cells.
 constexpr std::int64_t kKernelRows = 4;
+// Tokens per task of the per-token stage (gates, B / C norms, angle rates).
+constexpr std::int64_t kTokenRows = 64;
 // Rows of biased q / k a rotation task holds at a time (2 x 32 KiB: they stay in the core's cache).
 constexpr std::int64_t kBiasedRows = 64;
 
@@ -180,24 +182,36 @@ class ForwardCall {
 
   // Steps 4 and 6 for the new tokens (their in_proj rows are ready), vectorized over tokens and heads.
   void token_stage() {
-    const std::int64_t dip = d_.d_in_proj;
-
     sized(dt_, M_ * H_);
     sized(sig_, M_ * H_);
     sized(adt_, M_ * H_);
     sized(gamma_, M_ * H_);
-    std::vector<float>&pre_dt = a_.pre_dt, &pre_sig = a_.pre_sig;
-    sized(pre_dt, M_ * H_);
-    sized(pre_sig, M_ * H_);
-    for (std::int64_t m = 0; m < M_; ++m)
+    sized(a_.pre_dt, M_ * H_);
+    sized(a_.pre_sig, M_ * H_);
+    sized(bn_, M_ * N);
+    sized(cn_, M_ * N);
+    sized(rate_, M_ * R);
+    // Every output is its own token's: blocks of tokens run side by side (a decode step's one token
+    // stays on this thread).
+    parallel_for(
+        M_, [&](std::int64_t begin, std::int64_t end) { token_rows(begin, end); }, kTokenRows);
+  }
+
+  // token_stage for the tokens [m0, m1).
+  void token_rows(std::int64_t m0, std::int64_t m1) {
+    const std::int64_t dip = d_.d_in_proj, count = m1 - m0;
+    float* pre_dt = a_.pre_dt.data() + m0 * H_;
+    float* pre_sig = a_.pre_sig.data() + m0 * H_;
+    for (std::int64_t m = m0; m < m1; ++m)
       for (std::int64_t h = 0; h < H_; ++h) {
         const float* row = proj_ + m * dip;
-        pre_dt[m * H_ + h] = F(F(row[d_.col_dt() + h]) + F(w_.dt_bias()[h]));
-        pre_sig[m * H_ + h] = F(row[d_.col_trap() + h]);
+        pre_dt[(m - m0) * H_ + h] = F(F(row[d_.col_dt() + h]) + F(w_.dt_bias()[h]));
+        pre_sig[(m - m0) * H_ + h] = F(row[d_.col_trap() + h]);
       }
-    vector_math::softplus(pre_dt.data(), dt_.data(), dt_.size());
-    vector_math::sigmoid(pre_sig.data(), sig_.data(), sig_.size());
-    for (std::int64_t m = 0; m < M_; ++m)
+    const auto cells = static_cast<std::size_t>(count * H_);
+    vector_math::softplus(pre_dt, dt_.data() + m0 * H_, cells);
+    vector_math::sigmoid(pre_sig, sig_.data() + m0 * H_, cells);
+    for (std::int64_t m = m0; m < m1; ++m)
       for (std::int64_t h = 0; h < H_; ++h) {
         const std::int64_t i = m * H_ + h;
         dt_[i] = F(dt_[i]);
@@ -208,21 +222,19 @@ class ForwardCall {
       }
 
     // Step 4: B / C RMSNorm over the 128 columns of each token.
-    sized(bn_, M_ * N);
-    sized(cn_, M_ * N);
-    for (std::int64_t m = 0; m < M_; ++m) {
+    for (std::int64_t m = m0; m < m1; ++m) {
       std::memcpy(bn_.data() + m * N, proj_ + m * dip + d_.col_b(), N * sizeof(float));
       std::memcpy(cn_.data() + m * N, proj_ + m * dip + d_.col_c(), N * sizeof(float));
     }
-    rmsnorm::rmsnorm(bn_.data(), w_.b_norm().data(), bn_.data(), M_, N, kNormEps);
-    rmsnorm::rmsnorm(cn_.data(), w_.c_norm().data(), cn_.data(), M_, N, kNormEps);
+    rmsnorm::rmsnorm_serial(bn_.data() + m0 * N, w_.b_norm().data(), bn_.data() + m0 * N, count, N, kNormEps);
+    rmsnorm::rmsnorm_serial(cn_.data() + m0 * N, w_.c_norm().data(), cn_.data() + m0 * N, count, N, kNormEps);
 
     // Step 8's per-token rate a = tanh(angle_raw) * pi, shared by every head.
-    sized(rate_, M_ * R);
-    for (std::int64_t m = 0; m < M_; ++m)
-      for (std::int64_t r = 0; r < R; ++r) rate_[m * R + r] = F(proj_[m * dip + d_.col_angle() + r]);
-    vector_math::tanh(rate_.data(), rate_.data(), rate_.size());
-    for (float& v : rate_) v = F(MUL(v, kPi));
+    float* rate = rate_.data() + m0 * R;
+    for (std::int64_t m = m0; m < m1; ++m)
+      for (std::int64_t r = 0; r < R; ++r) rate[(m - m0) * R + r] = F(proj_[m * dip + d_.col_angle() + r]);
+    vector_math::tanh(rate, rate, static_cast<std::size_t>(count * R));
+    for (std::int64_t i = 0; i < count * R; ++i) rate[i] = F(MUL(rate[i], kPi));
   }
 
   // Step 8: the serial angle recurrence per (b, h), vectorized over its 32 angles.
