@@ -51,7 +51,7 @@ void sized(std::vector<float>& values, std::int64_t count) { values.resize(stati
 // One call's arrays, kept per thread between calls so a large prefill does not fault in fresh pages.
 struct CallArrays {
   std::vector<float> normed, proj, dt, sig, adt, gamma, pre_dt, pre_sig, bn, cn, rate, angle, theta_after,
-      cosines, sines, rotq, rotk, qkdot, gate, out;
+      rotq, rotk, qkdot, gate, out;
 };
 
 CallArrays& call_arrays() {
@@ -261,30 +261,30 @@ class ForwardCall {
   // Steps 9-10: biased q / k, the interleaved rotation of the first 32 pairs, and the diagonal q.k.
   void rotation_stage() {
     const std::int64_t rows = M_ * H_;
-    std::vector<float>&cosines = a_.cosines, &sines = a_.sines;
-    sized(cosines, rows * R);
-    sized(sines, rows * R);
-    vector_math::cos(angle_.data(), cosines.data(),
-                     cosines.size());  // F(angle) is the identity: angles are flushed
-    vector_math::sin(angle_.data(), sines.data(), sines.size());
     sized(rotq_, rows * N);
     sized(rotk_, rows * N);
     sized(qkdot_, rows);
-    // The biased q and k rows feed only the diagonal q.k: each task keeps a block of them in a small
-    // per-thread buffer (still cached when the dot chains read them) instead of whole-call arrays.
+    // The biased q and k rows feed only the diagonal q.k, and the cosines and sines only the rotation:
+    // each task keeps a block of them in small per-thread buffers (still cached when they are read)
+    // instead of whole-call arrays.
     parallel_for(
         rows,
         [&](std::int64_t begin, std::int64_t end) {
-          thread_local AlignedBuffer<float> qb(kBiasedRows * N), kb(kBiasedRows * N);
+          thread_local AlignedBuffer<float> qb(kBiasedRows * N), kb(kBiasedRows * N),
+              cosines(kBiasedRows * R), sines(kBiasedRows * R);
           for (std::int64_t i0 = begin; i0 < end; i0 += kBiasedRows) {
             const std::int64_t count = std::min(kBiasedRows, end - i0);
+            const auto angles = static_cast<std::size_t>(count * R);
+            // F(angle) is the identity: angles are flushed.
+            vector_math::cos(angle_.data() + i0 * R, cosines.data(), angles);
+            vector_math::sin(angle_.data() + i0 * R, sines.data(), angles);
             for (std::int64_t r = 0; r < count; ++r) {
               const std::int64_t i = i0 + r, m = i / H_, h = i % H_;
               mamba3_kernels::bias_rotate(bn_.data() + m * N, w_.b_bias().data() + h * N,
-                                          cosines.data() + i * R, sines.data() + i * R, R, N,
+                                          cosines.data() + r * R, sines.data() + r * R, R, N,
                                           kb.data() + r * N, rotk_.data() + i * N);
               mamba3_kernels::bias_rotate(cn_.data() + m * N, w_.c_bias().data() + h * N,
-                                          cosines.data() + i * R, sines.data() + i * R, R, N,
+                                          cosines.data() + r * R, sines.data() + r * R, R, N,
                                           qb.data() + r * N, rotq_.data() + i * N);
             }
             mamba3_kernels::dot_chains(qb.data(), N, kb.data(), N, count, N, qkdot_.data() + i0);
