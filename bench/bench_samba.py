@@ -32,6 +32,15 @@ With build/bench_gemm built, two bandwidth tables follow: one-thread decode agai
 row, `bench_gemm` re-reads exactly the bytes that step must read (SAMEBITS_PROBE_BYTES) with the row's
 thread count, and bytes / rate is the least time any step could take at that moment.
 
+With build/bench_samba_split built, a forward table follows (issue 23): the forward rows against the FMA
+peak measured in the same run (bench_gemm's BM_FmaPeak for the active instruction set, times the thread
+count) counting only the projection FLOPs (2 x tokens x every projection matrix, the tied head included),
+and where a forward's time goes: bench_samba_split runs the same config stateless at B=2 L=512 with the
+engine's stage clock on, which splits it into projection GEMMs, Mamba-3 scans (everything between a block's
+in_proj and out_proj: gates, angles, rotations, the chunked scan with its inner products) and attention
+(RoPE, the KV cache, scores, softmax, values), the rest (norms, residuals, SwiGLU, embedding) by difference.
+Targets: >= 60% of the peak, >= 2x PyTorch, scans + attention <= 25% of the forward.
+
 `--profile` adds a samebits-only breakdown of the decode step: the Python wrapper's own time (the native
 call replaced by a stub that returns at once), each layer's native step (its block class's step, run in
 stack order on states prefilled to the position, minus that class's own Python wrapper), and the rest
@@ -278,6 +287,43 @@ def read_bandwidth(footprint=None, threads=1):
     return {"footprint": next(iter(rates.values()))} if footprint is not None and rates else rates
 
 
+def build_exe(name):
+    """build/<name> beside this script's tree, or None when it is not built."""
+    exe = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "build", name)
+    return exe if os.path.exists(exe) else None
+
+
+def fma_peaks():
+    """{instruction set: one core's FMA peak in GFLOP/s} from bench_gemm's BM_FmaPeak, or {} without it."""
+    exe = build_exe("bench_gemm")
+    if exe is None:
+        return {}
+    run = subprocess.run([exe, "--benchmark_filter=BM_FmaPeak", "--benchmark_format=json"], capture_output=True,
+                         text=True, env=dict(os.environ, SAMEBITS_NUM_THREADS="1"))
+    if run.returncode != 0:
+        return {}
+    return {b["name"].split("/")[1]: b["GFLOP/s"] for b in json.loads(run.stdout)["benchmarks"]}
+
+
+def forward_split(threads, repeats):
+    """[{threads, isa, seconds, projection, scan, attention}] from build/bench_samba_split, or []."""
+    exe = build_exe("bench_samba_split")
+    if exe is None:
+        return []
+    run = subprocess.run([exe, "--threads", *map(str, threads), "--repeats", str(repeats), "--batch",
+                          str(FORWARD_BATCH), "--length", str(FORWARD_LENGTH)], capture_output=True, text=True)
+    return [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")] if run.returncode == 0 else []
+
+
+def projection_flops(config, tokens):
+    """2 x tokens x the elements of every projection matrix the forward multiplies by (the head included)."""
+    matrices = sum(int(np.prod(shape)) for name, shape in config.registry()
+                   if name.endswith("proj.weight") or name == "lm_head.weight")
+    if config.tie_embeddings:
+        matrices += config.vocab * config.d_model
+    return 2 * tokens * matrices
+
+
 def decode_bytes(config, position):
     """What one decode step must read at least once: every weight (the tied head reads the whole embedding
     table), each Mamba-3 layer's state (h and the open chunk's buffers, scanned and read), and each attention
@@ -294,6 +340,49 @@ def verdict(t_torch, t_ours, target):
     """The row's last four cells: ratio, target, met, and the 1-minute load average when it finished."""
     ratio = t_torch / t_ours
     return f"| {ratio:.2f}x | >= {target:g}x | {'yes' if ratio >= target else 'no'} | {os.getloadavg()[0]:.1f} |"
+
+
+def forward_tables(config, forward_times, threads, repeats):
+    """The forward against the FMA peak and its profile split (see the module docstring), as markdown lines."""
+    out = []
+    split = forward_split(threads, repeats)
+    peaks = fma_peaks()
+    isa = split[0]["isa"] if split else None
+    peak = peaks.get(isa)
+    flops = projection_flops(config, FORWARD_BATCH * FORWARD_LENGTH)
+    if peak:
+        out += ["", f"Forward B={FORWARD_BATCH} L={FORWARD_LENGTH} against the FMA peak: {flops / 1e9:.2f} GFLOP of "
+                    f"projections; instruction set {isa}, peak {peak:.1f} GFLOP/s per core (bench_gemm BM_FmaPeak, "
+                    "this run) times the thread count.", "",
+                "| threads | samebits | GFLOP/s | fraction of peak | target | PyTorch ratio | target |",
+                "|---|---|---|---|---|---|---|"]
+        for t, (t_ours, t_torch) in forward_times.items():
+            fraction = flops / t_ours / 1e9 / (peak * t)
+            out.append(f"| {t} | {t_ours:.3f} s | {flops / t_ours / 1e9:.1f} | {fraction:.2f} | >= 0.60 "
+                       f"{'yes' if fraction >= 0.6 else 'no'} | {t_torch / t_ours:.2f}x | >= 2x "
+                       f"{'yes' if t_torch >= 2 * t_ours else 'no'} |")
+    if split:
+        out += ["", "Where the forward's time goes (build/bench_samba_split: the same config with deterministic "
+                    "weights, stateless, best of the repeats, the engine's stage clock on; other = norms, residuals, "
+                    "SwiGLU, embedding, by difference):", "",
+                "| threads | forward | projection GEMMs | scans (Mamba-3) | attention | other | scans + attention "
+                "(target <= 25%) | projections at |",
+                "|---|---|---|---|---|---|---|---|"]
+        for row in split:
+            total = row["seconds"]
+            other = total - row["projection"] - row["scan"] - row["attention"]
+            share = (row["scan"] + row["attention"]) / total
+
+            def cell(seconds):
+                return f"{seconds * 1e3:.1f} ms ({100 * seconds / total:.0f}%)"
+
+            at = f"{flops / row['projection'] / 1e9:.0f} GFLOP/s" if row["projection"] > 0 else "-"
+            if peak and row["projection"] > 0:
+                at += f" ({flops / row['projection'] / 1e9 / (peak * row['threads']):.2f} of peak)"
+            out.append(f"| {row['threads']} | {total * 1e3:.1f} ms | {cell(row['projection'])} | {cell(row['scan'])} | "
+                       f"{cell(row['attention'])} | {cell(other)} | {100 * share:.0f}% "
+                       f"{'yes' if share <= 0.25 else 'no'} | {at} |")
+    return out
 
 
 def main():
@@ -340,6 +429,7 @@ def main():
     ]
     print("\n".join(lines), flush=True)
     profiles = []
+    forward_times = {}
     decode_times = {}
     footprint_rates = {}  # (threads, position) -> GB/s re-reading that step's footprint, probed right after
     for threads in args.threads:
@@ -352,6 +442,7 @@ def main():
                + verdict(t_torch, t_ours, TARGETS["forward"]))
         lines.append(row)
         print(row, flush=True)
+        forward_times[threads] = (t_ours, t_torch)
         for position in args.positions:
             t_ours, t_torch = bench_decode(ours, theirs, position, args.steps, args.repeats, args.warm_steps)
             row = (f"| decode step B=1 at {position} | {threads} | {t_ours * 1e3:.2f} ms | {t_torch * 1e3:.2f} ms "
@@ -403,6 +494,7 @@ def main():
             tail.append(f"| {threads} | {position} | {need / 1e6:.1f} MB | {rate:.1f} GB/s | {floor * 1e3:.2f} ms | "
                         f"{t_ours * 1e3:.2f} ms | {t_torch * 1e3:.2f} ms | {t_torch / floor:.2f}x | "
                         f"{t_torch / t_ours:.2f}x | {'yes' if t_torch / floor >= TARGETS['decode'] else 'no'} |")
+    tail += forward_tables(config, forward_times, args.threads, args.repeats)
     if profiles:
         parts = list(profiles[0][2])
         tail += ["", "samebits decode step breakdown (microseconds per step):", "",

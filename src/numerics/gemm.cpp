@@ -7,6 +7,7 @@
 #include <samebits/lowbit.hpp>
 #include <utility>
 
+#include "core/stage_clock.hpp"
 #include "core/thread_pool.hpp"
 #include "numerics/fp.hpp"
 #include "numerics/gemm_kernels.hpp"
@@ -475,6 +476,8 @@ void PackedRhs::unpack_row_major(float* B_out) const {
 std::size_t PackedRhs::bytes() const { return data_.size() + flushed_.size() * sizeof(std::uint64_t); }
 
 void gemm_packed(LhsView A, std::int64_t m, const PackedRhs& rhs, float* C) {
+  // A profile's split counts it as a projection, unless its caller is itself a timed stage.
+  const stage_clock::Scope timed(stage_clock::Stage::kProjection);
   const std::int64_t n = rhs.n();
   const std::int64_t k = rhs.k();
   if (m <= 0 || n <= 0) return;

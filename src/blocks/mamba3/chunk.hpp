@@ -14,6 +14,7 @@ constexpr std::int64_t N = mamba3::kStateDim, P = mamba3::kHeadDim, Q = mamba3::
 // Per-thread scratch of one (batch row, head) schedule, reused across calls.
 struct HeadScratch {
   AlignedBuffer<float> h_run{P * N}, kscale{Q * N}, v_chunk{Q * P}, vs{Q * P}, inc{P * N};
+  AlignedBuffer<float> kscale_t{N * Q}, h_t{N * P};  // transposed copies packed row-major (a cheap pack)
   AlignedBuffer<float> lseg{Q * Q}, scores{Q * Q}, mixed{Q * Q}, y_intra{Q * P}, y_state{Q * P};
   AlignedBuffer<float> e_row{Q}, decay_in{Q}, z{Q * P}, silu_z{Q * P};
   float dacs[Q], colacc[Q], scale[Q];

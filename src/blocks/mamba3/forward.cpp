@@ -18,12 +18,14 @@
 #include "blocks/mamba3/mamba3.hpp"
 #include "blocks/mamba3/scalar.hpp"
 #include "core/aligned_buffer.hpp"
+#include "core/stage_clock.hpp"
 #include "core/thread_pool.hpp"
 #include "numerics/fp.hpp"
 #include "numerics/gemm.hpp"
 #include "numerics/mamba3_kernels.hpp"
 #include "numerics/primitives.hpp"
 #include "numerics/rmsnorm.hpp"
+#include "numerics/transpose.hpp"
 #include "numerics/vector_math.hpp"
 
 namespace samebits::blocks {
@@ -38,6 +40,10 @@ using namespace mamba3_chunk;
 // Up to this many output rows in a chunk run row by row through the chain kernels (no packing); more
 // rows run as packed GEMMs. Both give the GEMM profile's cells.
 constexpr std::int64_t kKernelRows = 4;
+// Tokens per task of the per-token stage (gates, B / C norms, angle rates).
+constexpr std::int64_t kTokenRows = 64;
+// Rows of biased q / k a rotation task holds at a time (2 x 32 KiB: they stay in the core's cache).
+constexpr std::int64_t kBiasedRows = 64;
 
 // Sizes a per-thread array for this call (contents are overwritten before they are read).
 void sized(std::vector<float>& values, std::int64_t count) { values.resize(static_cast<std::size_t>(count)); }
@@ -45,7 +51,7 @@ void sized(std::vector<float>& values, std::int64_t count) { values.resize(stati
 // One call's arrays, kept per thread between calls so a large prefill does not fault in fresh pages.
 struct CallArrays {
   std::vector<float> normed, proj, dt, sig, adt, gamma, pre_dt, pre_sig, bn, cn, rate, angle, theta_after,
-      cosines, sines, rotq, rotk, qb, kb, qkdot, gate, out;
+      rotq, rotk, qkdot, gate, out;
 };
 
 CallArrays& call_arrays() {
@@ -117,7 +123,10 @@ class ForwardCall {
     project_in(d_, w_, in_proj_, x_, M_, a_.normed.data(), proj_);
     sized(a_.gate, M_ * d_.d_inner);
     gate_ = a_.gate.data();
-    run_sequence();
+    {
+      const stage_clock::Scope timed(stage_clock::Stage::kScan);  // a profile's split
+      run_sequence();
+    }
     sized(a_.out, M_ * d_.d_model);
     project_out(d_, out_proj_, gate_, x_, M_, a_.out.data(), y_);
   }
@@ -173,24 +182,36 @@ class ForwardCall {
 
   // Steps 4 and 6 for the new tokens (their in_proj rows are ready), vectorized over tokens and heads.
   void token_stage() {
-    const std::int64_t dip = d_.d_in_proj;
-
     sized(dt_, M_ * H_);
     sized(sig_, M_ * H_);
     sized(adt_, M_ * H_);
     sized(gamma_, M_ * H_);
-    std::vector<float>&pre_dt = a_.pre_dt, &pre_sig = a_.pre_sig;
-    sized(pre_dt, M_ * H_);
-    sized(pre_sig, M_ * H_);
-    for (std::int64_t m = 0; m < M_; ++m)
+    sized(a_.pre_dt, M_ * H_);
+    sized(a_.pre_sig, M_ * H_);
+    sized(bn_, M_ * N);
+    sized(cn_, M_ * N);
+    sized(rate_, M_ * R);
+    // Every output is its own token's: blocks of tokens run side by side (a decode step's one token
+    // stays on this thread).
+    parallel_for(
+        M_, [&](std::int64_t begin, std::int64_t end) { token_rows(begin, end); }, kTokenRows);
+  }
+
+  // token_stage for the tokens [m0, m1).
+  void token_rows(std::int64_t m0, std::int64_t m1) {
+    const std::int64_t dip = d_.d_in_proj, count = m1 - m0;
+    float* pre_dt = a_.pre_dt.data() + m0 * H_;
+    float* pre_sig = a_.pre_sig.data() + m0 * H_;
+    for (std::int64_t m = m0; m < m1; ++m)
       for (std::int64_t h = 0; h < H_; ++h) {
         const float* row = proj_ + m * dip;
-        pre_dt[m * H_ + h] = F(F(row[d_.col_dt() + h]) + F(w_.dt_bias()[h]));
-        pre_sig[m * H_ + h] = F(row[d_.col_trap() + h]);
+        pre_dt[(m - m0) * H_ + h] = F(F(row[d_.col_dt() + h]) + F(w_.dt_bias()[h]));
+        pre_sig[(m - m0) * H_ + h] = F(row[d_.col_trap() + h]);
       }
-    vector_math::softplus(pre_dt.data(), dt_.data(), dt_.size());
-    vector_math::sigmoid(pre_sig.data(), sig_.data(), sig_.size());
-    for (std::int64_t m = 0; m < M_; ++m)
+    const auto cells = static_cast<std::size_t>(count * H_);
+    vector_math::softplus(pre_dt, dt_.data() + m0 * H_, cells);
+    vector_math::sigmoid(pre_sig, sig_.data() + m0 * H_, cells);
+    for (std::int64_t m = m0; m < m1; ++m)
       for (std::int64_t h = 0; h < H_; ++h) {
         const std::int64_t i = m * H_ + h;
         dt_[i] = F(dt_[i]);
@@ -201,21 +222,19 @@ class ForwardCall {
       }
 
     // Step 4: B / C RMSNorm over the 128 columns of each token.
-    sized(bn_, M_ * N);
-    sized(cn_, M_ * N);
-    for (std::int64_t m = 0; m < M_; ++m) {
+    for (std::int64_t m = m0; m < m1; ++m) {
       std::memcpy(bn_.data() + m * N, proj_ + m * dip + d_.col_b(), N * sizeof(float));
       std::memcpy(cn_.data() + m * N, proj_ + m * dip + d_.col_c(), N * sizeof(float));
     }
-    rmsnorm::rmsnorm(bn_.data(), w_.b_norm().data(), bn_.data(), M_, N, kNormEps);
-    rmsnorm::rmsnorm(cn_.data(), w_.c_norm().data(), cn_.data(), M_, N, kNormEps);
+    rmsnorm::rmsnorm_serial(bn_.data() + m0 * N, w_.b_norm().data(), bn_.data() + m0 * N, count, N, kNormEps);
+    rmsnorm::rmsnorm_serial(cn_.data() + m0 * N, w_.c_norm().data(), cn_.data() + m0 * N, count, N, kNormEps);
 
     // Step 8's per-token rate a = tanh(angle_raw) * pi, shared by every head.
-    sized(rate_, M_ * R);
-    for (std::int64_t m = 0; m < M_; ++m)
-      for (std::int64_t r = 0; r < R; ++r) rate_[m * R + r] = F(proj_[m * dip + d_.col_angle() + r]);
-    vector_math::tanh(rate_.data(), rate_.data(), rate_.size());
-    for (float& v : rate_) v = F(MUL(v, kPi));
+    float* rate = rate_.data() + m0 * R;
+    for (std::int64_t m = m0; m < m1; ++m)
+      for (std::int64_t r = 0; r < R; ++r) rate[(m - m0) * R + r] = F(proj_[m * dip + d_.col_angle() + r]);
+    vector_math::tanh(rate, rate, static_cast<std::size_t>(count * R));
+    for (std::int64_t i = 0; i < count * R; ++i) rate[i] = F(MUL(rate[i], kPi));
   }
 
   // Step 8: the serial angle recurrence per (b, h), vectorized over its 32 angles.
@@ -242,34 +261,37 @@ class ForwardCall {
   // Steps 9-10: biased q / k, the interleaved rotation of the first 32 pairs, and the diagonal q.k.
   void rotation_stage() {
     const std::int64_t rows = M_ * H_;
-    std::vector<float>&cosines = a_.cosines, &sines = a_.sines;
-    sized(cosines, rows * R);
-    sized(sines, rows * R);
-    vector_math::cos(angle_.data(), cosines.data(),
-                     cosines.size());  // F(angle) is the identity: angles are flushed
-    vector_math::sin(angle_.data(), sines.data(), sines.size());
     sized(rotq_, rows * N);
     sized(rotk_, rows * N);
-    std::vector<float>&qb = a_.qb, &kb = a_.kb;
-    sized(qb, rows * N);
-    sized(kb, rows * N);
+    sized(qkdot_, rows);
+    // The biased q and k rows feed only the diagonal q.k, and the cosines and sines only the rotation:
+    // each task keeps a block of them in small per-thread buffers (still cached when they are read)
+    // instead of whole-call arrays.
     parallel_for(
         rows,
         [&](std::int64_t begin, std::int64_t end) {
-          for (std::int64_t i = begin; i < end; ++i) {
-            const std::int64_t m = i / H_, h = i % H_;
-            mamba3_kernels::bias_rotate(bn_.data() + m * N, w_.b_bias().data() + h * N,
-                                        cosines.data() + i * R, sines.data() + i * R, R, N, kb.data() + i * N,
-                                        rotk_.data() + i * N);
-            mamba3_kernels::bias_rotate(cn_.data() + m * N, w_.c_bias().data() + h * N,
-                                        cosines.data() + i * R, sines.data() + i * R, R, N, qb.data() + i * N,
-                                        rotq_.data() + i * N);
+          thread_local AlignedBuffer<float> qb(kBiasedRows * N), kb(kBiasedRows * N),
+              cosines(kBiasedRows * R), sines(kBiasedRows * R);
+          for (std::int64_t i0 = begin; i0 < end; i0 += kBiasedRows) {
+            const std::int64_t count = std::min(kBiasedRows, end - i0);
+            const auto angles = static_cast<std::size_t>(count * R);
+            // F(angle) is the identity: angles are flushed.
+            vector_math::cos(angle_.data() + i0 * R, cosines.data(), angles);
+            vector_math::sin(angle_.data() + i0 * R, sines.data(), angles);
+            for (std::int64_t r = 0; r < count; ++r) {
+              const std::int64_t i = i0 + r, m = i / H_, h = i % H_;
+              mamba3_kernels::bias_rotate(bn_.data() + m * N, w_.b_bias().data() + h * N,
+                                          cosines.data() + r * R, sines.data() + r * R, R, N,
+                                          kb.data() + r * N, rotk_.data() + i * N);
+              mamba3_kernels::bias_rotate(cn_.data() + m * N, w_.c_bias().data() + h * N,
+                                          cosines.data() + r * R, sines.data() + r * R, R, N,
+                                          qb.data() + r * N, rotq_.data() + i * N);
+            }
+            mamba3_kernels::dot_chains(qb.data(), N, kb.data(), N, count, N, qkdot_.data() + i0);
+            for (std::int64_t i = i0; i < i0 + count; ++i) qkdot_[i] = F(MUL(F(qkdot_[i]), gamma_[i]));
           }
         },
-        64);
-    sized(qkdot_, rows);
-    mamba3_kernels::dot_chains(qb.data(), N, kb.data(), N, rows, N, qkdot_.data());
-    for (std::int64_t i = 0; i < rows; ++i) qkdot_[i] = F(MUL(F(qkdot_[i]), gamma_[i]));
+        kBiasedRows);
   }
 
   // The open chunk's running sums are taken from the decode cache when it still describes the buffer;
@@ -374,7 +396,10 @@ class ForwardCall {
                             std::int64_t real, const float* h_enter, HeadScratch& s) {
     const std::int64_t rows = real - first;
     const gemm::LhsView q_rows{rotq_.data() + (new_row(b, c0 + first) * H_ + h) * N, H_ * N, 1};
-    const gemm::PackedRhs k_packed = gemm::PackedRhs::from_transposed(s.kscale.data(), Q, N);
+    // The products' right operands are packed from transposed copies: packing row-major runs contiguous
+    // rows (the same panels as packing the originals transposed, column by column, only faster).
+    transpose::transpose(s.kscale.data(), Q, N, s.kscale_t.data());
+    const gemm::PackedRhs k_packed = gemm::PackedRhs::from_row_major(s.kscale_t.data(), N, Q);
     gemm::gemm_packed(q_rows, rows, k_packed, s.scores.data());
     for (std::int64_t r = 0; r < rows; ++r)
       mask_decay(first + r, s.scores.data() + r * Q, s.lseg.data() + r * Q, s.mixed.data() + r * Q);
@@ -387,7 +412,8 @@ class ForwardCall {
     }
     const gemm::PackedRhs v_packed = gemm::PackedRhs::from_row_major(s.v_chunk.data(), Q, P);
     gemm::gemm_packed({s.mixed.data(), Q, 1}, rows, v_packed, s.y_intra.data());
-    const gemm::PackedRhs h_packed = gemm::PackedRhs::from_transposed(h_enter, P, N);
+    transpose::transpose(h_enter, P, N, s.h_t.data());
+    const gemm::PackedRhs h_packed = gemm::PackedRhs::from_row_major(s.h_t.data(), N, P);
     gemm::gemm_packed(q_rows, rows, h_packed, s.y_state.data());
   }
 

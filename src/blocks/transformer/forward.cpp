@@ -9,6 +9,7 @@
 #include "blocks/transformer/transformer.hpp"
 #include "core/aligned_buffer.hpp"
 #include "core/scratch.hpp"
+#include "core/stage_clock.hpp"
 #include "core/thread_pool.hpp"
 #include "numerics/attention.hpp"
 #include "numerics/block_ops.hpp"
@@ -114,7 +115,10 @@ void TransformerBlock::forward(const float* x, std::int64_t batch, std::int64_t 
   const std::int64_t rows = batch * length;
   CallBuffers buffers(dims_, options_, rows);
   project_rows(x, rows, buffers);
-  attend_segment(x, batch, length, cache, buffers.qkv.data(), buffers.ctx.data(), what, scan);
+  {
+    const stage_clock::Scope timed(stage_clock::Stage::kAttention);  // a profile's split
+    attend_segment(x, batch, length, cache, buffers.qkv.data(), buffers.ctx.data(), what, scan);
+  }
   output_rows(x, rows, buffers, y);
 }
 
