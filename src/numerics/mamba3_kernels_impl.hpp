@@ -131,10 +131,10 @@ void run_blocks(int blocks, std::int64_t c, const Run& run) {
 
 // Rows of a streamed operand (h transposed, the buffered keys) requested this many steps ahead of their
 // chains.
-constexpr std::int64_t kRowsAhead = 24;
+constexpr std::int64_t kRowsAhead = 48;
 // Prefetches the cache lines of `floats` floats from `at` (moves nothing the arithmetic sees).
 inline void prefetch_lines(const float* at, std::int64_t floats) {
-  for (std::int64_t f = 0; f < floats; f += 16) __builtin_prefetch(at + f, 0, 3);
+  for (std::int64_t f = 0; f < floats; f += 16) __builtin_prefetch(at + f, 0, 2);
 }
 
 // Calls run.template operator()<B>(c) over the whole vectors of n lanes, Max at a time, then the remaining
