@@ -12,16 +12,16 @@ and issue 23's target (5x at B = 8, 15x at B = 32), and, for the same B sequence
 server did before step_many), their tokens/s and the batched step's ratio to it.
 
 The bound columns give the least time a B-row step can take on this machine (docs/performance.md §E): the
-larger of (bytes it must read / read bandwidth) and (FLOPs / FMA peak). Shared by the rows and read once: every
-weight (the tied head included). Per row: its own state at its own position during the timed steps (a Mamba-3
-layer's h and its open chunk's buffered keys, values and three scalars per head; an attention layer's keys and
-values of every cached position, the new one included) and its FLOPs (2 per weight of every projection and of
-the head, plus its attention scores and values, and Mamba-3's state read-out and open-chunk products). The
-bandwidth is build/bench_gemm's probe of exactly that footprint at that thread count, the peak its per-core FMA
-probe of the SIMD target times the threads; without build/bench_gemm the columns read n/a. "bound vs B=1" is the
-best ratio to the measured B = 1 tokens/s the bound allows (B x B=1 step / bound), "at both bounds" the same
-with B = 1 also at its bound; a target above it cannot be met on this machine. The machine may be shared:
-figures are indicative.
+larger of (bytes it must read / read bandwidth) and (FLOPs / FMA peak), and which of the two binds. Shared by
+the rows and read once: every weight (the tied head included). Per row: its own state at its own position
+during the timed steps (a Mamba-3 layer's h and its open chunk's buffered keys, values and three scalars per
+head; an attention layer's keys and values of every cached position, the new one included) and its FLOPs (2
+per weight of every projection and of the head, plus its attention scores and values, and Mamba-3's state
+read-out and open-chunk products). The bandwidth is build/bench_gemm's probe of exactly that footprint at that
+thread count, the peak its per-core FMA probe of the SIMD target times the threads; without build/bench_gemm
+the columns read n/a. "bound vs B=1" is the best ratio to the measured B = 1 tokens/s the bound allows
+(B x B=1 step / bound), "at both bounds" the same with B = 1 also at its bound; a target above it cannot be
+met on this machine. The machine may be shared: figures are indicative.
 
     python3 bench/bench_batched_decode.py [--threads 1 2] [--batches 1 8 32] [--repeats 3] [--steps 16]
 """
@@ -127,12 +127,14 @@ def fma_peak(target):
 
 
 def bound_seconds(cost, batch, steps, threads, peak):
-    """The least time of a `batch`-row step: max(bytes / bandwidth, FLOPs / peak), or None."""
+    """The least time of a `batch`-row step, max(bytes / bandwidth, FLOPs / peak), and which of the two it is
+    ("bytes" or "FLOPs"); (None, None) without the probes."""
     read, flops = cost.step(batch, steps)
     bandwidth = read_bandwidth(read, threads)
     if bandwidth is None or peak is None:
-        return None
-    return max(read / (bandwidth * 1e9), flops / (peak * threads))
+        return None, None
+    reading, computing = read / (bandwidth * 1e9), flops / (peak * threads)
+    return max(reading, computing), "bytes" if reading >= computing else "FLOPs"
 
 
 def prefilled(model, batch, vocab, capacity):
@@ -207,13 +209,14 @@ def main():
                 rate, alone_rate = batch / seconds, batch / alone
                 single = seconds if single is None else single
                 read, flops = costs[name].step(batch, args.steps)
-                bound = bound_seconds(costs[name], batch, args.steps, threads, peak)
+                bound, bound_by = bound_seconds(costs[name], batch, args.steps, threads, peak)
                 single_bound = bound if single_bound is None else single_bound
                 target = f"{TARGETS[batch]:.0f}x" if batch in TARGETS else "-"
                 if bound is None:
                     bounds = "n/a | n/a | n/a | n/a"
                 else:
-                    bounds = (f"{bound * 1e3:.2f} | {bound / seconds:.2f} | {batch * single / bound:.2f}x | "
+                    bounds = (f"{bound * 1e3:.2f} ({bound_by}) | {bound / seconds:.2f} | "
+                              f"{batch * single / bound:.2f}x | "
                               f"{batch * single_bound / bound:.2f}x")
                 print(f"| {name} | {threads} | {batch} | {seconds * 1e3:.2f} | {rate:.0f} | "
                       f"{rate * single:.2f}x | {target} | {alone_rate:.0f} | {rate / alone_rate:.2f}x | "
