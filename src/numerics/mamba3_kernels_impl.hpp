@@ -129,14 +129,6 @@ void run_blocks(int blocks, std::int64_t c, const Run& run) {
   }
 }
 
-// Rows of a streamed operand (h transposed, the buffered keys) requested this many steps ahead of their
-// chains.
-constexpr std::int64_t kRowsAhead = 48;
-// Prefetches the cache lines of `floats` floats from `at` (moves nothing the arithmetic sees).
-inline void prefetch_lines(const float* at, std::int64_t floats) {
-  for (std::int64_t f = 0; f < floats; f += 16) __builtin_prefetch(at + f, 0, 2);
-}
-
 // Calls run.template operator()<B>(c) over the whole vectors of n lanes, Max at a time, then the remaining
 // ones together; returns the lanes covered.
 template <int Max, typename Run>
@@ -166,7 +158,6 @@ void transposed_chain_groups(const float* a, const float* b_t, std::int64_t stri
   for (std::int64_t p = 0; p < len; ++p) {
     const V ap = Isa::set1(fp::F(a[p]));
     const float* row = b_t + p * stride + r0;
-    if (p + kRowsAhead < len) prefetch_lines(row + kRowsAhead * stride, G * kLanes);
     for (int g = 0; g < G; ++g)
       acc[g] = chain_step<Flush, true>(ap, load(row + g * kLanes), scale[g], acc[g]);
   }
@@ -212,8 +203,6 @@ void axpy_chain_block(const float* x, std::int64_t x_stride, const float* const*
   for (std::int64_t p = 0; p < k; ++p) {
     const V xv = Isa::set1(x[p * x_stride]);
     const float* row = rows[p] + c;
-    // A decode step streams h from memory once per row and head: ask for the rows ahead of the chains.
-    if (p + kRowsAhead < k) prefetch_lines(rows[p + kRowsAhead] + c, Blocks * kLanes);
     for (int u = 0; u < Blocks; ++u)
       acc[u] = chain_step<Flush, false>(xv, Isa::load(row + u * kLanes), xv, acc[u]);
   }
