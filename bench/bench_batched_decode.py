@@ -9,13 +9,26 @@ directory; deterministic weights, no PyTorch. Sequence i is first fed a prompt o
 steps are timed, the best of `--repeats` rounds (each on fresh copies of the prefilled states, after one
 untimed step). Each row gives the time of one batched step, tokens/s (B tokens per step), the ratio to B = 1
 and issue 23's target (5x at B = 8, 15x at B = 32), and, for the same B sequences stepped one by one (what the
-server did before step_many), their tokens/s and the batched step's ratio to it. The machine may be shared:
-figures are indicative.
+server did before step_many), their tokens/s and the batched step's ratio to it.
+
+The bound columns give the least time a B-row step can take on this machine (docs/performance.md §E): the
+larger of (bytes it must read / read bandwidth) and (FLOPs / FMA peak), and which of the two binds. Shared by
+the rows and read once: every weight (the tied head included). Per row: its own state at its own position
+during the timed steps (a Mamba-3 layer's h and its open chunk's buffered keys, values and three scalars per
+head; an attention layer's keys and values of every cached position, the new one included) and its FLOPs (2
+per weight of every projection and of the head, plus its attention scores and values, and Mamba-3's state
+read-out and open-chunk products). The bandwidth is build/bench_gemm's probe of exactly that footprint at that
+thread count, the peak its per-core FMA probe of the SIMD target times the threads; without build/bench_gemm
+the columns read n/a. "bound vs B=1" is the best ratio to the measured B = 1 tokens/s the bound allows
+(B x B=1 step / bound), "at both bounds" the same with B = 1 also at its bound; a target above it cannot be
+met on this machine. The machine may be shared: figures are indicative.
 
     python3 bench/bench_batched_decode.py [--threads 1 2] [--batches 1 8 32] [--repeats 3] [--steps 16]
 """
 
+import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -24,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 import samebits
-from bench_lowbit_decode import CONFIG, decode_parser, simd_target, weights_for
+from bench_lowbit_decode import CONFIG, decode_parser, read_bandwidth, simd_target, weights_for
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "python"))
 from test_causal_lm import write_model  # noqa: E402
@@ -57,13 +70,80 @@ def transformer_weights(config, seed=1):
     return tensors
 
 
+def prompt_length(i):
+    """Sequence i's prompt: 16 + 37 i mod 64 tokens."""
+    return 16 + 37 * i % 64
+
+
+# Mamba-3's fixed widths (blocks/mamba3/state.hpp): chunk Q, state N, head P; d_inner = 2 d_model.
+CHUNK, STATE_DIM, HEAD_DIM = 64, 128, 64
+
+
+class Cost:
+    """What one decode step of a model reads and computes: shared by every row (weights) and per row."""
+
+    def __init__(self, weights, layers, d_model, kv_width):
+        self.weight_bytes = sum(array.nbytes for array in weights.values())
+        # 2 FLOPs per weight of every projection matrix and of the tied head (the embedding, read whole).
+        matrices = sum(a.size for name, a in weights.items() if a.ndim == 2 and ("proj" in name or "embed" in name))
+        self.projection_flops = 2 * matrices
+        self.layers, self.d_model, self.kv_width = layers, d_model, kv_width
+
+    def row(self, cached):
+        """(bytes, FLOPs) of one row whose state holds `cached` tokens before the step."""
+        read = flops = 0
+        for kind in self.layers:
+            if kind == "mamba3":
+                heads, open_rows = 2 * self.d_model // HEAD_DIM, cached % CHUNK
+                read += 4 * heads * (HEAD_DIM * STATE_DIM + open_rows * (STATE_DIM + HEAD_DIM + 3))
+                # the read-out q h^T, the scores against the open rows' keys, their values
+                flops += 2 * heads * (HEAD_DIM * STATE_DIM + open_rows * (STATE_DIM + HEAD_DIM))
+            else:
+                keys = cached + 1
+                read += 2 * 4 * self.kv_width * keys
+                flops += 2 * 2 * self.d_model * keys  # q.k and the weighted values
+        return read, flops + self.projection_flops
+
+    def step(self, batch, steps):
+        """Mean (bytes, FLOPs) of a timed step of rows 0..batch-1 (row i holds prompt_length(i) + 1 + j
+        tokens before timed step j: the untimed step came first)."""
+        read, flops = self.weight_bytes, 0
+        for i in range(batch):
+            for j in range(steps):
+                b, f = self.row(prompt_length(i) + 1 + j)
+                read, flops = read + b / steps, flops + f / steps
+        return read, flops
+
+
+def fma_peak(target):
+    """Per-core FMA peak in FLOP/s of `target` (build/bench_gemm's probe), or None."""
+    exe = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "build", "bench_gemm")
+    if not os.path.exists(exe):
+        return None
+    run = subprocess.run([exe, f"--benchmark_filter=BM_FmaPeak/{target}/", "--benchmark_format=json"],
+                         capture_output=True, text=True)
+    rows = json.loads(run.stdout).get("benchmarks", []) if run.returncode == 0 else []
+    return rows[0]["GFLOP/s"] * 1e9 if rows else None
+
+
+def bound_seconds(cost, batch, steps, threads, peak):
+    """The least time of a `batch`-row step, max(bytes / bandwidth, FLOPs / peak), and which of the two it is
+    ("bytes" or "FLOPs"); (None, None) without the probes."""
+    read, flops = cost.step(batch, steps)
+    bandwidth = read_bandwidth(read, threads)
+    if bandwidth is None or peak is None:
+        return None, None
+    reading, computing = read / (bandwidth * 1e9), flops / (peak * threads)
+    return max(reading, computing), "bytes" if reading >= computing else "FLOPs"
+
+
 def prefilled(model, batch, vocab, capacity):
-    """`batch` one-row states, sequence i fed 16 + 37 i mod 64 tokens."""
+    """`batch` one-row states, sequence i fed prompt_length(i) tokens."""
     rng = np.random.default_rng(5)
     states = []
     for i in range(batch):
         state = model.allocate_state(1, capacity)
-        model.forward(rng.integers(0, vocab, (1, 16 + 37 * i % 64)), state)
+        model.forward(rng.integers(0, vocab, (1, prompt_length(i))), state)
         states.append(state)
     return states
 
@@ -100,27 +180,47 @@ def main():
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 8, 32])
     args = parser.parse_args()
     capacity = 16 + 64 + args.steps + 1
-    samba = samebits.SambaInference(samebits.SambaConfig(**CONFIG), weights_for(samebits.SambaConfig(**CONFIG)))
+    samba_weights = weights_for(samebits.SambaConfig(**CONFIG))
+    samba = samebits.SambaInference(samebits.SambaConfig(**CONFIG), samba_weights)
+    llama_weights = transformer_weights(TRANSFORMER)
     with tempfile.TemporaryDirectory() as scratch:
-        transformer = samebits.CausalLM.load(write_model(Path(scratch) / "llama", TRANSFORMER,
-                                                         transformer_weights(TRANSFORMER)))
+        transformer = samebits.CausalLM.load(write_model(Path(scratch) / "llama", TRANSFORMER, llama_weights))
     models = {"samba": samba, "transformer": transformer}
-    print(f"samebits {samebits.__version__}; SIMD target {simd_target()}; load average {os.getloadavg()[0]:.2f}")
-    print("| model | threads | B | step ms | tokens/s | vs B=1 | target | one by one tokens/s | vs one by one |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    d = CONFIG["d_model"]
+    costs = {"samba": Cost(samba_weights, CONFIG["layers"], d, d),
+             "transformer": Cost(llama_weights, ["attention"] * TRANSFORMER["num_hidden_layers"],
+                                 TRANSFORMER["hidden_size"], TRANSFORMER["hidden_size"])}
+    target_isa = simd_target()
+    peak = fma_peak(target_isa)
+    peak_text = f"{peak / 1e9:.1f} GFLOP/s per core" if peak else "n/a (no build/bench_gemm)"
+    print(f"samebits {samebits.__version__}; SIMD target {target_isa}; FMA peak {peak_text}; "
+          f"load average {os.getloadavg()[0]:.2f}")
+    print("| model | threads | B | step ms | tokens/s | vs B=1 | target | one by one tokens/s | vs one by one "
+          "| MB read | MFLOP | bound ms | bound / step | bound vs B=1 | at both bounds |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name, model in models.items():
         states = prefilled(model, max(args.batches), 256, capacity)
         for threads in args.threads:
             samebits.set_num_threads(threads)
-            single = None
+            single = single_bound = None
             for batch in args.batches:
                 seconds = step_seconds(model, states[:batch], 256, args.steps, args.repeats, batch > 1)
                 alone = step_seconds(model, states[:batch], 256, args.steps, args.repeats, False)
                 rate, alone_rate = batch / seconds, batch / alone
-                single = rate if single is None else single
+                single = seconds if single is None else single
+                read, flops = costs[name].step(batch, args.steps)
+                bound, bound_by = bound_seconds(costs[name], batch, args.steps, threads, peak)
+                single_bound = bound if single_bound is None else single_bound
                 target = f"{TARGETS[batch]:.0f}x" if batch in TARGETS else "-"
-                print(f"| {name} | {threads} | {batch} | {seconds * 1e3:.2f} | {rate:.0f} | {rate / single:.2f}x | "
-                      f"{target} | {alone_rate:.0f} | {rate / alone_rate:.2f}x |")
+                if bound is None:
+                    bounds = "n/a | n/a | n/a | n/a"
+                else:
+                    bounds = (f"{bound * 1e3:.2f} ({bound_by}) | {bound / seconds:.2f} | "
+                              f"{batch * single / bound:.2f}x | "
+                              f"{batch * single_bound / bound:.2f}x")
+                print(f"| {name} | {threads} | {batch} | {seconds * 1e3:.2f} | {rate:.0f} | "
+                      f"{rate * single:.2f}x | {target} | {alone_rate:.0f} | {rate / alone_rate:.2f}x | "
+                      f"{read / 1e6:.2f} | {flops / 1e6:.1f} | {bounds} |")
 
 if __name__ == "__main__":
     main()
