@@ -3,7 +3,8 @@
 # copy of its committed seed corpus. Usage: scripts/fuzz.sh [SECONDS] [harness ...]   (default 30 s, all)
 # Exits non-zero on any crash, leak, timeout or OOM; the reproducer stays under build-fuzz/artifacts/.
 # FUZZ_FLAGS adds libFuzzer flags (e.g. -jobs=2); FUZZ_BUILD_JOBS sets the build parallelism (default 2);
-# FUZZ_SKIP_BUILD=1 skips the build. FUZZ_SEED sets libFuzzer's seed (default 1, so a run of S seconds replays
+# FUZZ_SKIP_BUILD=1 skips the build. FUZZ_PARALLEL=N runs N harnesses at a time (default 1; each harness is
+# one single-threaded process, so N = the core count finishes N times sooner). FUZZ_SEED sets libFuzzer's seed (default 1, so a run of S seconds replays
 # the first S seconds of the same mutation sequence on every machine and CI cannot turn red by luck;
 # FUZZ_SEED=random lets libFuzzer pick one, which is what long campaigns use).
 set -uo pipefail
@@ -69,32 +70,54 @@ seed_flag=()
 [ "$SEED" != random ] && seed_flag=(-seed="$SEED")
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-failed=0
-summary=()
-for h in "${HARNESSES[@]}"; do
+# One harness: its log in build-fuzz/fuzz_H.log, its summary line in build-fuzz/result_H (first word ok or
+# FAIL), and on a failure the log's last lines in build-fuzz/failure_H.
+run_harness() {
+  local h=$1
   # The committed corpus is only read: new inputs go to a scratch copy, reproducers to artifacts/.
-  scratch=$BUILD/scratch/$h
-  artifacts=$BUILD/artifacts/$h
-  rm -rf "$scratch"
+  local scratch=$BUILD/scratch/$h artifacts=$BUILD/artifacts/$h log=$BUILD/fuzz_$h.log
+  rm -rf "$scratch" "$BUILD/result_$h" "$BUILD/failure_$h"
   mkdir -p "$scratch" "$artifacts"
   cp "$ROOT/fuzz/corpus/$h/"* "$scratch/"
-  log=$BUILD/fuzz_$h.log
-  echo "== fuzz_$h: $SECONDS_EACH s, max_len $(max_len "$h"), seed $SEED"
   "$BUILD/fuzz/fuzz_$h" "$scratch" "${seed_flag[@]}" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 \
     -max_len="$(max_len "$h")" -detect_leaks=1 -print_final_stats=1 -artifact_prefix="$artifacts/" \
     ${FUZZ_FLAGS:-} >"$log" 2>&1
-  rc=$?
+  local rc=$? runs kind repro
   runs=$(grep -a -o 'Done [0-9]* runs in [0-9]* second(s)' "$log" | tail -1)
   if [ $rc -ne 0 ]; then
-    failed=1
     kind=$(grep -a -o -m1 'ERROR: libFuzzer: [a-z-]*\|ERROR: AddressSanitizer: [a-z-]*\|ERROR: LeakSanitizer: [a-z-]*\|runtime error: .*\|fuzz property violated: .*' "$log" | head -1)
     repro=$(grep -a -o 'Test unit written to .*' "$log" | tail -1 | sed 's/Test unit written to //')
-    tail -60 "$log"
-    summary+=("FAIL fuzz_$h (exit $rc): ${kind:-see $log}; reproducer: ${repro:-none}")
+    tail -60 "$log" >"$BUILD/failure_$h"
+    echo "FAIL fuzz_$h (exit $rc): ${kind:-see $log}; reproducer: ${repro:-none}" >"$BUILD/result_$h"
   else
-    summary+=("ok   fuzz_$h: ${runs:-no run count}")
+    echo "ok   fuzz_$h: ${runs:-no run count}" >"$BUILD/result_$h"
+  fi
+}
+
+PARALLEL=${FUZZ_PARALLEL:-1}
+running=0
+for h in "${HARNESSES[@]}"; do
+  echo "== fuzz_$h: $SECONDS_EACH s, max_len $(max_len "$h"), seed $SEED"
+  run_harness "$h" &
+  running=$((running + 1))
+  if [ "$running" -ge "$PARALLEL" ]; then
+    wait -n
+    running=$((running - 1))
+  fi
+done
+wait
+
+failed=0
+for h in "${HARNESSES[@]}"; do
+  if [ -f "$BUILD/failure_$h" ]; then
+    echo "== fuzz_$h failed; the end of its log:"
+    cat "$BUILD/failure_$h"
   fi
 done
 echo "== summary"
-printf '%s\n' "${summary[@]}"
+for h in "${HARNESSES[@]}"; do
+  line=$(cat "$BUILD/result_$h" 2>/dev/null || echo "FAIL fuzz_$h: no result (the harness did not finish)")
+  echo "$line"
+  case $line in ok*) ;; *) failed=1 ;; esac
+done
 exit $failed
