@@ -4,9 +4,10 @@
 # Exits non-zero on any crash, leak, timeout or OOM; the reproducer stays under build-fuzz/artifacts/.
 # FUZZ_FLAGS adds libFuzzer flags (e.g. -jobs=2); FUZZ_BUILD_JOBS sets the build parallelism (default 2);
 # FUZZ_SKIP_BUILD=1 skips the build. FUZZ_PARALLEL=N runs N harnesses at a time (default 1; each harness is
-# one single-threaded process, so N = the core count finishes N times sooner). FUZZ_SEED sets libFuzzer's seed (default 1, so a run of S seconds replays
-# the first S seconds of the same mutation sequence on every machine and CI cannot turn red by luck;
-# FUZZ_SEED=random lets libFuzzer pick one, which is what long campaigns use).
+# one single-threaded process, so N = the core count finishes N times sooner). FUZZ_SEED sets libFuzzer's
+# seed (default 1, so a run of S seconds replays the first S seconds of the same mutation sequence on every
+# machine and CI cannot turn red by luck; FUZZ_SEED=random lets libFuzzer pick one, which is what long
+# campaigns use).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD

@@ -119,6 +119,13 @@ void dots(const float* qt, const float* keys, std::int64_t head_dim, std::int64_
     dot_group<kFlush, 1>(qt, keys + j * head_dim, head_dim, leaf, leaf_count, out + j * kLanes, partials);
 }
 
+// Asks for the cache lines of base[first, first + count), clipped to base[0, size), ahead of their use (value
+// rows, key tiles). Offsets, not pointers: nothing points past the array.
+inline void prefetch_span(const float* base, std::int64_t first, std::int64_t count, std::int64_t size) {
+  const std::int64_t stop = first + count < size ? first + count : size;
+  for (std::int64_t at = first; at < stop; at += 16) __builtin_prefetch(base + at, 0, 2);
+}
+
 // Value rows a chain asks for ahead of the one it adds: a decode row streams a long cache once, with too
 // much arithmetic between loads for the hardware prefetcher alone. Moves nothing the arithmetic sees.
 constexpr std::int64_t kValueRowsAhead = 32;
@@ -134,9 +141,7 @@ void value_tile(const float* weights, std::int64_t w_stride, const float* values
     for (int c = 0; c < kCols; ++c) acc[g][c] = Isa::zero();
   for (std::int64_t j = 0; j < n; ++j) {
     const float* row = values + j * head_dim + d0;
-    if (j + kValueRowsAhead < n)
-      for (int c = 0; c < kCols * kLanes; c += 16)
-        __builtin_prefetch(row + kValueRowsAhead * head_dim + c, 0, 2);
+    prefetch_span(values, (j + kValueRowsAhead) * head_dim + d0, kCols * kLanes, n * head_dim);
     V v[kCols];
     for (int c = 0; c < kCols; ++c) {
       v[c] = Isa::load(row + c * kLanes);
@@ -314,13 +319,6 @@ inline typename Isa::V key_chain(const float* q, const float* keys, std::int64_t
     if constexpr (kFlush) acc = Isa::flush(acc);
   }
   return acc;
-}
-
-// Asks for the cache lines of base[first, first + count), clipped to base[0, size), ahead of their use (as
-// kValueRowsAhead does for the values). Offsets, not pointers: nothing points past the array.
-inline void prefetch_span(const float* base, std::int64_t first, std::int64_t count, std::int64_t size) {
-  const std::int64_t stop = first + count < size ? first + count : size;
-  for (std::int64_t at = first; at < stop; at += 16) __builtin_prefetch(base + at, 0, 2);
 }
 
 // Groups of kLanes keys a decode row asks for ahead of the one it computes.
